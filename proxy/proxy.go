@@ -1,0 +1,331 @@
+// Package proxy is planlock's MCP gate: an MCP server for the agent (stdio or
+// streamable HTTP) in front of an MCP client to the real server (stdio or
+// streamable HTTP). It shows the agent only the planned tools, checks every
+// tools/call against the plan (package gate) and the durable state (package
+// ledger), and forwards what the plan allows.
+//
+// resources and prompts are not exposed: the plan language gates tools only,
+// and what cannot be gated is not relayed.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/gate"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// State is what the proxy needs of the durable state; *ledger.Ledger has it.
+type State interface {
+	Progress(planDigest string) ledger.Progress
+	Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error)
+	Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome) error
+	Block(ctx context.Context, c ledger.Call, reason string) error
+	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
+	FindHold(c ledger.Call) (ledger.Hold, bool)
+}
+
+// Config configures a Proxy.
+type Config struct {
+	Plan     *hclplan.Plan
+	State    State
+	Upstream UpstreamConfig
+	// CallTimeout bounds each forwarded call; zero means 60s.
+	CallTimeout time.Duration
+	// HoldTTL is how long a hold waits for approval; zero means 7 days.
+	HoldTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Log receives one line per operational event (upstream restarts).
+	Log     io.Writer
+	Version string
+}
+
+// Proxy is one running gate. Create it with New, then Serve or ServeHTTP.
+type Proxy struct {
+	cfg  Config
+	gate *gate.Gate
+	up   *Upstream
+	srv  *server.MCPServer
+
+	toolsMu sync.Mutex
+	tools   map[string]bool // tools the upstream reported at its last initialisation
+
+	progMu sync.Mutex
+	progs  map[string]progressRoute
+	progN  atomic.Int64
+
+	heldMu sync.Mutex
+	held   map[int]string // step index → why the step is on hold (on_error = "hold")
+}
+
+// progressRoute sends an upstream progress token back to the client call
+// that owns it, under the client's own token.
+type progressRoute struct {
+	ctx   context.Context
+	token mcp.ProgressToken
+}
+
+// New builds the proxy; nothing runs until Run.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Plan == nil || cfg.State == nil {
+		return nil, errors.New("proxy: a plan and a state are required")
+	}
+	if len(cfg.Upstream.Command) == 0 && cfg.Upstream.URL == "" {
+		return nil, errors.New("proxy: no upstream command or URL")
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 60 * time.Second
+	}
+	if cfg.HoldTTL <= 0 {
+		cfg.HoldTTL = 7 * 24 * time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	p := &Proxy{cfg: cfg, gate: gate.New(cfg.Plan), progs: map[string]progressRoute{}, held: map[int]string{},
+		tools: map[string]bool{}}
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(p.filterList)
+	p.srv = server.NewMCPServer("planlock", cfg.Version,
+		server.WithToolCapabilities(true),
+		server.WithLogging(),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions(fmt.Sprintf("Tools are gated by planlock plan %q: %s. Calls outside the plan are blocked with the reason.", cfg.Plan.Name, cfg.Plan.Goal)),
+	)
+	cfg.Upstream.ClientName = "planlock"
+	cfg.Upstream.ClientVersion = cfg.Version
+	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
+	// Until the upstream answers, the planned tools exist with an open
+	// schema so that a call gets a clear "upstream unavailable".
+	var placeholders []server.ServerTool
+	for _, name := range cfg.Plan.Tools() {
+		t := mcp.NewToolWithRawSchema(name, "(upstream not connected yet) "+p.limitsLine(name), json.RawMessage(`{"type":"object"}`))
+		placeholders = append(placeholders, server.ServerTool{Tool: t, Handler: p.handleCall})
+	}
+	p.srv.SetTools(placeholders...)
+	return p, nil
+}
+
+// MCPServer is the agent-facing server (for tests and custom transports).
+func (p *Proxy) MCPServer() *server.MCPServer { return p.srv }
+
+// Run supervises the upstream until ctx ends. Serve* call it.
+func (p *Proxy) Run(ctx context.Context) { p.up.Run(ctx) }
+
+// WaitUpstream blocks until the upstream is initialised or ctx ends.
+func (p *Proxy) WaitUpstream(ctx context.Context) error { return p.up.WaitReady(ctx) }
+
+// setTools re-exposes the upstream's tools after each initialisation, with
+// their raw schemas byte for byte. Every upstream tool is registered so that
+// a call to an unplanned one reaches the gate (and the audit) instead of
+// failing as unknown; tools/list shows only the planned ones (filterList).
+func (p *Proxy) setTools(raw []json.RawMessage) {
+	var tools []server.ServerTool
+	names := map[string]bool{}
+	for _, r := range raw {
+		t, err := rawTool(r)
+		if err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: skipping an upstream tool: %v\n", err)
+			continue
+		}
+		names[t.Name] = true
+		if p.gate.Planned(t.Name) {
+			if t.Description != "" {
+				t.Description += "\n\n"
+			}
+			t.Description += p.limitsLine(t.Name)
+		}
+		tools = append(tools, server.ServerTool{Tool: t, Handler: p.handleCall})
+	}
+	for _, name := range p.cfg.Plan.Tools() {
+		if !names[name] {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: warning: the plan's tool %q is not offered by the upstream\n", name)
+		}
+	}
+	p.toolsMu.Lock()
+	p.tools = names
+	p.toolsMu.Unlock()
+	p.srv.SetTools(tools...)
+}
+
+// rawTool decodes a tools/list entry keeping inputSchema and outputSchema as
+// the upstream wrote them.
+func rawTool(r json.RawMessage) (mcp.Tool, error) {
+	var t mcp.Tool
+	if err := json.Unmarshal(r, &t); err != nil {
+		return t, fmt.Errorf("bad tool definition: %w", err)
+	}
+	var schemas struct {
+		Input  json.RawMessage `json:"inputSchema"`
+		Output json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(r, &schemas); err != nil {
+		return t, fmt.Errorf("bad tool definition: %w", err)
+	}
+	if t.Name == "" {
+		return t, errors.New("tool without a name")
+	}
+	t.InputSchema = mcp.ToolInputSchema{}
+	t.RawInputSchema = schemas.Input
+	if len(t.RawInputSchema) == 0 {
+		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	t.OutputSchema = mcp.ToolOutputSchema{}
+	t.RawOutputSchema = nil
+	if len(schemas.Output) > 0 && !bytes.Equal(schemas.Output, []byte("null")) {
+		t.RawOutputSchema = schemas.Output
+	}
+	return t, nil
+}
+
+func (p *Proxy) filterList(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+	if res == nil {
+		return
+	}
+	kept := res.Tools[:0]
+	for _, t := range res.Tools {
+		if p.gate.Planned(t.Name) {
+			kept = append(kept, t)
+		}
+	}
+	res.Tools = kept
+}
+
+// limitsLine tells the model the plan's limits for a tool in one line.
+func (p *Proxy) limitsLine(tool string) string {
+	var parts []string
+	for _, s := range p.cfg.Plan.StepsForTool(tool) {
+		parts = append(parts, stepSummary(p.cfg.Plan, s))
+	}
+	return "[planlock] " + strings.Join(parts, " | ")
+}
+
+func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "step %q", s.Name)
+	if plan.Order != hclplan.OrderAny {
+		fmt.Fprintf(&b, " (%d of %d, in order)", s.Index+1, len(plan.Steps))
+	}
+	fmt.Fprintf(&b, ": max_calls %d", s.MaxCalls)
+	if len(s.Args) == 0 {
+		b.WriteString("; no arguments")
+	}
+	for _, a := range s.Args {
+		b.WriteString("; ")
+		b.WriteString(a.Name)
+		var cs []string
+		if a.Any {
+			cs = append(cs, "any value")
+		}
+		if a.Eq != nil {
+			cs = append(cs, "= "+a.Eq.String())
+		}
+		if a.Enum != nil {
+			var vs []string
+			for _, v := range a.Enum {
+				vs = append(vs, v.String())
+			}
+			cs = append(cs, "one of ["+strings.Join(vs, ", ")+"]")
+		}
+		if a.Min != nil {
+			cs = append(cs, ">= "+a.Min.String())
+		}
+		if a.Max != nil {
+			cs = append(cs, "<= "+a.Max.String())
+		}
+		if a.MaxLength != nil {
+			cs = append(cs, fmt.Sprintf("length <= %d", *a.MaxLength))
+		}
+		if a.Pattern != nil {
+			cs = append(cs, "matches "+a.Pattern.Source)
+		}
+		if a.Optional {
+			cs = append(cs, "optional")
+		}
+		if len(cs) > 0 {
+			b.WriteString(" " + strings.Join(cs, ", "))
+		}
+	}
+	if s.Approval == hclplan.ApprovalEach {
+		b.WriteString("; each call needs human approval")
+	}
+	return b.String()
+}
+
+// relayNotification sends the upstream's progress to the call that asked for
+// it, under the client's token, and its log messages to every client.
+// Other notifications (list changes of what is not exposed) are dropped.
+func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcp.MethodNotificationProgress):
+		tok, ok := n.Params.AdditionalFields["progressToken"]
+		if !ok {
+			return
+		}
+		p.progMu.Lock()
+		route, ok := p.progs[fmt.Sprint(tok)]
+		p.progMu.Unlock()
+		if !ok {
+			return
+		}
+		params := map[string]any{}
+		for k, v := range n.Params.AdditionalFields {
+			params[k] = v
+		}
+		params["progressToken"] = route.token
+		_ = p.srv.SendNotificationToClient(route.ctx, n.Method, params)
+	case "notifications/message":
+		params := map[string]any{}
+		for k, v := range n.Params.AdditionalFields {
+			params[k] = v
+		}
+		p.srv.SendNotificationToAllClients(n.Method, params)
+	case string(mcp.MethodNotificationToolsListChanged):
+		// The upstream's tools changed: read them again so schemas stay exact.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tools, err := p.up.ListTools(ctx); err == nil {
+				p.setTools(tools)
+			}
+		}()
+	}
+}
+
+// progressFor registers a progress route when the client asked for progress;
+// it returns the token to send upstream ("" when none) and the cleanup.
+func (p *Proxy) progressFor(ctx context.Context, req mcp.CallToolRequest) (string, func()) {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return "", func() {}
+	}
+	tok := fmt.Sprintf("planlock-%d", p.progN.Add(1))
+	p.progMu.Lock()
+	p.progs[tok] = progressRoute{ctx: ctx, token: req.Params.Meta.ProgressToken}
+	p.progMu.Unlock()
+	return tok, func() {
+		p.progMu.Lock()
+		delete(p.progs, tok)
+		p.progMu.Unlock()
+	}
+}

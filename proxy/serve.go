@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves one agent over in/out until in closes or ctx ends.
+func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.start(ctx)
+	s := server.NewStdioServer(p.srv)
+	err := s.Listen(ctx, in, out)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// ServeHTTP serves streamable HTTP at http://<ln>/mcp until ctx ends. When
+// token is not empty every request needs "Authorization: Bearer <token>".
+func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, token string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.start(ctx)
+	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"))
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", requireBearer(token, h))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = h.Shutdown(sctx)
+	_ = hs.Shutdown(sctx)
+	return nil
+}
+
+// start runs the upstream and waits for its first connection attempt, so
+// that the first tools/list already shows the upstream's schemas. A failed
+// attempt does not stop the proxy: calls get a clear error until it is up.
+func (p *Proxy) start(ctx context.Context) {
+	go p.Run(ctx)
+	select {
+	case <-p.up.FirstAttempt():
+	case <-ctx.Done():
+	}
+	if ok, why := p.up.Ready(); !ok {
+		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
+	}
+}
+
+func requireBearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="planlock"`)
+			http.Error(w, "planlock: missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,329 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// UpstreamConfig says how to reach the MCP server behind the proxy: a
+// command run over stdio, or a streamable HTTP URL.
+type UpstreamConfig struct {
+	Command []string // program and arguments (stdio)
+	Env     []string // the complete environment of the program, "NAME=value"
+	URL     string   // streamable HTTP endpoint
+	Stderr  io.Writer
+	// ClientName and ClientVersion are sent in initialize.
+	ClientName, ClientVersion string
+}
+
+// Upstream is a supervised connection to the upstream server. A stdio
+// upstream that dies is restarted with backoff and initialised again; calls
+// made while it is down fail at once with the reason. A call in flight is
+// never replayed on the new connection: the caller decides what a lost call
+// means.
+type Upstream struct {
+	cfg    UpstreamConfig
+	nextID atomic.Int64
+
+	// onNotify receives the upstream's notifications; onReady the raw
+	// tools/list entries after each (re)initialisation.
+	onNotify func(mcp.JSONRPCNotification)
+	onReady  func(tools []json.RawMessage)
+
+	mu      sync.Mutex
+	conn    *upConn
+	lastErr error
+	changed chan struct{} // closed and replaced whenever conn changes
+
+	firstOnce sync.Once
+	first     chan struct{} // closed after the first connection attempt
+}
+
+type upConn struct {
+	tr   transport.Interface
+	dead chan struct{}
+	once sync.Once
+	why  error
+}
+
+func (c *upConn) kill(why error) {
+	c.once.Do(func() {
+		c.why = why
+		close(c.dead)
+	})
+}
+
+// ErrUnavailable is returned when no upstream connection is up.
+var ErrUnavailable = errors.New("upstream unavailable")
+
+// RPCError is a JSON-RPC error answered by the upstream.
+type RPCError struct {
+	Code    int
+	Message string
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("upstream error %d: %s", e.Code, e.Message) }
+
+// NewUpstream prepares a connection; Run starts and supervises it.
+func NewUpstream(cfg UpstreamConfig, onNotify func(mcp.JSONRPCNotification), onReady func([]json.RawMessage)) *Upstream {
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	return &Upstream{cfg: cfg, onNotify: onNotify, onReady: onReady, changed: make(chan struct{}),
+		lastErr: errors.New("not started yet"), first: make(chan struct{})}
+}
+
+// Run connects and keeps the upstream connected until ctx ends, restarting
+// it with exponential backoff (100ms doubling up to 10s) after each loss.
+func (u *Upstream) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		c, err := u.connect(ctx)
+		if err != nil {
+			u.setConn(nil, err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		u.setConn(c, nil)
+		select {
+		case <-ctx.Done():
+		case <-c.dead:
+		}
+		why := c.why
+		if why == nil {
+			why = errors.New("connection closed")
+		}
+		u.setConn(nil, fmt.Errorf("restarting after: %w", why))
+		_ = c.tr.Close()
+	}
+}
+
+func (u *Upstream) setConn(c *upConn, err error) {
+	defer u.firstOnce.Do(func() { close(u.first) })
+	u.mu.Lock()
+	u.conn = c
+	if err != nil {
+		u.lastErr = err
+	}
+	close(u.changed)
+	u.changed = make(chan struct{})
+	u.mu.Unlock()
+}
+
+// FirstAttempt is closed once the first connection attempt succeeded or failed.
+func (u *Upstream) FirstAttempt() <-chan struct{} { return u.first }
+
+// WaitReady blocks until a connection is up or ctx ends.
+func (u *Upstream) WaitReady(ctx context.Context) error {
+	for {
+		u.mu.Lock()
+		c, ch, last := u.conn, u.changed, u.lastErr
+		u.mu.Unlock()
+		if c != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ErrUnavailable, last)
+		case <-ch:
+		}
+	}
+}
+
+func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
+	var tr transport.Interface
+	var started *exec.Cmd
+	if u.cfg.URL != "" {
+		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening())
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)
+		}
+		tr = h
+	} else {
+		env := u.cfg.Env
+		tr = transport.NewStdioWithOptions(u.cfg.Command[0], nil, u.cfg.Command[1:],
+			transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+				// Not CommandContext: the transport's Close ends the
+				// process gracefully; a clean environment, never ours.
+				cmd := exec.Command(command, args...)
+				cmd.Env = env
+				started = cmd
+				return cmd, nil
+			}),
+			transport.WithCommandStderrWriter(u.cfg.Stderr))
+	}
+	c := &upConn{tr: tr, dead: make(chan struct{})}
+	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
+		if u.onNotify != nil {
+			u.onNotify(n)
+		}
+	})
+	if b, ok := tr.(transport.BidirectionalInterface); ok {
+		// planlock does not offer sampling, elicitation or roots to the
+		// upstream; a server that asks anyway gets an answer at once
+		// instead of waiting for a timeout.
+		b.SetRequestHandler(func(_ context.Context, r transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+			return transport.NewJSONRPCErrorResponse(r.ID, mcp.METHOD_NOT_FOUND,
+				fmt.Sprintf("planlock proxy does not relay %s to the client", r.Method), nil), nil
+		})
+	}
+	if err := tr.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start upstream: %w", err)
+	}
+	if started != nil && started.Process != nil {
+		// Notice a dead process at once, not at the next call: that call
+		// would be counted and then fail.
+		pid := started.Process.Pid
+		go func() {
+			if err := waitExit(pid); err == nil {
+				c.kill(fmt.Errorf("upstream process %d exited", pid))
+			}
+		}()
+	}
+	fail := func(err error) (*upConn, error) {
+		_ = tr.Close()
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := u.send(ictx, c, "initialize", map[string]any{
+		"protocolVersion": mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": u.cfg.ClientName, "version": u.cfg.ClientVersion},
+	})
+	if err != nil {
+		return fail(fmt.Errorf("initialize upstream: %w", err))
+	}
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(res, &init); err != nil {
+		return fail(fmt.Errorf("initialize upstream: bad result: %w", err))
+	}
+	if h, ok := tr.(transport.HTTPConnection); ok && init.ProtocolVersion != "" {
+		h.SetProtocolVersion(init.ProtocolVersion)
+	}
+	if err := tr.SendNotification(ictx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: string(mcp.MethodNotificationInitialized)}}); err != nil {
+		return fail(fmt.Errorf("initialize upstream: %w", err))
+	}
+	tools, err := u.listTools(ictx, c)
+	if err != nil {
+		return fail(err)
+	}
+	if u.onReady != nil {
+		u.onReady(tools)
+	}
+	return c, nil
+}
+
+// listTools reads tools/list raw, following nextCursor, so that no schema
+// keyword is lost to a typed decoder.
+func (u *Upstream) listTools(ctx context.Context, c *upConn) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	params := map[string]any{}
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, errors.New("tools/list: more than 1000 pages")
+		}
+		res, err := u.send(ctx, c, "tools/list", params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		var r struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &r); err != nil {
+			return nil, fmt.Errorf("tools/list: bad result: %w", err)
+		}
+		all = append(all, r.Tools...)
+		if r.NextCursor == "" {
+			return all, nil
+		}
+		params = map[string]any{"cursor": r.NextCursor}
+	}
+}
+
+// Request sends one request to the current connection and returns the raw
+// result. When ctx ends first the upstream is told the request is cancelled.
+func (u *Upstream) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	u.mu.Lock()
+	c, last := u.conn, u.lastErr
+	u.mu.Unlock()
+	if c == nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
+	}
+	return u.send(ctx, c, method, params)
+}
+
+func (u *Upstream) send(ctx context.Context, c *upConn, method string, params any) (json.RawMessage, error) {
+	id := u.nextID.Add(1)
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params}
+	resp, err := c.tr.SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Tell the upstream to stop working on it; best effort.
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = c.tr.SendNotification(nctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+				Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+					Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}}}})
+			cancel()
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, transport.ErrSessionTerminated) {
+			c.kill(err)
+			return nil, fmt.Errorf("upstream connection lost: %w", err)
+		}
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	if len(resp.Result) == 0 {
+		return nil, errors.New("upstream answered with neither result nor error")
+	}
+	return resp.Result, nil
+}
+
+// ListTools reads the current connection's tools/list raw.
+func (u *Upstream) ListTools(ctx context.Context) ([]json.RawMessage, error) {
+	u.mu.Lock()
+	c, last := u.conn, u.lastErr
+	u.mu.Unlock()
+	if c == nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
+	}
+	return u.listTools(ctx, c)
+}
+
+// Ready reports whether a connection is up, and if not, why.
+func (u *Upstream) Ready() (bool, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.conn == nil {
+		return false, u.lastErr
+	}
+	select {
+	case <-u.conn.dead:
+		return false, u.conn.why
+	default:
+		return true, nil
+	}
+}
