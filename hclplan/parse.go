@@ -144,6 +144,7 @@ func (d *decoder) plan(b *hcl.Block) *Plan {
 				d.errorf(a.Expr.Range(), "Invalid expires", "expires must be an RFC 3339 time such as \"2026-12-31T23:59:59Z\"; %q is not.", s)
 			} else {
 				p.Expires = t
+				p.ExpiresRange = a.Expr.Range()
 			}
 		}
 	}
