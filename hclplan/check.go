@@ -27,20 +27,32 @@ func (v *Violation) Error() string {
 // *Violation; arguments are checked in sorted name order so the first
 // violation reported is stable.
 func (s *Step) Check(args map[string]any) error {
-	if name := s.firstUndeclared(args); name != "" {
-		return &Violation{Step: s.Name, Arg: name, Reason: "is not allowed by the plan"}
-	}
+	// One pass over the declared arguments; an undeclared argument is
+	// reported before any other violation, so count what was matched.
+	var first *Violation
+	present := 0
 	for _, a := range s.Args {
 		v, ok := args[a.Name]
-		if !ok {
-			if a.Optional {
-				continue
+		if ok {
+			present++
+		}
+		if first != nil {
+			continue
+		}
+		switch {
+		case !ok && !a.Optional:
+			first = &Violation{Step: s.Name, Arg: a.Name, Reason: "is required"}
+		case ok:
+			if reason := a.check(v); reason != "" {
+				first = &Violation{Step: s.Name, Arg: a.Name, Reason: reason}
 			}
-			return &Violation{Step: s.Name, Arg: a.Name, Reason: "is required"}
 		}
-		if reason := a.check(v); reason != "" {
-			return &Violation{Step: s.Name, Arg: a.Name, Reason: reason}
-		}
+	}
+	if present < len(args) {
+		return &Violation{Step: s.Name, Arg: s.firstUndeclared(args), Reason: "is not allowed by the plan"}
+	}
+	if first != nil {
+		return first
 	}
 	return nil
 }

@@ -144,6 +144,7 @@ func (d *decoder) plan(b *hcl.Block) *Plan {
 				d.errorf(a.Expr.Range(), "Invalid expires", "expires must be an RFC 3339 time such as \"2026-12-31T23:59:59Z\"; %q is not.", s)
 			} else {
 				p.Expires = t
+				p.ExpiresRange = a.Expr.Range()
 			}
 		}
 	}
@@ -300,7 +301,9 @@ func (d *decoder) arg(b *hcl.Block) *Arg {
 	if a.Name == "" {
 		d.errorf(b.LabelRanges[0], "Empty argument name", "An arg block names the tool argument it constrains.")
 	}
+	before := len(d.diags)
 	c := d.content(b.Body, argSchema)
+	malformed := d.diags[before:].HasErrors()
 	attrs := c.Attributes
 	if at := attrs["optional"]; at != nil {
 		a.Optional, _ = d.boolean(at)
@@ -366,6 +369,9 @@ func (d *decoder) arg(b *hcl.Block) *Arg {
 	switch {
 	case a.Any && constraints > 0:
 		d.errorf(attrs["any"].Range, "any combined with other constraints", "any = true accepts every value, so the other constraints on %q would never apply; remove one or the other.", a.Name)
+	case malformed:
+		// An unknown attribute was probably meant as a constraint; its
+		// diagnostic says enough.
 	case !a.Any && constraints == 0 && attrs["any"] == nil:
 		d.errorf(b.DefRange, "Argument has no constraint", "Constrain %q with eq, enum, min, max, max_length or pattern, or write any = true to accept every value.", a.Name)
 	case !a.Any && constraints == 0:

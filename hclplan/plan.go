@@ -66,7 +66,8 @@ type Plan struct {
 	Filename string
 	Digest   string
 
-	DeclRange hcl.Range
+	DeclRange    hcl.Range
+	ExpiresRange hcl.Range // where expires is set, when it is
 }
 
 // Upstream is the MCP server the plan is written for.
@@ -128,6 +129,23 @@ func (s *Step) Arg(name string) *Arg { return s.byName[name] }
 // Expired reports whether the plan's expiry is at or before now.
 func (p *Plan) Expired(now time.Time) bool {
 	return !p.Expires.IsZero() && !now.Before(p.Expires)
+}
+
+// Warnings returns the problems that do not make the plan invalid but that
+// its author should know about now, such as an expiry in the past (the proxy
+// refuses to load an expired plan).
+func (p *Plan) Warnings(now time.Time) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if p.Expired(now) {
+		r := p.ExpiresRange
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Plan expired",
+			Detail:   "This plan expired at " + p.Expires.UTC().Format(time.RFC3339) + "; the proxy will not load it.",
+			Subject:  &r,
+		})
+	}
+	return diags
 }
 
 // Step returns the step named name, or nil.

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // Value is a JSON value from a plan: nil, bool, string, json.Number, []any or
@@ -247,11 +246,9 @@ type Number struct {
 	r     *big.Rat // set when !exact
 }
 
-var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
-
 // ParseNumber parses JSON number text exactly.
 func ParseNumber(s string) (Number, error) {
-	if !jsonNumberRE.MatchString(s) {
+	if !isJSONNumber(s) {
 		return Number{}, fmt.Errorf("%q is not a JSON number", s)
 	}
 	return parseValidNumber(s)
@@ -274,20 +271,74 @@ func parseValidNumber(s string) (Number, error) {
 	return Number{text: s, f: f, r: r}, nil
 }
 
-// shortDecimal counts significant digits and the decimal exponent of s.
+// isJSONNumber reports whether s is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?
+func isJSONNumber(s string) bool {
+	i, n := 0, len(s)
+	digits := func() int {
+		start := i
+		for i < n && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - start
+	}
+	if i < n && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < n && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < n && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < n && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < n && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == n
+}
+
+// shortDecimal counts the significant digits and the exponent of s, a valid
+// JSON number, without allocating.
 func shortDecimal(s string) (sig, exp int, ok bool) {
-	mant, e, hasExp := strings.Cut(strings.ToLower(s), "e")
-	if hasExp {
-		n, err := strconv.Atoi(e)
+	first, last := -1, -1 // positions of the first and last non-zero digit
+	pos := 0
+	i := 0
+	for ; i < len(s) && s[i] != 'e' && s[i] != 'E'; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		if c != '0' {
+			if first < 0 {
+				first = pos
+			}
+			last = pos
+		}
+		pos++
+	}
+	if i < len(s) {
+		n, err := strconv.Atoi(s[i+1:])
 		if err != nil {
 			return 0, 0, false
 		}
 		exp = n
 	}
-	digits := strings.TrimPrefix(strings.Replace(mant, ".", "", 1), "-")
-	digits = strings.TrimLeft(digits, "0")
-	digits = strings.TrimRight(digits, "0")
-	return len(digits), exp, true
+	if first < 0 {
+		return 0, exp, true
+	}
+	return last - first + 1, exp, true
 }
 
 // MustNumber is ParseNumber for constants in tests and code.
