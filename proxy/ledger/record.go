@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -225,19 +226,20 @@ func writeString(buf *bytes.Buffer, s string) {
 	buf.Truncate(buf.Len() - 1)
 }
 
-// canonicalNumber spells a JSON number one way: integers as integers (exactly,
-// when the literal is one), everything else by its float64 value.
+// canonicalNumber spells a JSON number one way: integer literals exactly,
+// other spellings of integers (30.0, 3e1) as integers, the rest by their
+// float64 value.
 func canonicalNumber(n json.Number) string {
 	s := string(n)
-	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+	if !strings.ContainsAny(s, ".eE") {
 		if s == "-0" {
 			return "0"
 		}
-		return s
+		return s // an integer literal: its digits are exact, whatever its size
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return s // an integer literal too large for int64: keep its exact digits
+		return s
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 		return strconv.FormatInt(int64(f), 10)
