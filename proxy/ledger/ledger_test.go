@@ -187,7 +187,10 @@ func TestCheckRunsUnderLockAndAborts(t *testing.T) {
 	orderErr := errors.New("step refund: out of order")
 	var seen Progress
 	_, err = l.Reserve(ctx, Reservation{Call: call("close", 3, "close_ticket", ""), MaxCalls: 1,
-		Check: func(p Progress) error { seen = Progress{Current: p.Current, done: append([]bool(nil), p.done...)}; return orderErr }})
+		Check: func(p Progress) error {
+			seen = Progress{Current: p.Current, done: append([]bool(nil), p.done...)}
+			return orderErr
+		}})
 	if !errors.Is(err, orderErr) {
 		t.Fatalf("err %v, want the Check error unchanged", err)
 	}
