@@ -46,8 +46,10 @@ type Reservation struct {
 	// Check, when set, runs under the ledger's lock with the plan's progress,
 	// just before the count is taken: the gate's order rule made atomic with
 	// the reservation. A non-nil error is returned by Reserve unchanged and
-	// nothing is recorded. It must be fast and must not call the Ledger. The
-	// Progress it gets is valid only during the call.
+	// nothing is recorded. It must be fast and must not call the Ledger; it
+	// may run twice for one Reserve (a cheap look before the record is
+	// encoded, then the deciding one). The Progress it gets is valid only
+	// during the call.
 	Check func(Progress) error
 }
 

@@ -449,6 +449,14 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	if rv.OverLimit && rv.HoldID == "" {
 		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
 	}
+	// A refused call costs no encoding: look first, and again below once
+	// the record is ready, since the state may change in between.
+	l.mu.Lock()
+	if err := l.precheck(rv); err != nil {
+		l.mu.Unlock()
+		return Ticket{}, err
+	}
+	l.mu.Unlock()
 	now := l.stamp()
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
 		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Hold: rv.HoldID, Max: rv.MaxCalls}
@@ -473,13 +481,9 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 		l.mu.Unlock()
 		return Ticket{}, err
 	}
-	p := l.st.plan(rv.PlanDigest)
-	p.grow(rv.StepIndex)
-	if rv.Check != nil {
-		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used}); err != nil {
-			l.mu.Unlock()
-			return Ticket{}, err
-		}
+	if err := l.precheck(rv); err != nil {
+		l.mu.Unlock()
+		return Ticket{}, err
 	}
 	var h *Hold
 	if rv.HoldID != "" {
@@ -488,11 +492,9 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 			return Ticket{}, err
 		}
 	}
+	p := l.st.plan(rv.PlanDigest)
+	p.grow(rv.StepIndex)
 	used := p.used[rv.StepIndex]
-	if used >= rv.MaxCalls && !rv.OverLimit {
-		l.mu.Unlock()
-		return Ticket{}, &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: used, Max: rv.MaxCalls}
-	}
 	// The count is taken before the record is durable: a failed write can
 	// only lose a call, never grant one.
 	used++
@@ -512,6 +514,28 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	}
 	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex,
 		Tool: rv.Tool, Used: used, At: now}, nil
+}
+
+// precheck applies the gate's Check and max_calls, in the contract's order
+// (order before max_calls). Call with mu held.
+func (l *Ledger) precheck(rv Reservation) error {
+	p := l.st.plans[rv.PlanDigest]
+	if p == nil {
+		p = &planState{}
+	}
+	if rv.Check != nil {
+		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used}); err != nil {
+			return err
+		}
+	}
+	used := 0
+	if rv.StepIndex < len(p.used) {
+		used = p.used[rv.StepIndex]
+	}
+	if used >= rv.MaxCalls && !rv.OverLimit {
+		return &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: used, Max: rv.MaxCalls}
+	}
+	return nil
 }
 
 // approvedHold returns the hold if it may be consumed by this call. Call with

@@ -106,8 +106,9 @@ func appendLine(dst []byte, seq uint64, prev string, body []byte) ([]byte, strin
 }
 
 // checkLine verifies one line (without its newline) against the chain and
-// returns its hash, or the reason it is bad.
-func checkLine(line []byte, wantSeq uint64, prev string) (p *parsed, hash string, reason string) {
+// returns its hash, or the reason it is bad. The record is decoded only when
+// decode is set (replay); Verify needs just the chain header.
+func checkLine(line []byte, wantSeq uint64, prev string, decode bool) (p *parsed, hash string, reason string) {
 	if len(line) == 0 {
 		return nil, "", "empty line"
 	}
@@ -127,17 +128,45 @@ func checkLine(line []byte, wantSeq uint64, prev string) (p *parsed, hash string
 		}
 		return nil, "", "record hash does not match its content: the record was edited"
 	}
-	p = new(parsed)
-	if err := json.Unmarshal(line, p); err != nil {
-		return nil, "", fmt.Sprintf("not a valid record: %v", err)
+	seq, linkedPrev, ok := chainHeader(body)
+	if !ok || !json.Valid(line) {
+		return nil, "", `not a planlock audit record (it must start with "seq" and "prev")`
 	}
-	if p.Seq != wantSeq {
-		return nil, "", fmt.Sprintf("seq %d where %d was expected: a record was removed, inserted or reordered", p.Seq, wantSeq)
+	if seq != wantSeq {
+		return nil, "", fmt.Sprintf("seq %d where %d was expected: a record was removed, inserted or reordered", seq, wantSeq)
 	}
-	if p.Prev != prev {
+	if linkedPrev != prev {
 		return nil, "", "prev does not match the hash of the record before: a record was edited, removed, inserted or reordered"
 	}
+	if decode {
+		p = new(parsed)
+		if err := json.Unmarshal(line, p); err != nil {
+			return nil, "", fmt.Sprintf("not a valid record: %v", err)
+		}
+	}
 	return p, hash, ""
+}
+
+// chainHeader reads the `{"seq":N,"prev":"<64 hex>",` that appendLine writes.
+func chainHeader(body []byte) (seq uint64, prev string, ok bool) {
+	const seqField, prevField = `{"seq":`, `,"prev":"`
+	rest, found := bytes.CutPrefix(body, []byte(seqField))
+	if !found {
+		return 0, "", false
+	}
+	i := bytes.IndexByte(rest, ',')
+	if i < 1 || (rest[0] == '0' && i > 1) {
+		return 0, "", false
+	}
+	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	rest, found = bytes.CutPrefix(rest[i:], []byte(prevField))
+	if !found || len(rest) < 66 || rest[64] != '"' || rest[65] != ',' {
+		return 0, "", false
+	}
+	return seq, string(rest[:64]), true
 }
 
 // CanonicalArgs returns the canonical form of tool arguments: objects with

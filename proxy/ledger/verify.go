@@ -50,7 +50,7 @@ func scan(r io.Reader, apply func(*parsed)) (VerifyResult, int64, error) {
 		if err != nil {
 			return res, good, fmt.Errorf("read audit log: %w", err)
 		}
-		p, hash, reason := checkLine(line[:len(line)-1], uint64(lineNo), res.Head)
+		p, hash, reason := checkLine(line[:len(line)-1], uint64(lineNo), res.Head, apply != nil)
 		if reason != "" {
 			return res, good, &VerifyError{Line: lineNo, Reason: reason}
 		}
