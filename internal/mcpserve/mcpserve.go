@@ -21,27 +21,39 @@ const EndpointPath = "/mcp"
 // parent process that asked for port 0 can learn the real URL.
 const ListeningPrefix = "listening on "
 
-// Serve serves s until ctx ends or the transport stops. With httpAddr == "" it
-// speaks stdio on in/out; otherwise it listens on httpAddr (port 0 picks a free
-// port) and writes "listening on http://HOST:PORT/mcp" to logw once bound.
-func Serve(ctx context.Context, s *server.MCPServer, httpAddr string, in io.Reader, out, logw io.Writer) error {
-	if httpAddr == "" {
-		err := server.NewStdioServer(s).Listen(ctx, in, out)
+// Options selects the transport.
+type Options struct {
+	HTTPAddr string    // "" = stdio; else listen here (port 0 picks a free port)
+	Stdin    io.Reader // stdio transport
+	Stdout   io.Writer // stdio transport
+	Log      io.Writer // receives the "listening on" line
+	// WrapHTTP, if set, wraps the MCP HTTP handler (fault injection in tests).
+	WrapHTTP func(http.Handler) http.Handler
+}
+
+// Serve serves s until ctx ends or the transport stops. Over HTTP it writes
+// "listening on http://HOST:PORT/mcp" to o.Log once bound.
+func Serve(ctx context.Context, s *server.MCPServer, o Options) error {
+	if o.HTTPAddr == "" {
+		err := server.NewStdioServer(s).Listen(ctx, o.Stdin, o.Stdout)
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("serve stdio: %w", err)
 		}
 		return nil
 	}
-	ln, err := net.Listen("tcp", httpAddr)
+	ln, err := net.Listen("tcp", o.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", httpAddr, err)
+		return fmt.Errorf("listen on %s: %w", o.HTTPAddr, err)
 	}
-	return ServeListener(ctx, s, ln, logw)
+	var h http.Handler = server.NewStreamableHTTPServer(s, server.WithEndpointPath(EndpointPath))
+	if o.WrapHTTP != nil {
+		h = o.WrapHTTP(h)
+	}
+	return ServeHTTP(ctx, h, ln, o.Log)
 }
 
-// ServeListener serves streamable HTTP on an already bound listener.
-func ServeListener(ctx context.Context, s *server.MCPServer, ln net.Listener, logw io.Writer) error {
-	h := server.NewStreamableHTTPServer(s, server.WithEndpointPath(EndpointPath))
+// ServeHTTP serves h at EndpointPath on an already bound listener until ctx ends.
+func ServeHTTP(ctx context.Context, h http.Handler, ln net.Listener, logw io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -55,7 +67,6 @@ func ServeListener(ctx context.Context, s *server.MCPServer, ln net.Listener, lo
 	case <-ctx.Done():
 		shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = h.Shutdown(shutCtx)
 		if err := srv.Shutdown(shutCtx); err != nil {
 			return fmt.Errorf("shut down http: %w", err)
 		}

@@ -50,5 +50,5 @@ func run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 		return err
 	}
 	defer closeLog()
-	return mcpserve.Serve(ctx, srv, *httpAddr, in, out, errw)
+	return mcpserve.Serve(ctx, srv, mcpserve.Options{HTTPAddr: *httpAddr, Stdin: in, Stdout: out, Log: errw})
 }
