@@ -1,0 +1,39 @@
+// Command testupstream is the MCP upstream of planlock's fault and benchmark
+// tests. See package testupstream for the tools and the modes.
+//
+//	testupstream [--mode M] [--exit-after N] [--calls-log F] [--http ADDR]
+//
+// The mode may also come from TESTUPSTREAM_MODE (the flag wins).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/planlock/planlock/internal/testupstream"
+)
+
+func main() {
+	fs := flag.NewFlagSet("testupstream", flag.ExitOnError)
+	mode := fs.String("mode", os.Getenv("TESTUPSTREAM_MODE"), "fault `mode` to play (default normal)")
+	exitAfter := fs.Int("exit-after", 1, "exit-mid-call: exit when the `N`th tools/call arrives")
+	callsLog := fs.String("calls-log", "", "append every tools/call received to `FILE` (JSON Lines)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
+	_ = fs.Parse(os.Args[1:])
+	m, err := testupstream.ParseMode(*mode)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := testupstream.Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr}
+	if err := testupstream.Run(ctx, cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
+		os.Exit(1)
+	}
+}

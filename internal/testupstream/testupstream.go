@@ -1,0 +1,399 @@
+// Package testupstream is an MCP upstream for fault and benchmark tests: a
+// trivial fast tool, slow, progress, flooding, sampling and elicitation tools,
+// and process-level fault modes (exit at start, exit mid-call, hang, garbage).
+// cmd/testupstream is its executable; tests build it once per test binary.
+package testupstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/planlock/planlock/internal/mcpserve"
+)
+
+// Mode is a fault the upstream plays.
+type Mode string
+
+// The modes. Each is chosen with --mode or TESTUPSTREAM_MODE.
+const (
+	Normal       Mode = "normal"        // answer everything properly
+	ExitAtStart  Mode = "exit-at-start" // exit with ExitCodeAtStart before reading anything
+	ExitMidCall  Mode = "exit-mid-call" // exit with ExitCodeMidCall when the Nth tools/call arrives (--exit-after N, default 1)
+	Hang         Mode = "hang"          // read requests, never answer any (not even initialize)
+	HangCall     Mode = "hang-call"     // answer initialize and tools/list, never answer tools/call
+	Garbage      Mode = "garbage"       // answer every request with a line of non-JSON text
+	GarbageStart Mode = "garbage-start" // print non-JSON lines first, then serve normally
+	GarbageCall  Mode = "garbage-call"  // serve normally but answer tools/call with non-JSON text
+	Flood        Mode = "flood"         // every tools/call streams log notifications without end
+)
+
+// Modes lists every mode, for usage text and validation.
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood}
+
+// Exit codes of the exiting modes, so a test can tell them from a crash.
+const (
+	ExitCodeAtStart = 3
+	ExitCodeMidCall = 4
+)
+
+// GarbageLine is what the garbage modes print instead of JSON-RPC.
+const GarbageLine = "this is not JSON-RPC <<<garbage>>> {"
+
+// Config configures one upstream process.
+type Config struct {
+	Mode      Mode
+	ExitAfter int    // ExitMidCall: exit on this tools/call (1-based); 0 means 1
+	CallsLog  string // append every tools/call received as a JSON line; "" = none
+	HTTPAddr  string // "" = stdio
+	// Exit ends the process; tests may replace it. Defaults to os.Exit.
+	Exit func(code int)
+}
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return Normal, nil
+	}
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("unknown mode %q (one of %s)", s, strings.Join(names, ", "))
+}
+
+// Run plays cfg until ctx ends, stdin closes or the mode exits the process.
+func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	if cfg.Exit == nil {
+		cfg.Exit = os.Exit
+	}
+	switch cfg.Mode {
+	case ExitAtStart:
+		fmt.Fprintln(stderr, "testupstream: exiting at start as asked")
+		cfg.Exit(ExitCodeAtStart)
+		return nil
+	case Hang:
+		if cfg.HTTPAddr == "" {
+			// Drain stdin so the client's writes never block; answer nothing.
+			_, _ = io.Copy(io.Discard, stdin)
+			return nil
+		}
+	case Garbage:
+		if cfg.HTTPAddr == "" {
+			return answerGarbage(stdin, stdout)
+		}
+	}
+
+	out := newLockedWriter(stdout)
+	if cfg.Mode == GarbageStart && cfg.HTTPAddr == "" {
+		fmt.Fprintf(out, "%s\nstarting up...\n", GarbageLine)
+	}
+	s, closeLog, err := newServer(cfg, out)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	return mcpserve.Serve(ctx, s, mcpserve.Options{
+		HTTPAddr: cfg.HTTPAddr, Stdin: stdin, Stdout: out, Log: stderr,
+		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, h) },
+	})
+}
+
+// newServer builds the MCP server of a mode that speaks MCP. out is the
+// stdio writer (nil over HTTP).
+func newServer(cfg Config, out *lockedWriter) (*server.MCPServer, func() error, error) {
+	var logf *os.File
+	if cfg.CallsLog != "" {
+		f, err := os.OpenFile(cfg.CallsLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open calls log: %w", err)
+		}
+		logf = f
+	}
+	closeLog := func() error {
+		if logf == nil {
+			return nil
+		}
+		return logf.Close()
+	}
+	exitAfter := int64(cfg.ExitAfter)
+	if exitAfter <= 0 {
+		exitAfter = 1
+	}
+	var calls atomic.Int64
+	var logMu sync.Mutex
+	hooks := &server.Hooks{}
+	hooks.AddBeforeCallTool(func(ctx context.Context, id any, req *mcp.CallToolRequest) {
+		n := calls.Add(1)
+		if logf != nil {
+			args, _ := json.Marshal(req.GetRawArguments())
+			line, _ := json.Marshal(map[string]any{"time": time.Now().UTC(), "tool": req.Params.Name, "arguments": json.RawMessage(args)})
+			logMu.Lock()
+			_, _ = logf.Write(append(line, '\n'))
+			logMu.Unlock()
+		}
+		switch cfg.Mode {
+		case ExitMidCall:
+			if n >= exitAfter {
+				cfg.Exit(ExitCodeMidCall)
+			}
+		case HangCall:
+			<-ctx.Done()
+			select {} // never answer, even after a cancellation
+		case GarbageCall:
+			if out != nil {
+				fmt.Fprintln(out, GarbageLine)
+				select {} // the garbage was the answer
+			}
+		}
+	})
+	s := server.NewMCPServer("testupstream", "1.0.0",
+		server.WithToolCapabilities(false),
+		server.WithLogging(),
+		server.WithHooks(hooks),
+		server.WithLegacyServerInitiatedRequests(),
+	)
+	t := &tools{s: s, mode: cfg.Mode, out: out}
+	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Return the message unchanged (the trivial fast tool)."),
+		mcp.WithString("message", mcp.Required(), mcp.Description("Text to echo"))), t.echo)
+	s.AddTool(mcp.NewTool("slow", mcp.WithDescription("Sleep ms milliseconds, then answer; cancellable."),
+		mcp.WithNumber("ms", mcp.Required(), mcp.Description("Milliseconds to sleep"))), t.slow)
+	s.AddTool(mcp.NewTool("progress", mcp.WithDescription("Send steps progress notifications to the caller's progress token, then answer."),
+		mcp.WithNumber("steps", mcp.Required(), mcp.Description("Number of notifications"))), t.progress)
+	s.AddTool(mcp.NewTool("flood", mcp.WithDescription("Stream log notifications without end; never answers unless cancelled.")), t.flood)
+	s.AddTool(mcp.NewTool("big", mcp.WithDescription("Answer with a text of the given size."),
+		mcp.WithNumber("bytes", mcp.Required(), mcp.Description("Size of the answer"))), t.big)
+	s.AddTool(mcp.NewTool("sample", mcp.WithDescription("Ask the client to sample an LLM message (server-to-client request) and return its text."),
+		mcp.WithString("prompt", mcp.Required())), t.sample)
+	s.AddTool(mcp.NewTool("elicit", mcp.WithDescription("Ask the client to elicit input from the user (server-to-client request) and return the answer."),
+		mcp.WithString("message", mcp.Required())), t.elicit)
+	return s, closeLog, nil
+}
+
+type tools struct {
+	s    *server.MCPServer
+	mode Mode
+	out  *lockedWriter // stdio only
+}
+
+func (t *tools) echo(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if t.mode == Flood {
+		return t.flood(ctx, req)
+	}
+	return mcp.NewToolResultText(req.GetString("message", "")), nil
+}
+
+func (t *tools) slow(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if t.mode == Flood {
+		return t.flood(ctx, req)
+	}
+	d := time.Duration(req.GetFloat("ms", 0) * float64(time.Millisecond))
+	select {
+	case <-time.After(d):
+		return mcp.NewToolResultText(fmt.Sprintf("slept %s", d)), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("slow call cancelled: %w", ctx.Err())
+	}
+}
+
+func (t *tools) progress(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	steps := int(req.GetFloat("steps", 0))
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	sent := 0
+	before := 0
+	if t.out != nil {
+		before = t.out.progressWritten()
+	}
+	if token != nil {
+		for i := 1; i <= steps; i++ {
+			err := t.s.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": token, "progress": i, "total": steps, "message": fmt.Sprintf("step %d of %d", i, steps),
+			})
+			if err != nil {
+				return nil, fmt.Errorf("send progress: %w", err)
+			}
+			sent++
+		}
+	}
+	// Over stdio mcp-go writes notifications from another goroutine than the
+	// response, so the answer could overtake them and the client would drop
+	// them as late. Answer only once they are on the wire. (HTTP drains them
+	// into the response stream first by itself.)
+	if t.out != nil {
+		if err := t.out.waitProgress(ctx, before+sent); err != nil {
+			return nil, fmt.Errorf("wait for progress notifications: %w", err)
+		}
+	}
+	return mcp.NewToolResultText(fmt.Sprintf("sent %d progress notifications", sent)), nil
+}
+
+func (t *tools) flood(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("flood stopped after %d notifications: %w", i, err)
+		}
+		err := t.s.SendNotificationToClient(ctx, "notifications/message", map[string]any{
+			"level": "info", "logger": "flood", "data": fmt.Sprintf("notification %d", i),
+		})
+		if err != nil {
+			// A full queue is backpressure, not the end: keep flooding.
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+func (t *tools) big(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	n := int(req.GetFloat("bytes", 0))
+	if n < 0 || n > 1<<30 {
+		return mcp.NewToolResultError(fmt.Sprintf("bytes %d out of range 0..2^30", n)), nil
+	}
+	return mcp.NewToolResultText(strings.Repeat("x", n)), nil
+}
+
+func (t *tools) sample(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cm := mcp.CreateMessageRequest{}
+	cm.CreateMessageParams.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: req.GetString("prompt", "")}}}
+	cm.CreateMessageParams.MaxTokens = 100
+	res, err := t.s.RequestSampling(ctx, cm)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("sampling failed: %v", err)), nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode sampling result: %w", err)
+	}
+	return mcp.NewToolResultText("sampled: " + string(b)), nil
+}
+
+func (t *tools) elicit(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	er := mcp.ElicitationRequest{}
+	er.Params.Message = req.GetString("message", "")
+	er.Params.RequestedSchema = map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"answer": map[string]any{"type": "string"}},
+		"required":   []string{"answer"},
+	}
+	res, err := t.s.RequestElicitation(ctx, er)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("elicitation failed: %v", err)), nil
+	}
+	b, err := json.Marshal(res.ElicitationResponse)
+	if err != nil {
+		return nil, fmt.Errorf("encode elicitation result: %w", err)
+	}
+	return mcp.NewToolResultText("elicited: " + string(b)), nil
+}
+
+// answerGarbage answers each stdin line with a non-JSON line.
+func answerGarbage(stdin io.Reader, stdout io.Writer) error {
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	for sc.Scan() {
+		if _, err := fmt.Fprintln(stdout, GarbageLine); err != nil {
+			return fmt.Errorf("write garbage: %w", err)
+		}
+	}
+	return nil
+}
+
+// httpFaults plays the wire-level modes over HTTP.
+func httpFaults(mode Mode, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode {
+		case Hang:
+			<-r.Context().Done()
+			return
+		case Garbage:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintln(w, GarbageLine)
+			return
+		case GarbageCall:
+			if r.Method == http.MethodPost {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				var msg struct {
+					Method string `json:"method"`
+				}
+				if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintln(w, GarbageLine)
+					return
+				}
+				r.Body = io.NopCloser(strings.NewReader(string(body)))
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// lockedWriter keeps whole lines from the server and from fault injection
+// apart, and counts the progress notifications written.
+type lockedWriter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	progress int
+	cond     *sync.Cond
+}
+
+func newLockedWriter(w io.Writer) *lockedWriter {
+	l := &lockedWriter{w: w}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err := l.w.Write(p)
+	if strings.Contains(string(p), `"method":"notifications/progress"`) {
+		l.progress++
+		l.cond.Broadcast()
+	}
+	return n, err
+}
+
+func (l *lockedWriter) progressWritten() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.progress
+}
+
+// waitProgress blocks until at least n progress notifications were written.
+func (l *lockedWriter) waitProgress(ctx context.Context, n int) error {
+	stop := context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.cond.Broadcast()
+	})
+	defer stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.progress < n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l.cond.Wait()
+	}
+	return nil
+}
