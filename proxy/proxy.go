@@ -67,6 +67,11 @@ type Proxy struct {
 	progMu sync.Mutex
 	progs  map[string]progressRoute
 	progN  atomic.Int64
+	// Over stdio, notifications and responses reach the client by different
+	// goroutines; a call's answer waits until its progress is written, or
+	// the client would drop the progress as late. Nil counters: not tracked.
+	progQueued  atomic.Int64
+	progWritten *atomic.Int64
 
 	heldMu sync.Mutex
 	held   map[int]string // step index → why the step is on hold (on_error = "hold")
@@ -113,6 +118,9 @@ func New(cfg Config) (*Proxy, error) {
 		server.WithRecovery(),
 		server.WithInstructions(fmt.Sprintf("Tools are gated by planlock plan %q: %s. Calls outside the plan are blocked with the reason.", cfg.Plan.Name, cfg.Plan.Goal)),
 	)
+	if cfg.Upstream.InitTimeout <= 0 {
+		cfg.Upstream.InitTimeout = min(cfg.CallTimeout, 30*time.Second)
+	}
 	cfg.Upstream.ClientName = "planlock"
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
@@ -294,7 +302,9 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 			params[k] = v
 		}
 		params["progressToken"] = route.token
-		_ = p.srv.SendNotificationToClient(route.ctx, n.Method, params)
+		if err := p.srv.SendNotificationToClient(route.ctx, n.Method, params); err == nil {
+			p.progQueued.Add(1)
+		}
 	case "notifications/message":
 		params := map[string]any{}
 		for k, v := range n.Params.AdditionalFields {
@@ -324,8 +334,37 @@ func (p *Proxy) progressFor(ctx context.Context, req mcp.CallToolRequest) (strin
 	p.progs[tok] = progressRoute{ctx: ctx, token: req.Params.Meta.ProgressToken}
 	p.progMu.Unlock()
 	return tok, func() {
+		p.waitProgressWritten()
 		p.progMu.Lock()
 		delete(p.progs, tok)
 		p.progMu.Unlock()
 	}
+}
+
+// waitProgressWritten waits (a bounded time) until every progress
+// notification queued so far is written to a stdio client.
+func (p *Proxy) waitProgressWritten() {
+	if p.progWritten == nil {
+		return
+	}
+	want := p.progQueued.Load()
+	for i := 0; i < 200 && p.progWritten.Load() < want; i++ {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// progressCounter counts the progress notifications written to the client.
+type progressCounter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+var progressMethod = []byte(`"method":"notifications/progress"`)
+
+func (c progressCounter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if err == nil {
+		c.n.Add(int64(bytes.Count(b, progressMethod)))
+	}
+	return n, err
 }

@@ -22,8 +22,9 @@ import (
 )
 
 // refundBin is the example refund server (examples/refund/server), the
-// upstream of these tests; built once in TestMain.
-var refundBin string
+// upstream of these tests; testUpstreamBin plays faults
+// (internal/testupstream); planlockBin is the CLI. Built once in TestMain.
+var refundBin, testUpstreamBin, planlockBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "planlock-proxy-test")
@@ -31,9 +32,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	refundBin = filepath.Join(dir, "refund")
-	out, err := exec.Command("go", "build", "-o", refundBin, "github.com/planlock/planlock/examples/refund/server").CombinedOutput()
-	if err != nil {
-		panic("build refund server: " + err.Error() + "\n" + string(out))
+	testUpstreamBin = filepath.Join(dir, "testupstream")
+	planlockBin = filepath.Join(dir, "planlock")
+	for bin, pkg := range map[string]string{refundBin: "examples/refund/server", testUpstreamBin: "internal/testupstream/cmd/testupstream", planlockBin: "cmd/planlock"} {
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/planlock/planlock/"+pkg).CombinedOutput()
+		if err != nil {
+			panic("build " + pkg + ": " + err.Error() + "\n" + string(out))
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -89,6 +94,7 @@ type harness struct {
 	t        *testing.T
 	ctx      context.Context
 	client   *client.Client
+	proxy    *Proxy
 	ledger   *ledger.Ledger
 	plan     *hclplan.Plan
 	dir      string
@@ -158,6 +164,7 @@ func newHarness(t *testing.T, planSrc string, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	h.client = c
+	h.proxy = p
 	t.Cleanup(func() {
 		c.Close()
 		cancel()
@@ -515,3 +522,5 @@ func TestParallelCallsAgainstMaxCallsOneForwardExactlyOne(t *testing.T) {
 	}
 	h.verifyAudit()
 }
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

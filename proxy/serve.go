@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -17,6 +18,8 @@ import (
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	p.progWritten = new(atomic.Int64)
+	out = progressCounter{w: out, n: p.progWritten}
 	p.start(ctx)
 	s := server.NewStdioServer(p.srv)
 	err := s.Listen(ctx, in, out)

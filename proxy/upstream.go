@@ -22,6 +22,8 @@ type UpstreamConfig struct {
 	Env     []string // the complete environment of the program, "NAME=value"
 	URL     string   // streamable HTTP endpoint
 	Stderr  io.Writer
+	// InitTimeout bounds initialize and tools/list; zero means 30s.
+	InitTimeout time.Duration
 	// ClientName and ClientVersion are sent in initialize.
 	ClientName, ClientVersion string
 }
@@ -78,6 +80,9 @@ func (e *RPCError) Error() string { return fmt.Sprintf("upstream error %d: %s", 
 func NewUpstream(cfg UpstreamConfig, onNotify func(mcp.JSONRPCNotification), onReady func([]json.RawMessage)) *Upstream {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 30 * time.Second
 	}
 	return &Upstream{cfg: cfg, onNotify: onNotify, onReady: onReady, changed: make(chan struct{}),
 		lastErr: errors.New("not started yet"), first: make(chan struct{})}
@@ -136,7 +141,11 @@ func (u *Upstream) WaitReady(ctx context.Context) error {
 		c, ch, last := u.conn, u.changed, u.lastErr
 		u.mu.Unlock()
 		if c != nil {
-			return nil
+			select {
+			case <-c.dead: // lost; wait for the next connection
+			default:
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -200,7 +209,7 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		_ = tr.Close()
 		return nil, err
 	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ictx, cancel := context.WithTimeout(ctx, u.cfg.InitTimeout)
 	defer cancel()
 	res, err := u.send(ictx, c, "initialize", map[string]any{
 		"protocolVersion": mcp.LATEST_LEGACY_PROTOCOL_VERSION,
