@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -413,5 +414,66 @@ func TestInspectorCLIAsAgent(t *testing.T) {
 	out = run("--method", "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=40")
 	if !strings.Contains(out, `argument \"b\" = 40 is above the maximum 10`) || !strings.Contains(out, `"isError": true`) {
 		t.Fatalf("blocked call:\n%s", out)
+	}
+}
+
+// conformanceToolScenarios are the tool scenarios of the pinned conformance
+// suite that pass against server-everything directly.
+var conformanceToolScenarios = []string{"tools-list", "tools-call-simple-text", "tools-call-error"}
+
+func runConformance(t *testing.T, url, scenario string) (string, bool) {
+	t.Helper()
+	cli := filepath.Join(peersDir(t), "node_modules/@modelcontextprotocol/conformance/dist/index.js")
+	out, err := exec.Command("node", cli, "server", "--url", url, "--scenario", scenario).CombinedOutput()
+	return string(out), err == nil && strings.Contains(string(out), "0 failed")
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+func TestConformanceThroughTheProxyMatchesDirect(t *testing.T) {
+	peers := peersDir(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	everything := filepath.Join(peers, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	direct := "http://127.0.0.1:" + port + "/mcp"
+	startLogged(t, []string{"PORT=" + port}, `(listening) on port`, "node", everything, "streamableHttp")
+	plan := writePlan(t, `
+plan "conformance" {
+  goal  = "the tools the conformance scenarios call"
+  order = "any"
+  step "simple" {
+    tool      = "test_simple_text"
+    max_calls = 100
+  }
+  step "error" {
+    tool      = "test_error_handling"
+    max_calls = 100
+  }
+  step "echo" {
+    tool      = "echo"
+    max_calls = 100
+    arg "message" { any = true }
+  }
+}`)
+	proxied := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", plan, "--insecure-skip-verify",
+		"--state", filepath.Join(dir, "state"), "--listen", "127.0.0.1:0", "--upstream-url", direct)
+	for _, sc := range conformanceToolScenarios {
+		out, ok := runConformance(t, direct, sc)
+		if !ok {
+			t.Logf("%s fails against server-everything directly; not required through the proxy:\n%s", sc, out)
+			continue
+		}
+		if out, ok := runConformance(t, proxied, sc); !ok {
+			t.Errorf("%s passes directly but fails through the proxy:\n%s", sc, out)
+		}
 	}
 }

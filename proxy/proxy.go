@@ -62,7 +62,7 @@ type Proxy struct {
 	srv  *server.MCPServer
 
 	toolsMu sync.Mutex
-	tools   map[string]bool // tools the upstream reported at its last initialisation
+	tools   map[string]bool // tools the upstream reported at its last initialisation; nil before
 
 	progMu sync.Mutex
 	progs  map[string]progressRoute
@@ -107,10 +107,10 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	p := &Proxy{cfg: cfg, gate: gate.New(cfg.Plan), progs: map[string]progressRoute{}, held: map[int]string{},
-		tools: map[string]bool{}}
+	p := &Proxy{cfg: cfg, gate: gate.New(cfg.Plan), progs: map[string]progressRoute{}, held: map[int]string{}}
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(p.filterList)
+	hooks.AddOnError(p.auditUnknownTool)
 	p.srv = server.NewMCPServer("planlock", cfg.Version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
@@ -168,7 +168,11 @@ func (p *Proxy) setTools(raw []json.RawMessage) {
 	}
 	for _, name := range p.cfg.Plan.Tools() {
 		if !names[name] {
+			// Not listed, but a call still reaches the gate and, if the plan
+			// allows it, the upstream, which answers as it does.
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: warning: the plan's tool %q is not offered by the upstream\n", name)
+			t := mcp.NewToolWithRawSchema(name, p.limitsLine(name), json.RawMessage(`{"type":"object"}`))
+			tools = append(tools, server.ServerTool{Tool: t, Handler: p.handleCall})
 		}
 	}
 	p.toolsMu.Lock()
@@ -211,9 +215,12 @@ func (p *Proxy) filterList(_ context.Context, _ any, _ *mcp.ListToolsRequest, re
 	if res == nil {
 		return
 	}
+	p.toolsMu.Lock()
+	offered := p.tools
+	p.toolsMu.Unlock()
 	kept := res.Tools[:0]
 	for _, t := range res.Tools {
-		if p.gate.Planned(t.Name) {
+		if p.gate.Planned(t.Name) && (offered == nil || offered[t.Name]) {
 			kept = append(kept, t)
 		}
 	}
@@ -367,4 +374,25 @@ func (c progressCounter) Write(b []byte) (int, error) {
 		c.n.Add(int64(bytes.Count(b, progressMethod)))
 	}
 	return n, err
+}
+
+// auditUnknownTool records a call of a tool that neither the plan nor the
+// upstream has: the server answers it with a JSON-RPC error (there is no
+// such tool to call), and the audit still shows the attempt.
+func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMethod, message any, err error) {
+	if method != mcp.MethodToolsCall || !errors.Is(err, server.ErrToolNotFound) {
+		return
+	}
+	req, ok := message.(*mcp.CallToolRequest)
+	if !ok {
+		return
+	}
+	call := ledger.Call{PlanDigest: p.cfg.Plan.Digest, Tool: req.Params.Name}
+	if _, derr := decodeArgs(req.Params.RawArguments); derr == nil {
+		call.Args = req.Params.RawArguments
+	}
+	reason := fmt.Sprintf("tool %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, p.cfg.Plan.Name)
+	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
+		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
+	}
 }

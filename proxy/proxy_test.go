@@ -524,3 +524,17 @@ func TestParallelCallsAgainstMaxCallsOneForwardExactlyOne(t *testing.T) {
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func TestToolUnknownToPlanAndUpstreamIsAnErrorAndAudited(t *testing.T) {
+	h := newHarness(t, refundPlan, harnessOpts{})
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "rm_rf"
+	req.Params.Arguments = json.RawMessage(`{"path":"/"}`)
+	if _, err := h.client.CallTool(h.ctx, req); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("got %v, want a tool-not-found error", err)
+	}
+	h.ledger.Close() // flush
+	if b, _ := os.ReadFile(h.audit); !strings.Contains(string(b), `tool \"rm_rf\" is not in plan \"refund-4711\" (and the upstream does not offer it)`) {
+		t.Fatalf("audit lacks the attempt:\n%s", b)
+	}
+}
