@@ -336,3 +336,16 @@ func (u *Upstream) Ready() (bool, error) {
 		return true, nil
 	}
 }
+
+// FetchTools connects once to an upstream, reads its tools/list raw and
+// closes the connection.
+func FetchTools(ctx context.Context, cfg UpstreamConfig) ([]json.RawMessage, error) {
+	var tools []json.RawMessage
+	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { tools = t })
+	c, err := u.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.tr.Close()
+	return tools, nil
+}

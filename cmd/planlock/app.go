@@ -81,6 +81,8 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		planCommand(),
 		proxyCommand(),
+		toolsCommand(),
+		mcpConfigCommand(),
 	}
 }
 

@@ -15,6 +15,7 @@ terraform fmt and terraform validate.`,
 			planFmtCommand(),
 			planValidateCommand(),
 			planShowCommand(),
+			planInitCommand(),
 		},
 	}
 }

@@ -1,0 +1,286 @@
+// Package catalog describes an upstream's tools for people: a listing with
+// argument names and types (planlock tools), a skeleton plan with every tool
+// as a commented-out step (planlock plan init), and the MCP client
+// configuration snippet that runs an upstream behind planlock (planlock
+// mcp-config).
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Tool is one entry of tools/list, with its schema kept raw.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// Arg is one property of a tool's input schema.
+type Arg struct {
+	Name     string
+	Type     string // JSON Schema type(s), "any" when unspecified
+	Required bool
+	Schema   map[string]any
+}
+
+// Decode reads raw tools/list entries.
+func Decode(raw []json.RawMessage) ([]Tool, error) {
+	out := make([]Tool, 0, len(raw))
+	for _, r := range raw {
+		var t Tool
+		if err := json.Unmarshal(r, &t); err != nil {
+			return nil, fmt.Errorf("bad tool definition: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Args returns the tool's arguments in name order.
+func (t Tool) Args() []Arg {
+	var s struct {
+		Properties map[string]map[string]any `json:"properties"`
+		Required   []string                  `json:"required"`
+	}
+	d := json.NewDecoder(bytes.NewReader(t.InputSchema))
+	d.UseNumber()
+	if err := d.Decode(&s); err != nil {
+		return nil
+	}
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	var out []Arg
+	for name, sch := range s.Properties {
+		out = append(out, Arg{Name: name, Type: schemaType(sch), Required: req[name], Schema: sch})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func schemaType(s map[string]any) string {
+	switch t := s["type"].(type) {
+	case string:
+		return t
+	case []any:
+		var parts []string
+		for _, x := range t {
+			parts = append(parts, fmt.Sprint(x))
+		}
+		return strings.Join(parts, "|")
+	}
+	if _, ok := s["enum"]; ok {
+		return "enum"
+	}
+	return "any"
+}
+
+// List writes the human listing of planlock tools.
+func List(tools []Tool) string {
+	var b strings.Builder
+	for i, t := range tools {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(t.Name)
+		if d := firstLine(t.Description); d != "" {
+			b.WriteString("  " + d)
+		}
+		b.WriteString("\n")
+		args := t.Args()
+		if len(args) == 0 {
+			b.WriteString("    (no arguments)\n")
+		}
+		for _, a := range args {
+			req := "optional"
+			if a.Required {
+				req = "required"
+			}
+			fmt.Fprintf(&b, "    %s: %s, %s\n", a.Name, a.Type, req)
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "…"
+	}
+	return s
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Skeleton writes a plan with every tool as a commented-out step, each
+// argument with a suggested constraint. Uncommenting a whole step gives a
+// valid step; the plan needs at least one.
+func Skeleton(name string, tools []Tool, command []string, url string, now time.Time) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Plan skeleton written by `planlock plan init` from the upstream's tools.\n")
+	fmt.Fprintf(&b, "# Uncomment the steps the task needs (a plan needs at least one), tighten\n")
+	fmt.Fprintf(&b, "# every suggested constraint, then check it with `planlock plan validate`.\n")
+	fmt.Fprintf(&b, "plan %s {\n", hclString(name))
+	fmt.Fprintf(&b, "  goal    = %s\n", hclString("Describe the task in one sentence"))
+	fmt.Fprintf(&b, "  expires = %s\n", hclString(now.UTC().Add(7*24*time.Hour).Truncate(time.Second).Format(time.RFC3339)))
+	fmt.Fprintf(&b, "  order   = \"sequential\"\n")
+	b.WriteString("\n  upstream {\n")
+	if url != "" {
+		fmt.Fprintf(&b, "    url = %s\n", hclString(url))
+	} else {
+		var parts []string
+		for _, c := range command {
+			parts = append(parts, hclString(c))
+		}
+		fmt.Fprintf(&b, "    command = [%s]\n", strings.Join(parts, ", "))
+	}
+	b.WriteString("  }\n")
+	for _, t := range tools {
+		b.WriteString("\n")
+		if d := firstLine(t.Description); d != "" {
+			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+		}
+		if !nameRE.MatchString(t.Name) {
+			fmt.Fprintf(&b, "  # (tool %q has a name a plan cannot use as a step name; name the step yourself)\n", t.Name)
+		}
+		fmt.Fprintf(&b, "  # step %s {\n", hclString(stepName(t.Name)))
+		fmt.Fprintf(&b, "  #   tool      = %s\n", hclString(t.Name))
+		fmt.Fprintf(&b, "  #   max_calls = 1\n")
+		for _, a := range t.Args() {
+			writeArg(&b, a)
+		}
+		b.WriteString("  # }\n")
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+func stepName(tool string) string {
+	var b strings.Builder
+	for i, r := range tool {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || (i > 0 && (r == '.' || r == '_' || r == '-'))
+		if ok {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('_')
+		}
+	}
+	s := b.String()
+	if s == "" || s[0] == '_' {
+		s = "s" + s
+	}
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}
+
+// writeArg suggests a constraint from the argument's schema: the schema's
+// own enum or bounds when it has them, else a deliberately tight default.
+func writeArg(b *bytes.Buffer, a Arg) {
+	var lines []string
+	if e, ok := a.Schema["enum"].([]any); ok && len(e) > 0 {
+		if vals, ok := hclList(e); ok {
+			lines = append(lines, "enum = "+vals)
+		}
+	}
+	if len(lines) == 0 {
+		switch a.Type {
+		case "string":
+			n := "200"
+			if v, ok := a.Schema["maxLength"].(json.Number); ok {
+				n = v.String()
+			}
+			lines = append(lines, "max_length = "+n)
+		case "number", "integer":
+			lo, hi := "0", "100"
+			if v, ok := a.Schema["minimum"].(json.Number); ok {
+				lo = v.String()
+			}
+			if v, ok := a.Schema["maximum"].(json.Number); ok {
+				hi = v.String()
+			}
+			lines = append(lines, "min = "+lo, "max = "+hi)
+		case "boolean":
+			lines = append(lines, "eq = false")
+		case "array":
+			lines = append(lines, "max_length = 10")
+		default:
+			lines = append(lines, "any = true")
+		}
+	}
+	if !a.Required {
+		lines = append(lines, "optional = true")
+	}
+	comment := a.Type
+	if d, ok := a.Schema["description"].(string); ok && d != "" {
+		comment += ": " + oneLineComment(firstLine(d))
+	}
+	fmt.Fprintf(b, "  #   arg %s { # %s\n", hclString(a.Name), comment)
+	// Align the "=" as planlock plan fmt would.
+	width := 0
+	for _, l := range lines {
+		k, _, _ := strings.Cut(l, " = ")
+		width = max(width, len(k))
+	}
+	for _, l := range lines {
+		k, v, _ := strings.Cut(l, " = ")
+		fmt.Fprintf(b, "  #     %-*s = %s\n", width, k, v)
+	}
+	b.WriteString("  #   }\n")
+}
+
+func hclList(vals []any) (string, bool) {
+	var parts []string
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			parts = append(parts, hclString(x))
+		case json.Number:
+			parts = append(parts, x.String())
+		case bool:
+			parts = append(parts, strconv.FormatBool(x))
+		default:
+			return "", false
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]", true
+}
+
+// hclString quotes s as an HCL string literal; template sequences are escaped.
+func hclString(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q, "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
+}
+
+func oneLineComment(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// MCPConfig is the JSON snippet that runs upstream behind planlock proxy for
+// Claude Desktop, Cursor and Claude Code (their "mcpServers" format).
+func MCPConfig(serverName, planlockPath, planPath string, extra []string, upstream []string) ([]byte, error) {
+	args := append([]string{"proxy", "--plan", planPath}, extra...)
+	if len(upstream) > 0 {
+		args = append(append(args, "--"), upstream...)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{serverName: map[string]any{"command": planlockPath, "args": args}}}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}

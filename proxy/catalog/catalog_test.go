@@ -1,0 +1,98 @@
+package catalog
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planlock/planlock/hclplan"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// The testdata tools lists are real tools/list results (planlock tools --json)
+// of the refund example, server-everything and server-filesystem.
+func loadTools(t *testing.T, name string) []Tool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".tools.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Tools []json.RawMessage }
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := Decode(r.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("%s differs from the golden file (go test -update to accept):\n%s", name, got)
+	}
+}
+
+var servers = []string{"refund", "everything", "filesystem"}
+
+func TestList(t *testing.T) {
+	for _, s := range servers {
+		t.Run(s, func(t *testing.T) { golden(t, s+".list.golden", []byte(List(loadTools(t, s)))) })
+	}
+}
+
+var commented = regexp.MustCompile(`(?m)^  # (step |  |\})`)
+
+// uncomment turns every commented step of a skeleton into a step.
+func uncomment(src []byte) []byte { return commented.ReplaceAll(src, []byte("  $1")) }
+
+func TestSkeletonParsesOnceUncommented(t *testing.T) {
+	now := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+	for _, s := range servers {
+		t.Run(s, func(t *testing.T) {
+			tools := loadTools(t, s)
+			src := Skeleton("demo-"+s, tools, []string{"node", "server.js", "${HOME}"}, "", now)
+			golden(t, s+".skeleton.golden", src)
+			// As written it has no step: invalid, which tells the user to choose.
+			if _, diags := hclplan.Parse("plan.hcl", src); !diags.HasErrors() || !strings.Contains(diags.Error(), "Plan has no steps") {
+				t.Fatalf("the commented skeleton should lack steps: %v", diags)
+			}
+			plan, diags := hclplan.Parse("plan.hcl", uncomment(src))
+			if diags.HasErrors() {
+				t.Fatalf("uncommented skeleton does not parse: %v\n%s", diags, uncomment(src))
+			}
+			if len(plan.Steps) != len(tools) {
+				t.Fatalf("%d steps, want one per tool (%d)", len(plan.Steps), len(tools))
+			}
+			if got := plan.Upstream.Command; strings.Join(got, " ") != "node server.js ${HOME}" {
+				t.Fatalf("upstream command %q", got)
+			}
+		})
+	}
+}
+
+func TestMCPConfig(t *testing.T) {
+	out, err := MCPConfig("refund", "/usr/local/bin/planlock", "/plans/refund.hcl", []string{"--state", "/var/lib/planlock"}, []string{"node", "server.js"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "mcp-config.golden", out)
+}
