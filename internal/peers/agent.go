@@ -86,7 +86,9 @@ func (s Step) CancelAfter(ms int) Step { s.CancelAfterMs = ms; return s }
 func (s Step) Timeout(ms int) Step { s.TimeoutMs = ms; return s }
 
 // Request sends any JSON-RPC request.
-func Request(method string, params any) Step { return Step{Op: "request", Method: method, Params: params} }
+func Request(method string, params any) Step {
+	return Step{Op: "request", Method: method, Params: params}
+}
 
 // Ping sends ping.
 func Ping() Step { return Step{Op: "ping"} }
