@@ -135,11 +135,11 @@ func StartEverythingHTTP(t testing.TB) string {
 }
 
 // StartHTTP starts one of the repository's Go MCP commands (built with
-// BuildCommands) with args plus "--http 127.0.0.1:0" and returns the URL it
+// BuildCommands) as `bin --http 127.0.0.1:0 args...` and returns the URL it
 // announces. The process is stopped when the test ends.
 func StartHTTP(t testing.TB, bin string, args ...string) string {
 	t.Helper()
-	argv := append(append([]string{bin}, args...), "--http", "127.0.0.1:0")
+	argv := append([]string{bin, "--http", "127.0.0.1:0"}, args...)
 	p, err := startProcess(t, argv, nil, "listening on http://")
 	if err != nil {
 		t.Fatalf("peers: start %s: %v", filepath.Base(bin), err)
