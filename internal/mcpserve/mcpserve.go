@@ -29,6 +29,8 @@ type Options struct {
 	Log      io.Writer // receives the "listening on" line
 	// WrapHTTP, if set, wraps the MCP HTTP handler (fault injection in tests).
 	WrapHTTP func(http.Handler) http.Handler
+	// HTTPOptions are passed to mcp-go's streamable HTTP server.
+	HTTPOptions []server.StreamableHTTPOption
 }
 
 // Serve serves s until ctx ends or the transport stops. Over HTTP it writes
@@ -45,7 +47,8 @@ func Serve(ctx context.Context, s *server.MCPServer, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.HTTPAddr, err)
 	}
-	var h http.Handler = server.NewStreamableHTTPServer(s, server.WithEndpointPath(EndpointPath))
+	opts := append([]server.StreamableHTTPOption{server.WithEndpointPath(EndpointPath)}, o.HTTPOptions...)
+	var h http.Handler = server.NewStreamableHTTPServer(s, opts...)
 	if o.WrapHTTP != nil {
 		h = o.WrapHTTP(h)
 	}

@@ -99,54 +99,82 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		}
 	}
 
-	out := newLockedWriter(stdout)
-	if cfg.Mode == GarbageStart && cfg.HTTPAddr == "" {
-		fmt.Fprintf(out, "%s\nstarting up...\n", GarbageLine)
-	}
-	s, closeLog, err := newServer(cfg, out)
+	rec, err := openRecorder(cfg.CallsLog)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
+	defer rec.close()
+	var out *lockedWriter // stdio only
+	if cfg.HTTPAddr == "" {
+		out = newLockedWriter(stdout)
+		if cfg.Mode == GarbageStart {
+			fmt.Fprintf(out, "%s\nstarting up...\n", GarbageLine)
+		}
+	}
+	s := newServer(cfg, out, rec)
 	return mcpserve.Serve(ctx, s, mcpserve.Options{
 		HTTPAddr: cfg.HTTPAddr, Stdin: stdin, Stdout: out, Log: stderr,
-		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, h) },
+		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, h, rec) },
+		// Without an event store mcp-go v1.2.1 can drop a notification that
+		// races the end of its request; with one it delivers it in order.
+		HTTPOptions: []server.StreamableHTTPOption{server.WithEventStore(server.NewInMemoryEventStore())},
 	})
+}
+
+// recorder appends every tools/call received to the calls log.
+type recorder struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openRecorder(path string) (*recorder, error) {
+	if path == "" {
+		return &recorder{}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open calls log: %w", err)
+	}
+	return &recorder{f: f}, nil
+}
+
+func (r *recorder) record(tool string, args json.RawMessage) {
+	if r.f == nil {
+		return
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("null")
+	}
+	line, err := json.Marshal(map[string]any{"time": time.Now().UTC(), "tool": tool, "arguments": args})
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// One write per line with O_APPEND: a reader never sees half a record,
+	// and the record is in the file before the process can exit mid-call.
+	_, _ = r.f.Write(append(line, '\n'))
+}
+
+func (r *recorder) close() {
+	if r.f != nil {
+		_ = r.f.Close()
+	}
 }
 
 // newServer builds the MCP server of a mode that speaks MCP. out is the
 // stdio writer (nil over HTTP).
-func newServer(cfg Config, out *lockedWriter) (*server.MCPServer, func() error, error) {
-	var logf *os.File
-	if cfg.CallsLog != "" {
-		f, err := os.OpenFile(cfg.CallsLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open calls log: %w", err)
-		}
-		logf = f
-	}
-	closeLog := func() error {
-		if logf == nil {
-			return nil
-		}
-		return logf.Close()
-	}
+func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 	exitAfter := int64(cfg.ExitAfter)
 	if exitAfter <= 0 {
 		exitAfter = 1
 	}
 	var calls atomic.Int64
-	var logMu sync.Mutex
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(func(ctx context.Context, id any, req *mcp.CallToolRequest) {
 		n := calls.Add(1)
-		if logf != nil {
-			args, _ := json.Marshal(req.GetRawArguments())
-			line, _ := json.Marshal(map[string]any{"time": time.Now().UTC(), "tool": req.Params.Name, "arguments": json.RawMessage(args)})
-			logMu.Lock()
-			_, _ = logf.Write(append(line, '\n'))
-			logMu.Unlock()
-		}
+		args, _ := json.Marshal(req.GetRawArguments())
+		rec.record(req.Params.Name, args)
 		switch cfg.Mode {
 		case ExitMidCall:
 			if n >= exitAfter {
@@ -182,7 +210,7 @@ func newServer(cfg Config, out *lockedWriter) (*server.MCPServer, func() error, 
 		mcp.WithString("prompt", mcp.Required())), t.sample)
 	s.AddTool(mcp.NewTool("elicit", mcp.WithDescription("Ask the client to elicit input from the user (server-to-client request) and return the answer."),
 		mcp.WithString("message", mcp.Required())), t.elicit)
-	return s, closeLog, nil
+	return s
 }
 
 type tools struct {
@@ -315,7 +343,7 @@ func answerGarbage(stdin io.Reader, stdout io.Writer) error {
 }
 
 // httpFaults plays the wire-level modes over HTTP.
-func httpFaults(mode Mode, h http.Handler) http.Handler {
+func httpFaults(mode Mode, h http.Handler, rec *recorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch mode {
 		case Hang:
@@ -334,8 +362,13 @@ func httpFaults(mode Mode, h http.Handler) http.Handler {
 				}
 				var msg struct {
 					Method string `json:"method"`
+					Params struct {
+						Name      string          `json:"name"`
+						Arguments json.RawMessage `json:"arguments"`
+					} `json:"params"`
 				}
 				if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+					rec.record(msg.Params.Name, msg.Params.Arguments)
 					w.Header().Set("Content-Type", "application/json")
 					fmt.Fprintln(w, GarbageLine)
 					return

@@ -7,7 +7,8 @@
 // Transport: streamable HTTP with --url (optional bearer --token), otherwise
 // stdio to COMMAND ARGS (started with this process's environment).
 // The script (JSON, from FILE or stdin) is either an array of steps or
-//   {"steps": [...], "sampling": {"text": "..."}, "elicitation": {"action": "accept", "content": {...}}}
+//   {"steps": [...], "sampling": {"text": "..."}, "elicitation": {"action": "accept", "content": {...}},
+//    "connectTimeoutMs": MS}
 // where sampling/elicitation, when present, declare those client capabilities
 // and give the canned answer to server-initiated requests.
 // Steps:
@@ -32,11 +33,18 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
+  ProgressNotificationSchema,
   ResultSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 function emit(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");
+}
+
+// process.exit does not wait for a piped stdout to drain; exit once the last
+// write (and so every earlier one) has been flushed.
+function exit(code) {
+  process.stdout.write("", () => process.exit(code));
 }
 
 function parseArgs(argv) {
@@ -76,6 +84,7 @@ function textOf(result) {
 }
 
 let logCount = 0;
+const progressByToken = new Map();
 
 async function runStep(client, step, id, defaultTimeout) {
   const base = { step: id, op: step.op };
@@ -86,12 +95,14 @@ async function runStep(client, step, id, defaultTimeout) {
         return { ...base, ok: true, result, tools: result.tools.map((t) => t.name) };
       }
       case "callTool": {
-        const progress = [];
         const opts = { timeout: step.timeoutMs ?? defaultTimeout };
-        if (step.progress) {
-          opts.onprogress = (p) => progress.push(p);
-          opts.resetTimeoutOnProgress = true;
-        }
+        // Progress is collected by our own token rather than through the
+        // SDK's onprogress: the SDK handles notifications a microtask later
+        // than responses, so notifications that arrive in the same read as
+        // the response would be dropped as "unknown token".
+        const token = `agent-${id}`;
+        const progress = [];
+        if (step.progress) progressByToken.set(token, progress);
         let controller = null;
         let timer = null;
         if (step.cancelAfterMs !== undefined) {
@@ -103,7 +114,9 @@ async function runStep(client, step, id, defaultTimeout) {
         try {
           const params = { name: step.name };
           if (step.arguments !== undefined) params.arguments = step.arguments;
+          if (step.progress) params._meta = { progressToken: token };
           const result = await client.callTool(params, CallToolResultSchema, opts);
+          await new Promise((r) => setImmediate(r)); // let queued notifications land
           const out = { ...base, name: step.name, ok: true, isError: result.isError === true, text: textOf(result), result };
           if (step.progress) out.progress = progress;
           out.logMessages = logCount - logBefore;
@@ -116,6 +129,7 @@ async function runStep(client, step, id, defaultTimeout) {
           return out;
         } finally {
           if (timer) clearTimeout(timer);
+          progressByToken.delete(token);
         }
       }
       case "request": {
@@ -158,7 +172,7 @@ async function main() {
     if (!Array.isArray(script.steps)) throw new Error("script has no steps array");
   } catch (err) {
     emit({ op: "script", ok: false, error: errorOf(err) });
-    process.exit(1);
+    return exit(1);
   }
 
   const capabilities = {};
@@ -167,6 +181,10 @@ async function main() {
   const client = new Client({ name: "planlock-test-agent", version: "1.0.0" }, { capabilities });
   client.setNotificationHandler(LoggingMessageNotificationSchema, () => {
     logCount++;
+  });
+  client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+    const { progressToken, ...rest } = n.params;
+    progressByToken.get(progressToken)?.push(rest);
   });
   if (script.sampling) {
     client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
@@ -189,10 +207,10 @@ async function main() {
     transport = new StdioClientTransport({ command: opts.command, args: opts.args, env: { ...process.env }, stderr: "inherit" });
   }
   try {
-    await client.connect(transport, { timeout: opts.timeout });
+    await client.connect(transport, { timeout: script.connectTimeoutMs ?? opts.timeout });
   } catch (err) {
     emit({ op: "connect", ok: false, error: errorOf(err) });
-    process.exit(1);
+    return exit(1);
   }
   const info = client.getServerVersion();
   emit({ op: "connect", ok: true, server: info ?? null, capabilities: client.getServerCapabilities() ?? null });
@@ -200,9 +218,10 @@ async function main() {
   for (let i = 0; i < script.steps.length; i++) {
     emit(await runStep(client, script.steps[i], String(i), opts.timeout));
   }
-  // Closing may race a dead upstream; the results are already printed.
-  await client.close().catch(() => {});
-  process.exit(0);
+  // Closing may race a dead or stuck upstream; the results are already
+  // printed, so give it a moment and leave.
+  await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
+  exit(0);
 }
 
 main();

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/planlock/planlock/internal/peers"
+)
+
+var bins map[string]string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "passthrough-bins-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins, err = peers.BuildCommands(dir, peers.PkgTestUpstream, peers.PkgPassthrough)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// rawClient is an initialised MCP client whose requests return the result
+// bytes exactly as received.
+type rawClient struct {
+	c   *client.Client
+	ids atomic.Int64
+}
+
+func connect(tb testing.TB, argv []string, url string) *rawClient {
+	tb.Helper()
+	ctx := context.Background()
+	var c *client.Client
+	var err error
+	if url != "" {
+		c, err = client.NewStreamableHttpClient(url)
+		if err == nil {
+			err = c.Start(ctx)
+		}
+	} else {
+		c, err = client.NewStdioMCPClientWithOptions(argv[0], os.Environ(), argv[1:])
+	}
+	if err != nil {
+		tb.Fatalf("start client: %v", err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = protocolVersion
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		tb.Fatalf("initialize: %v", err)
+	}
+	return &rawClient{c: c}
+}
+
+func (r *rawClient) request(tb testing.TB, method string, params any) json.RawMessage {
+	tb.Helper()
+	id := mcp.NewRequestId("t-" + strconv.FormatInt(r.ids.Add(1), 10))
+	resp, err := r.c.GetTransport().SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	if err != nil {
+		tb.Fatalf("%s: %v", method, err)
+	}
+	if resp.Error != nil {
+		tb.Fatalf("%s: JSON-RPC error %d %s", method, resp.Error.Code, resp.Error.Message)
+	}
+	return resp.Result
+}
+
+func TestRelaysByteFaithfully(t *testing.T) {
+	up, pt := bins[peers.PkgTestUpstream], bins[peers.PkgPassthrough]
+	direct := connect(t, []string{up}, "")
+	setups := []struct {
+		name    string
+		connect func(t *testing.T) *rawClient
+	}{
+		{"stdio to stdio", func(t *testing.T) *rawClient { return connect(t, []string{pt, "--", up}, "") }},
+		{"http to stdio", func(t *testing.T) *rawClient { return connect(t, nil, peers.StartHTTP(t, pt, "--", up)) }},
+		{"stdio to http", func(t *testing.T) *rawClient {
+			return connect(t, []string{pt, "--upstream-url", peers.StartHTTP(t, up)}, "")
+		}},
+	}
+	calls := []map[string]any{
+		{"name": "echo", "arguments": map[string]any{"message": "hello"}},
+		{"name": "echo", "arguments": json.RawMessage(`{"message":"unicode é ✓ \u0000 \"quoted\""}`)},
+		{"name": "echo", "arguments": map[string]any{"message": strings.Repeat("long ", 2000)}},
+		{"name": "big", "arguments": map[string]any{"bytes": 70000}},
+	}
+	for _, s := range setups {
+		t.Run(s.name, func(t *testing.T) {
+			via := s.connect(t)
+			if d, v := direct.request(t, "tools/list", map[string]any{}), via.request(t, "tools/list", map[string]any{}); !bytes.Equal(d, v) {
+				t.Errorf("tools/list differs:\ndirect %s\nvia    %s", d, v)
+			}
+			for i, c := range calls {
+				if d, v := direct.request(t, "tools/call", c), via.request(t, "tools/call", c); !bytes.Equal(d, v) {
+					t.Errorf("call %d differs:\ndirect %.300s\nvia    %.300s", i, d, v)
+				}
+			}
+		})
+	}
+}
+
+func TestRunRejectsBadUpstreams(t *testing.T) {
+	up := bins[peers.PkgTestUpstream]
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no upstream", nil, "give exactly one upstream"},
+		{"both upstreams", []string{"--upstream-url", "http://127.0.0.1:1/mcp", "--", up}, "give exactly one upstream"},
+		{"upstream exits at start", []string{"--", up, "--mode", "exit-at-start"}, "initialise upstream"},
+		{"upstream unreachable", []string{"--upstream-url", "http://127.0.0.1:1/mcp"}, "upstream"},
+		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errw bytes.Buffer
+			err := run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &errw)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("run(%q) = %v; want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+// The benchmarks measure one tools/call echo round trip directly and through
+// the pass-through, over stdio and HTTP: the floor for one extra hop.
+func BenchmarkEcho(b *testing.B) {
+	up, pt := bins[peers.PkgTestUpstream], bins[peers.PkgPassthrough]
+	setups := []struct {
+		name    string
+		connect func(b *testing.B) *rawClient
+	}{
+		{"direct/stdio", func(b *testing.B) *rawClient { return connect(b, []string{up}, "") }},
+		{"passthrough/stdio", func(b *testing.B) *rawClient { return connect(b, []string{pt, "--", up}, "") }},
+		{"direct/http", func(b *testing.B) *rawClient { return connect(b, nil, peers.StartHTTP(b, up)) }},
+		{"passthrough/http", func(b *testing.B) *rawClient { return connect(b, nil, peers.StartHTTP(b, pt, "--", up)) }},
+	}
+	call := map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello"}}
+	for _, s := range setups {
+		b.Run(s.name, func(b *testing.B) {
+			c := s.connect(b)
+			c.request(b, "tools/call", call)
+			b.ResetTimer()
+			for b.Loop() {
+				c.request(b, "tools/call", call)
+			}
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package peers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"testing"
+	"time"
+)
+
+// ConformanceCheck is one check of a conformance scenario.
+type ConformanceCheck struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING, INFO
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// ConformanceScenario is the outcome of one server scenario.
+type ConformanceScenario struct {
+	Name   string
+	Checks []ConformanceCheck
+}
+
+// Passed counts SUCCESS checks, Failed counts FAILURE checks.
+func (s ConformanceScenario) Passed() int { return s.count("SUCCESS") }
+
+// Failed counts FAILURE checks.
+func (s ConformanceScenario) Failed() int { return s.count("FAILURE") }
+
+// OK is the suite's own verdict: at least one check passed and none failed.
+func (s ConformanceScenario) OK() bool { return s.Passed() > 0 && s.Failed() == 0 }
+
+func (s ConformanceScenario) count(status string) int {
+	n := 0
+	for _, c := range s.Checks {
+		if c.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// ConformanceBaseline is test/peers/conformance-baseline.json: the server
+// scenarios of the pinned conformance suite that pass against
+// server-everything directly (Passing), and among them those about tools
+// (Tools). A proxy in front of server-everything must pass the same ones.
+type ConformanceBaseline struct {
+	Passing []string `json:"passing"`
+	Tools   []string `json:"tools"`
+}
+
+// Baseline reads test/peers/conformance-baseline.json.
+func Baseline(t testing.TB) ConformanceBaseline {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Root(t), "test", "peers", "conformance-baseline.json"))
+	if err != nil {
+		t.Fatalf("peers: read conformance baseline: %v", err)
+	}
+	var bl ConformanceBaseline
+	if err := json.Unmarshal(b, &bl); err != nil {
+		t.Fatalf("peers: parse conformance baseline: %v", err)
+	}
+	return bl
+}
+
+var resultDirRE = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
+
+// Conformance runs `conformance server --url URL` from the pinned suite and
+// returns each scenario's outcome by name. With no scenarios it runs the
+// suite's active set; otherwise exactly the named scenarios.
+func Conformance(t testing.TB, url string, scenarios ...string) map[string]ConformanceScenario {
+	t.Helper()
+	bin := filepath.Join(Dir(t), "node_modules/@modelcontextprotocol/conformance/dist/index.js")
+	out := t.TempDir()
+	runs := [][]string{nil}
+	if len(scenarios) > 0 {
+		runs = runs[:0]
+		for _, s := range scenarios {
+			runs = append(runs, []string{"--scenario", s})
+		}
+	}
+	for _, extra := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		args := append([]string{bin, "server", "--url", url, "-o", out}, extra...)
+		cmd := exec.CommandContext(ctx, Node(t), args...)
+		cmd.Dir = Dir(t)
+		// The suite exits non-zero when a scenario fails; the verdicts are
+		// read from the checks it writes, so only a run without them is fatal.
+		combined, _ := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Fatalf("peers: conformance %v did not finish\n%s", extra, combined)
+		}
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatalf("peers: read conformance results: %v", err)
+	}
+	res := make(map[string]ConformanceScenario)
+	for _, e := range entries {
+		m := resultDirRE.FindStringSubmatch(e.Name())
+		if !e.IsDir() || m == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(out, e.Name(), "checks.json"))
+		if err != nil {
+			t.Fatalf("peers: conformance scenario %s: %v", m[1], err)
+		}
+		var checks []ConformanceCheck
+		if err := json.Unmarshal(b, &checks); err != nil {
+			t.Fatalf("peers: conformance scenario %s: parse checks: %v", m[1], err)
+		}
+		res[m[1]] = ConformanceScenario{Name: m[1], Checks: checks}
+	}
+	for _, s := range scenarios {
+		if _, ok := res[s]; !ok {
+			t.Fatalf("peers: conformance produced no result for scenario %s", s)
+		}
+	}
+	if len(res) == 0 {
+		t.Fatalf("peers: conformance produced no results against %s", url)
+	}
+	return res
+}
+
+// PassingScenarios lists the names of the scenarios that are OK, sorted.
+func PassingScenarios(res map[string]ConformanceScenario) []string {
+	var names []string
+	for name, s := range res {
+		if s.OK() {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// String summarises a scenario for failure messages.
+func (s ConformanceScenario) String() string {
+	b, _ := json.Marshal(s.Checks)
+	return fmt.Sprintf("%s: %d passed, %d failed: %s", s.Name, s.Passed(), s.Failed(), b)
+}
