@@ -107,7 +107,7 @@ const (
 // Hold is a call that waits for a human's approval.
 type Hold struct {
 	ID         string          `json:"id"`
-	PlanDigest string          `json:"plan"`
+	PlanDigest string          `json:"plan_digest"`
 	Step       string          `json:"step"`
 	StepIndex  int             `json:"step_index"`
 	Tool       string          `json:"tool"`
