@@ -10,6 +10,20 @@
 // forwarded per step, the sequential-order progress and the holds, and per plan
 // name the newest signing time loaded.
 //
+// # Use from the gate
+//
+//   - Open once per proxy; Close on shutdown.
+//   - LoadPlan before serving a plan: the no-downgrade check and its record.
+//   - Per tools/call, after the plan's own checks: Reserve (with the order
+//     rule as Reservation.Check, so it is atomic with the count). Only a nil
+//     error allows forwarding. Then Complete with the upstream's outcome.
+//   - A blocked call: Block. A held call: FindHold for the exact call; an
+//     approved hold is consumed by Reserve with HoldID; otherwise Hold (which
+//     reuses a pending hold for the same call), then UpdateHold with the PR
+//     URL and, once decided, approved or rejected.
+//   - Progress exposes the current step, which steps are done, held, and
+//     their counts.
+//
 // Why not bbolt beside it: the contract requires at-most-once counting (the count
 // is durable before the call is forwarded) and the audit record of that call.
 // Keeping both in one append-only file makes them a single write and a single

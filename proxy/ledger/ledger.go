@@ -502,6 +502,7 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	p.current = max(p.current, rv.StepIndex)
 	if h != nil {
 		h.State, h.Updated = HoldConsumed, now
+		p.held[rv.StepIndex] = false
 	}
 	body = append(body, `,"used":`...)
 	body = strconv.AppendInt(body, int64(used), 10)
@@ -524,7 +525,7 @@ func (l *Ledger) precheck(rv Reservation) error {
 		p = &planState{}
 	}
 	if rv.Check != nil {
-		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used}); err != nil {
+		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
 			return err
 		}
 	}
@@ -556,7 +557,8 @@ func (l *Ledger) approvedHold(id string, c Call, argsSHA string, now time.Time) 
 
 // Complete records the upstream's outcome of a reserved call; a success marks
 // the step done. The record is written at once but synced with the next
-// reservation (or within the flush interval): Complete does not wait for disk.
+// reservation (or within the flush interval): Complete does not wait for disk,
+// unless o.HoldStep puts the step on hold, which must survive a crash.
 func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -569,7 +571,7 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	ms := float64(lat.Microseconds()) / 1000
 	ok := o.OK
 	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &t.StepIndex,
-		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms}
+		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
 	if !ok {
 		r.Error = oneLine(o.Err)
 		if r.Error == "" {
@@ -585,14 +587,22 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 		l.mu.Unlock()
 		return err
 	}
-	if ok && t.StepIndex >= 0 {
+	if t.StepIndex >= 0 {
 		p := l.st.plan(t.PlanDigest)
 		p.grow(t.StepIndex)
-		p.done[t.StepIndex] = true
+		if ok {
+			p.done[t.StepIndex] = true
+		}
+		if o.HoldStep {
+			p.held[t.StepIndex] = true
+		}
 	}
-	l.enqueue(body, false)
+	_, b := l.enqueue(body, o.HoldStep)
 	l.mu.Unlock()
 	l.signal()
+	if o.HoldStep {
+		return wait(ctx, b)
+	}
 	return nil
 }
 

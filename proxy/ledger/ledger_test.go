@@ -740,3 +740,52 @@ func TestCanonicalArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestStepHold(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	l := openT(t, Options{Dir: dir, FlushInterval: time.Hour})
+	c := call("refund", 1, "refund_customer", `{"amount":30}`)
+	tk, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs := l.Stats().Syncs
+	if err := l.Complete(ctx, tk, Outcome{OK: false, Err: "upstream 500", HoldStep: true}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Stats().Syncs != syncs+1 {
+		t.Fatal("an outcome that holds the step was not synced before Complete returned")
+	}
+	if p := l.Progress(digest); !p.Held(1) || p.Held(0) || p.Done(1) {
+		t.Fatalf("held(1) %v held(0) %v done(1) %v; want true false false", p.Held(1), p.Held(0), p.Done(1))
+	}
+	l.Close()
+
+	l = openT(t, Options{Dir: dir})
+	if !l.Progress(digest).Held(1) {
+		t.Fatal("step hold lost over restart")
+	}
+	var sawHeld bool
+	// An ordinary reservation does not release it (the gate's Check sees it).
+	if _, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 3, Check: func(p Progress) error { sawHeld = p.Held(1); return nil }}); err != nil || !sawHeld {
+		t.Fatalf("Check saw held %v, err %v", sawHeld, err)
+	}
+	h, err := l.Hold(ctx, c, "on_error = hold", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 3, HoldID: h.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Progress(digest).Held(1) {
+		t.Fatal("consuming an approved hold did not release the step")
+	}
+	l.Close()
+	if openT(t, Options{Dir: dir}).Progress(digest).Held(1) {
+		t.Fatal("release lost over restart")
+	}
+}
