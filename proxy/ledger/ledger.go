@@ -49,13 +49,14 @@ type Ledger struct {
 
 	mu      sync.Mutex
 	st      *state
-	seq     uint64  // last sequence number handed out
-	head    string  // hash of the last record written (writer only, after Open)
-	pending []entry // records waiting for the writer, in seq order
-	cur     *batch  // the batch the pending records belong to
-	closed  bool    // Close was called
-	failed  error   // a write or fsync failed: the ledger refuses further work
-	stats   Stats   // written by the writer under mu
+	seq     uint64     // last sequence number handed out
+	head    string     // hash of the last record written (writer only, after Open)
+	end     journalEnd // where the journal ends (writer only, after Open)
+	pending []entry    // records waiting for the writer, in seq order
+	cur     *batch     // the batch the pending records belong to
+	closed  bool       // Close was called
+	failed  error      // a write or fsync failed: the ledger refuses further work
+	stats   Stats      // written by the writer under mu
 	kick    chan struct{}
 	stopped chan struct{}
 }
@@ -213,12 +214,14 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 	return nil
 }
 
-// replay rebuilds the state from the journal and cuts a torn last line.
+// replay rebuilds the state from the journal (from the checkpoint on, when
+// it fits) and cuts a torn last line.
 func (l *Ledger) replay(ctx context.Context, f *os.File) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	res, good, err := scan(f, l.st.apply)
+	st, res, end, err := replayFile(l.dir, l.auditPath, f)
+	good := end.size
 	var ve *VerifyError
 	switch {
 	case errors.As(err, &ve) && ve.Torn:
@@ -233,8 +236,10 @@ func (l *Ledger) replay(ctx context.Context, f *os.File) error {
 	case err != nil:
 		return fmt.Errorf("%s: %w; the state cannot be trusted, refusing to start (check it with planlock audit verify)", l.auditPath, err)
 	}
+	l.st = st
 	l.seq = uint64(res.Records)
 	l.head = res.Head
+	l.end = end
 	return nil
 }
 
@@ -287,7 +292,23 @@ func (l *Ledger) Close() error {
 	l.mu.Unlock()
 	l.signal()
 	<-l.stopped
-	err := l.journal.Close()
+	l.mu.Lock()
+	failed := l.failed
+	cp := l.st.checkpoint()
+	l.mu.Unlock()
+	var err error
+	if failed == nil && l.seq > 0 {
+		// Everything is written and synced and the state matches it
+		// exactly: the next Open can start here.
+		cp.Audit, cp.Records, cp.Head = l.auditPath, int(l.seq), l.head
+		cp.Offset, cp.LastStart = l.end.size, l.end.lastStart
+		if cerr := writeCheckpoint(l.dir, cp); cerr != nil {
+			err = fmt.Errorf("write checkpoint: %w", cerr)
+		}
+	}
+	if cerr := l.journal.Close(); err == nil {
+		err = cerr
+	}
 	if lerr := l.lockFile.Close(); err == nil {
 		err = lerr
 	}
@@ -369,10 +390,16 @@ func (l *Ledger) writer() {
 		var err error
 		if len(entries) > 0 {
 			buf = buf[:0]
+			lastStart := 0
 			for _, e := range entries {
+				lastStart = len(buf)
 				buf, l.head = appendLine(buf, e.seq, l.head, e.body)
 			}
 			_, err = l.journal.Write(buf)
+			if err == nil {
+				l.end.lastStart = l.end.size + int64(lastStart)
+				l.end.size += int64(len(buf))
+			}
 			dirty = true
 		}
 		synced := false
