@@ -661,9 +661,11 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 	return nil
 }
 
-// Hold records a held call. If a pending, unexpired hold exists for the same
-// call (plan digest, tool, canonical arguments), the decision refers to it and
-// it is returned; otherwise a new pending hold is created, durable on return.
+// Hold records a held call. If a pending or approved, unexpired hold exists
+// for the same call (plan digest, tool, canonical arguments), the decision
+// refers to it and it is returned (an approved one is for the caller to
+// consume with Reserve); otherwise a new pending hold is created, durable on
+// return.
 // Its arguments are kept in canonical form (only their digest when redacted).
 func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.Time) (Hold, error) {
 	canon, err := CanonicalArgs(c.Args)
@@ -680,7 +682,7 @@ func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.T
 		return Hold{}, err
 	}
 	if id, ok := l.st.byKey[key]; ok {
-		if h := l.st.holds[id]; view(h, now).State == HoldPending {
+		if h := l.st.holds[id]; view(h, now).State == HoldPending || view(h, now).State == HoldApproved {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
 				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
 			body, err := encodeBody(&r)

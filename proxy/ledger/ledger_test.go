@@ -455,6 +455,10 @@ func TestHolds(t *testing.T) {
 	if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldApproved, PRURL: "https://x/pull/1"}); err != nil {
 		t.Fatal(err)
 	}
+	// Holding the same call again hands back the approved hold to consume.
+	if again, err := l.Hold(ctx, same, "pin mismatch", exp); err != nil || again.ID != h.ID || again.State != HoldApproved {
+		t.Fatalf("hold of an approved call: %s %s %v, want the approved hold %s", again.ID, again.State, err, h.ID)
+	}
 	other := call("refund", 1, "refund_customer", `{"order_id":"4711","amount":29}`)
 	if _, err := l.Reserve(ctx, Reservation{Call: other, MaxCalls: 1, HoldID: h.ID}); !errors.Is(err, ErrHoldMismatch) {
 		t.Fatalf("consume for another call: %v, want ErrHoldMismatch", err)
