@@ -183,9 +183,12 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 	flags := os.O_RDWR | os.O_APPEND
 	if !bound {
 		flags |= os.O_CREATE
+		if err := os.MkdirAll(filepath.Dir(l.auditPath), 0o700); err != nil {
+			return fmt.Errorf("create the audit log's directory: %w", err)
+		}
 	}
 	f, err := os.OpenFile(l.auditPath, flags, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
+	if bound && errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: audit log %s of state directory %s is missing, so its call counts are lost; refusing to start from zero (remove %s to accept that)",
 			ErrBinding, l.auditPath, l.dir, filepath.Join(l.dir, bindingName))
 	}
@@ -369,10 +372,11 @@ func wait(ctx context.Context, b *batch) error {
 func (l *Ledger) writer() {
 	defer close(l.stopped)
 	var (
-		buf   []byte
-		spare []entry
-		dirty bool
-		timer = time.NewTimer(time.Hour)
+		buf    []byte
+		spare  []entry
+		dirty  bool
+		broken error // after a failed write nothing more is written
+		timer  = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
 	for {
@@ -387,8 +391,8 @@ func (l *Ledger) writer() {
 		l.pending, l.cur = spare[:0], nil
 		l.mu.Unlock()
 
-		var err error
-		if len(entries) > 0 {
+		err := broken
+		if err == nil && len(entries) > 0 {
 			buf = buf[:0]
 			lastStart := 0
 			for _, e := range entries {
@@ -399,6 +403,10 @@ func (l *Ledger) writer() {
 			if err == nil {
 				l.end.lastStart = l.end.size + int64(lastStart)
 				l.end.size += int64(len(buf))
+			} else {
+				// Best effort: drop a partial write so the journal still
+				// ends on a whole record.
+				_ = l.journal.Truncate(l.end.size)
 			}
 			dirty = true
 		}
@@ -407,8 +415,9 @@ func (l *Ledger) writer() {
 			err = datasync(l.journal)
 			dirty, synced = false, true
 		}
-		if err != nil {
+		if err != nil && broken == nil {
 			err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			broken = err
 		}
 		l.mu.Lock()
 		if len(entries) > 0 {
@@ -475,6 +484,9 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	}
 	if rv.OverLimit && rv.HoldID == "" {
 		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return Ticket{}, err // the client is gone: take nothing
 	}
 	// A refused call costs no encoding: look first, and again below once
 	// the record is ready, since the state may change in between.

@@ -331,6 +331,17 @@ func TestSecondOpenRefused(t *testing.T) {
 	l2.Close()
 }
 
+func TestAuditInNewDirectory(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "logs", "planlock", "audit.jsonl")
+	l := openT(t, Options{Dir: t.TempDir(), AuditPath: audit})
+	if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if recs := readRecordsAfterClose(t, l); len(recs) != 1 || l.AuditPath() != audit {
+		t.Fatalf("%d records in %s", len(recs), l.AuditPath())
+	}
+}
+
 func TestAuditSharedByTwoDirsRefused(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	openT(t, Options{Dir: t.TempDir(), AuditPath: audit})
@@ -591,6 +602,18 @@ func TestBlockAndOutcomeDoNotSync(t *testing.T) {
 	// One sync for the reservation, one at Close for the rest.
 	if st.Syncs != 2 || st.Records != 12 {
 		t.Fatalf("stats %+v, want 2 syncs for 12 records", st)
+	}
+}
+
+func TestReserveCancelledTakesNothing(t *testing.T) {
+	l := openT(t, Options{Dir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); err != nil {
+		t.Fatalf("the cancelled call took the only call: %v", err)
 	}
 }
 
