@@ -83,6 +83,8 @@ func commands() []*cli.Command {
 		proxyCommand(),
 		toolsCommand(),
 		mcpConfigCommand(),
+		auditCommand(),
+		holdsCommand(),
 	}
 }
 

@@ -69,6 +69,9 @@ type Outcome struct {
 	OK      bool          // false for a transport error, a timeout, or isError
 	Err     string        // one line, when !OK
 	Latency time.Duration // zero means "since the ticket was issued"
+	// HoldStep puts the step on hold (on_error = "hold" after a failure).
+	// Such an outcome is durable when Complete returns.
+	HoldStep bool
 }
 
 // Progress is a plan's sequential-order state and counts.
@@ -78,10 +81,16 @@ type Progress struct {
 	Current int
 	done    []bool
 	used    []int
+	held    []bool
 }
 
 // Done reports whether step i had at least one successful call.
 func (p Progress) Done(i int) bool { return i >= 0 && i < len(p.done) && p.done[i] }
+
+// Held reports whether step i is on hold: a failed call with
+// Outcome.HoldStep put it there, and only a reservation that consumes an
+// approved hold (Reservation.HoldID) for the step takes it off.
+func (p Progress) Held(i int) bool { return i >= 0 && i < len(p.held) && p.held[i] }
 
 // Calls is the number of calls of step i forwarded so far.
 func (p Progress) Calls(i int) int {
@@ -107,7 +116,7 @@ const (
 // Hold is a call that waits for a human's approval.
 type Hold struct {
 	ID         string          `json:"id"`
-	PlanDigest string          `json:"plan"`
+	PlanDigest string          `json:"plan_digest"`
 	Step       string          `json:"step"`
 	StepIndex  int             `json:"step_index"`
 	Tool       string          `json:"tool"`

@@ -127,19 +127,40 @@ func BenchmarkVerify100k(b *testing.B) {
 	}
 }
 
-// BenchmarkOpen100k is the start-up cost of replaying a 100,000-record journal.
+// BenchmarkOpen100k is the start-up cost with a 100,000-record journal:
+// replaying all of it, or only what follows the checkpoint of a clean Close.
 func BenchmarkOpen100k(b *testing.B) {
-	dir := b.TempDir()
-	journal100k(b, dir)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		l, err := Open(context.Background(), Options{Dir: dir})
-		if err != nil {
-			b.Fatal(err)
+	for _, withCheckpoint := range []bool{false, true} {
+		name := "full-replay"
+		if withCheckpoint {
+			name = "checkpoint"
 		}
-		if got := l.Progress(digest).Calls(1); got != 50_000 {
-			b.Fatalf("replayed %d calls", got)
-		}
-		l.Close()
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			journal100k(b, dir)
+			if withCheckpoint {
+				l, err := Open(context.Background(), Options{Dir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Close()
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if !withCheckpoint {
+					os.Remove(filepath.Join(dir, checkpointName))
+				}
+				l, err := Open(context.Background(), Options{Dir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := l.Progress(digest).Calls(1); got != 50_000 {
+					b.Fatalf("replayed %d calls", got)
+				}
+				b.StopTimer()
+				l.Close() // writes the checkpoint
+				b.StartTimer()
+			}
+		})
 	}
 }

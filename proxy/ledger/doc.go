@@ -18,6 +18,14 @@
 // `planlock holds list` can read them while a proxy holds the lock, without a
 // second store to keep consistent.
 //
+// Replay costs about 10µs per record (a 100,000-record journal takes about
+// a second to open), so a clean Close writes <dir>/checkpoint.json: the state
+// as of the journal's end, naming the offset, sequence number and hash of its
+// last record. Open starts from it when that record is still there byte for
+// byte and replays only what follows (about 1ms for the same journal);
+// otherwise it replays everything. Records covered by a checkpoint are not
+// re-verified at Open; `planlock audit verify` checks the whole chain.
+//
 // # Durability and group commit
 //
 // Reserve returns only once the allow record (which carries the count) is on
@@ -51,4 +59,18 @@
 // A state directory is bound to its journal (<dir>/ledger.json): opening it with
 // another audit path, or after its journal vanished, is refused rather than
 // silently starting from zero counts.
+//
+// # Use from the gate
+//
+//   - Open once per proxy; Close on shutdown.
+//   - LoadPlan before serving a plan: the no-downgrade check and its record.
+//   - Per tools/call, after the plan's own checks: Reserve (with the order
+//     rule as Reservation.Check, so it is atomic with the count). Only a nil
+//     error allows forwarding. Then Complete with the upstream's outcome.
+//   - A blocked call: Block. A held call: FindHold for the exact call; an
+//     approved hold is consumed by Reserve with HoldID; otherwise Hold (which
+//     reuses a pending hold for the same call), then UpdateHold with the PR
+//     URL and, once decided, approved or rejected.
+//   - Progress exposes the current step, which steps are done, held, and
+//     their counts.
 package ledger

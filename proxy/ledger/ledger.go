@@ -49,13 +49,14 @@ type Ledger struct {
 
 	mu      sync.Mutex
 	st      *state
-	seq     uint64  // last sequence number handed out
-	head    string  // hash of the last record written (writer only, after Open)
-	pending []entry // records waiting for the writer, in seq order
-	cur     *batch  // the batch the pending records belong to
-	closed  bool    // Close was called
-	failed  error   // a write or fsync failed: the ledger refuses further work
-	stats   Stats   // written by the writer under mu
+	seq     uint64     // last sequence number handed out
+	head    string     // hash of the last record written (writer only, after Open)
+	end     journalEnd // where the journal ends (writer only, after Open)
+	pending []entry    // records waiting for the writer, in seq order
+	cur     *batch     // the batch the pending records belong to
+	closed  bool       // Close was called
+	failed  error      // a write or fsync failed: the ledger refuses further work
+	stats   Stats      // written by the writer under mu
 	kick    chan struct{}
 	stopped chan struct{}
 }
@@ -182,9 +183,12 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 	flags := os.O_RDWR | os.O_APPEND
 	if !bound {
 		flags |= os.O_CREATE
+		if err := os.MkdirAll(filepath.Dir(l.auditPath), 0o700); err != nil {
+			return fmt.Errorf("create the audit log's directory: %w", err)
+		}
 	}
 	f, err := os.OpenFile(l.auditPath, flags, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
+	if bound && errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: audit log %s of state directory %s is missing, so its call counts are lost; refusing to start from zero (remove %s to accept that)",
 			ErrBinding, l.auditPath, l.dir, filepath.Join(l.dir, bindingName))
 	}
@@ -213,12 +217,14 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 	return nil
 }
 
-// replay rebuilds the state from the journal and cuts a torn last line.
+// replay rebuilds the state from the journal (from the checkpoint on, when
+// it fits) and cuts a torn last line.
 func (l *Ledger) replay(ctx context.Context, f *os.File) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	res, good, err := scan(f, l.st.apply)
+	st, res, end, err := replayFile(l.dir, l.auditPath, f)
+	good := end.size
 	var ve *VerifyError
 	switch {
 	case errors.As(err, &ve) && ve.Torn:
@@ -233,8 +239,10 @@ func (l *Ledger) replay(ctx context.Context, f *os.File) error {
 	case err != nil:
 		return fmt.Errorf("%s: %w; the state cannot be trusted, refusing to start (check it with planlock audit verify)", l.auditPath, err)
 	}
+	l.st = st
 	l.seq = uint64(res.Records)
 	l.head = res.Head
+	l.end = end
 	return nil
 }
 
@@ -287,7 +295,23 @@ func (l *Ledger) Close() error {
 	l.mu.Unlock()
 	l.signal()
 	<-l.stopped
-	err := l.journal.Close()
+	l.mu.Lock()
+	failed := l.failed
+	cp := l.st.checkpoint()
+	l.mu.Unlock()
+	var err error
+	if failed == nil && l.seq > 0 {
+		// Everything is written and synced and the state matches it
+		// exactly: the next Open can start here.
+		cp.Audit, cp.Records, cp.Head = l.auditPath, int(l.seq), l.head
+		cp.Offset, cp.LastStart = l.end.size, l.end.lastStart
+		if cerr := writeCheckpoint(l.dir, cp); cerr != nil {
+			err = fmt.Errorf("write checkpoint: %w", cerr)
+		}
+	}
+	if cerr := l.journal.Close(); err == nil {
+		err = cerr
+	}
 	if lerr := l.lockFile.Close(); err == nil {
 		err = lerr
 	}
@@ -348,10 +372,11 @@ func wait(ctx context.Context, b *batch) error {
 func (l *Ledger) writer() {
 	defer close(l.stopped)
 	var (
-		buf   []byte
-		spare []entry
-		dirty bool
-		timer = time.NewTimer(time.Hour)
+		buf    []byte
+		spare  []entry
+		dirty  bool
+		broken error // after a failed write nothing more is written
+		timer  = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
 	for {
@@ -366,13 +391,23 @@ func (l *Ledger) writer() {
 		l.pending, l.cur = spare[:0], nil
 		l.mu.Unlock()
 
-		var err error
-		if len(entries) > 0 {
+		err := broken
+		if err == nil && len(entries) > 0 {
 			buf = buf[:0]
+			lastStart := 0
 			for _, e := range entries {
+				lastStart = len(buf)
 				buf, l.head = appendLine(buf, e.seq, l.head, e.body)
 			}
 			_, err = l.journal.Write(buf)
+			if err == nil {
+				l.end.lastStart = l.end.size + int64(lastStart)
+				l.end.size += int64(len(buf))
+			} else {
+				// Best effort: drop a partial write so the journal still
+				// ends on a whole record.
+				_ = l.journal.Truncate(l.end.size)
+			}
 			dirty = true
 		}
 		synced := false
@@ -380,8 +415,9 @@ func (l *Ledger) writer() {
 			err = datasync(l.journal)
 			dirty, synced = false, true
 		}
-		if err != nil {
+		if err != nil && broken == nil {
 			err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			broken = err
 		}
 		l.mu.Lock()
 		if len(entries) > 0 {
@@ -449,6 +485,9 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	if rv.OverLimit && rv.HoldID == "" {
 		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
 	}
+	if err := ctx.Err(); err != nil {
+		return Ticket{}, err // the client is gone: take nothing
+	}
 	// A refused call costs no encoding: look first, and again below once
 	// the record is ready, since the state may change in between.
 	l.mu.Lock()
@@ -502,6 +541,7 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	p.current = max(p.current, rv.StepIndex)
 	if h != nil {
 		h.State, h.Updated = HoldConsumed, now
+		p.held[rv.StepIndex] = false
 	}
 	body = append(body, `,"used":`...)
 	body = strconv.AppendInt(body, int64(used), 10)
@@ -524,7 +564,7 @@ func (l *Ledger) precheck(rv Reservation) error {
 		p = &planState{}
 	}
 	if rv.Check != nil {
-		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used}); err != nil {
+		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
 			return err
 		}
 	}
@@ -556,7 +596,8 @@ func (l *Ledger) approvedHold(id string, c Call, argsSHA string, now time.Time) 
 
 // Complete records the upstream's outcome of a reserved call; a success marks
 // the step done. The record is written at once but synced with the next
-// reservation (or within the flush interval): Complete does not wait for disk.
+// reservation (or within the flush interval): Complete does not wait for disk,
+// unless o.HoldStep puts the step on hold, which must survive a crash.
 func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -569,7 +610,7 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	ms := float64(lat.Microseconds()) / 1000
 	ok := o.OK
 	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &t.StepIndex,
-		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms}
+		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
 	if !ok {
 		r.Error = oneLine(o.Err)
 		if r.Error == "" {
@@ -585,14 +626,22 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 		l.mu.Unlock()
 		return err
 	}
-	if ok && t.StepIndex >= 0 {
+	if t.StepIndex >= 0 {
 		p := l.st.plan(t.PlanDigest)
 		p.grow(t.StepIndex)
-		p.done[t.StepIndex] = true
+		if ok {
+			p.done[t.StepIndex] = true
+		}
+		if o.HoldStep {
+			p.held[t.StepIndex] = true
+		}
 	}
-	l.enqueue(body, false)
+	_, b := l.enqueue(body, o.HoldStep)
 	l.mu.Unlock()
 	l.signal()
+	if o.HoldStep {
+		return wait(ctx, b)
+	}
 	return nil
 }
 
@@ -624,9 +673,11 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 	return nil
 }
 
-// Hold records a held call. If a pending, unexpired hold exists for the same
-// call (plan digest, tool, canonical arguments), the decision refers to it and
-// it is returned; otherwise a new pending hold is created, durable on return.
+// Hold records a held call. If a pending or approved, unexpired hold exists
+// for the same call (plan digest, tool, canonical arguments), the decision
+// refers to it and it is returned (an approved one is for the caller to
+// consume with Reserve); otherwise a new pending hold is created, durable on
+// return.
 // Its arguments are kept in canonical form (only their digest when redacted).
 func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.Time) (Hold, error) {
 	canon, err := CanonicalArgs(c.Args)
@@ -643,7 +694,7 @@ func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.T
 		return Hold{}, err
 	}
 	if id, ok := l.st.byKey[key]; ok {
-		if h := l.st.holds[id]; view(h, now).State == HoldPending {
+		if h := l.st.holds[id]; view(h, now).State == HoldPending || view(h, now).State == HoldApproved {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
 				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
 			body, err := encodeBody(&r)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,7 +45,7 @@ func readRecords(t testing.TB, path string) []parsed {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, _, err := scan(f, func(p *parsed) { out = append(out, *p) }); err != nil {
+	if _, _, _, err := scan(f, func(p *parsed) { out = append(out, *p) }); err != nil {
 		t.Fatalf("journal does not verify: %v", err)
 	}
 	return out
@@ -329,6 +331,17 @@ func TestSecondOpenRefused(t *testing.T) {
 	l2.Close()
 }
 
+func TestAuditInNewDirectory(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "logs", "planlock", "audit.jsonl")
+	l := openT(t, Options{Dir: t.TempDir(), AuditPath: audit})
+	if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if recs := readRecordsAfterClose(t, l); len(recs) != 1 || l.AuditPath() != audit {
+		t.Fatalf("%d records in %s", len(recs), l.AuditPath())
+	}
+}
+
 func TestAuditSharedByTwoDirsRefused(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	openT(t, Options{Dir: t.TempDir(), AuditPath: audit})
@@ -452,6 +465,10 @@ func TestHolds(t *testing.T) {
 	}
 	if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldApproved, PRURL: "https://x/pull/1"}); err != nil {
 		t.Fatal(err)
+	}
+	// Holding the same call again hands back the approved hold to consume.
+	if again, err := l.Hold(ctx, same, "pin mismatch", exp); err != nil || again.ID != h.ID || again.State != HoldApproved {
+		t.Fatalf("hold of an approved call: %s %s %v, want the approved hold %s", again.ID, again.State, err, h.ID)
 	}
 	other := call("refund", 1, "refund_customer", `{"order_id":"4711","amount":29}`)
 	if _, err := l.Reserve(ctx, Reservation{Call: other, MaxCalls: 1, HoldID: h.ID}); !errors.Is(err, ErrHoldMismatch) {
@@ -588,6 +605,18 @@ func TestBlockAndOutcomeDoNotSync(t *testing.T) {
 	}
 }
 
+func TestReserveCancelledTakesNothing(t *testing.T) {
+	l := openT(t, Options{Dir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); err != nil {
+		t.Fatalf("the cancelled call took the only call: %v", err)
+	}
+}
+
 func TestClosedLedger(t *testing.T) {
 	l := openT(t, Options{Dir: t.TempDir()})
 	l.Close()
@@ -654,23 +683,157 @@ func TestTornTailRepairedOnOpen(t *testing.T) {
 	}
 }
 
-func TestCorruptJournalRefused(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
+func reserveN(t *testing.T, dir string, n int) {
+	t.Helper()
 	l := openT(t, Options{Dir: dir})
-	for i := 0; i < 3; i++ {
-		if _, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 10}); err != nil {
+	for i := 0; i < n; i++ {
+		if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 100}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l.Close()
-	data, _ := os.ReadFile(l.AuditPath())
-	// Lower a count: the kind of edit that would grant extra calls.
-	data = bytes.Replace(data, []byte(`"used":2`), []byte(`"used":0`), 1)
-	os.WriteFile(l.AuditPath(), data, 0o600)
-	_, err := Open(ctx, Options{Dir: dir})
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "line 2: record hash does not match") || !strings.Contains(err.Error(), "refusing to start") {
-		t.Fatalf("Open of an edited journal: %v", err)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editUsed lowers the count in the record that says "used":n: the kind of
+// edit that would grant extra calls.
+func editUsed(t *testing.T, dir string, n int) {
+	t.Helper()
+	path := filepath.Join(dir, auditName)
+	data, _ := os.ReadFile(path)
+	from := []byte(`"used":` + strconv.Itoa(n) + `,`)
+	if !bytes.Contains(data, from) {
+		t.Fatalf("no record with %s", from)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, from, []byte(`"used":0,`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCorruptJournalAndCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	cpPath := func(dir string) string { return filepath.Join(dir, checkpointName) }
+	tests := []struct {
+		name      string
+		setup     func(t *testing.T, dir string)
+		wantErr   string // empty: Open succeeds
+		wantCalls int
+	}{
+		{"edited record, no checkpoint", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			os.Remove(cpPath(dir))
+			editUsed(t, dir, 2)
+		}, "line 2: record hash does not match", 0},
+		{"edited record after the checkpoint (crash after a restart)", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			old, _ := os.ReadFile(cpPath(dir))
+			reserveN(t, dir, 2)
+			os.WriteFile(cpPath(dir), old, 0o600) // as if the second run never closed cleanly
+			editUsed(t, dir, 4)
+		}, "line 4: record hash does not match", 0},
+		{"records after the checkpoint are replayed", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			old, _ := os.ReadFile(cpPath(dir))
+			reserveN(t, dir, 2)
+			os.WriteFile(cpPath(dir), old, 0o600)
+		}, "", 5},
+		{"garbage checkpoint is ignored", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			os.WriteFile(cpPath(dir), []byte("{not json"), 0o600)
+		}, "", 3},
+		{"checkpoint whose last record changed is ignored", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			editUsed(t, dir, 3)
+		}, "line 3: record hash does not match", 0},
+		{"checkpoint of a truncated journal is ignored", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			path := filepath.Join(dir, auditName)
+			data, _ := os.ReadFile(path)
+			lines := bytes.SplitAfter(data, []byte("\n"))
+			os.WriteFile(path, bytes.Join(lines[:2], nil), 0o600)
+		}, "", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.setup(t, dir)
+			l, err := Open(ctx, Options{Dir: dir})
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "refusing to start") {
+					t.Fatalf("Open: %v, want ErrCorrupt with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := l.Progress(digest).Calls(0); got != tt.wantCalls {
+				t.Fatalf("calls %d, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// The checkpoint written at Close must be exactly the state a full replay
+// rebuilds, whatever happened.
+func TestCheckpointMatchesReplay(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	l := openT(t, Options{Dir: dir})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var holds []string
+	holdCall := map[string]Call{}
+	for i := 0; i < 400; i++ {
+		step := rng.IntN(4)
+		c := Call{PlanDigest: []string{"sha256:a", "sha256:b"}[rng.IntN(2)], Step: "s" + strconv.Itoa(step), StepIndex: step,
+			Tool: "t" + strconv.Itoa(step), Args: json.RawMessage(`{"n":` + strconv.Itoa(rng.IntN(3)) + `}`)}
+		switch rng.IntN(6) {
+		case 0, 1:
+			tk, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 20})
+			if err == nil {
+				_ = l.Complete(ctx, tk, Outcome{OK: rng.IntN(2) == 0, HoldStep: rng.IntN(5) == 0})
+			}
+		case 2:
+			_ = l.Block(ctx, c, "blocked")
+		case 3:
+			if h, err := l.Hold(ctx, c, "held", time.Now().Add(time.Duration(rng.IntN(3)-1)*time.Hour)); err == nil {
+				holds = append(holds, h.ID)
+				holdCall[h.ID] = c
+			}
+		case 4:
+			if len(holds) > 0 {
+				st := []HoldState{HoldApproved, HoldRejected, ""}[rng.IntN(3)]
+				_, _ = l.UpdateHold(ctx, holds[rng.IntN(len(holds))], HoldUpdate{State: st, PRURL: "https://x/pull/" + strconv.Itoa(i)})
+			}
+		case 5:
+			if len(holds) > 0 {
+				id := holds[rng.IntN(len(holds))]
+				_, _ = l.Reserve(ctx, Reservation{Call: holdCall[id], MaxCalls: 20, HoldID: id, OverLimit: rng.IntN(2) == 0})
+			}
+			_ = l.LoadPlan(ctx, PlanLoad{Name: "p" + strconv.Itoa(step), SignedAt: time.Unix(int64(rng.IntN(1000)), 0)})
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stateJSON := func() string {
+		s, err := Inspect(ctx, Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := s.st.checkpoint()
+		b, _ := json.Marshal(cp)
+		return string(b)
+	}
+	fromCheckpoint := stateJSON()
+	os.Remove(filepath.Join(dir, checkpointName))
+	if full := stateJSON(); full != fromCheckpoint {
+		t.Fatalf("state from the checkpoint differs from a full replay:\n%s\n%s", fromCheckpoint, full)
+	}
+	if !strings.Contains(fromCheckpoint, `"consumed"`) || !strings.Contains(fromCheckpoint, `"held":[`) {
+		t.Fatalf("the random run did not reach consumed holds and step holds: %.300s", fromCheckpoint)
 	}
 }
 
@@ -738,5 +901,54 @@ func TestCanonicalArgs(t *testing.T) {
 		if _, err := CanonicalArgs(json.RawMessage(bad)); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("CanonicalArgs(%s): err %v, want ErrInvalidArgument", bad, err)
 		}
+	}
+}
+
+func TestStepHold(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	l := openT(t, Options{Dir: dir, FlushInterval: time.Hour})
+	c := call("refund", 1, "refund_customer", `{"amount":30}`)
+	tk, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs := l.Stats().Syncs
+	if err := l.Complete(ctx, tk, Outcome{OK: false, Err: "upstream 500", HoldStep: true}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Stats().Syncs != syncs+1 {
+		t.Fatal("an outcome that holds the step was not synced before Complete returned")
+	}
+	if p := l.Progress(digest); !p.Held(1) || p.Held(0) || p.Done(1) {
+		t.Fatalf("held(1) %v held(0) %v done(1) %v; want true false false", p.Held(1), p.Held(0), p.Done(1))
+	}
+	l.Close()
+
+	l = openT(t, Options{Dir: dir})
+	if !l.Progress(digest).Held(1) {
+		t.Fatal("step hold lost over restart")
+	}
+	var sawHeld bool
+	// An ordinary reservation does not release it (the gate's Check sees it).
+	if _, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 3, Check: func(p Progress) error { sawHeld = p.Held(1); return nil }}); err != nil || !sawHeld {
+		t.Fatalf("Check saw held %v, err %v", sawHeld, err)
+	}
+	h, err := l.Hold(ctx, c, "on_error = hold", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 3, HoldID: h.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Progress(digest).Held(1) {
+		t.Fatal("consuming an approved hold did not release the step")
+	}
+	l.Close()
+	if openT(t, Options{Dir: dir}).Progress(digest).Held(1) {
+		t.Fatal("release lost over restart")
 	}
 }

@@ -12,7 +12,9 @@ import (
 // tryLock takes an exclusive lock on f without waiting. It reports false when
 // another process holds it.
 func tryLock(f *os.File) (bool, error) {
-	ol := new(windows.Overlapped)
+	// Windows locks are mandatory: lock one byte far past any real data so
+	// readers such as "planlock holds list" can still read the file.
+	ol := &windows.Overlapped{Offset: 0xFFFFFFFE, OffsetHigh: 0x7FFFFFFF}
 	err := windows.LockFileEx(windows.Handle(f.Fd()),
 		windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {

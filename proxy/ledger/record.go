@@ -52,6 +52,7 @@ type record struct {
 	OK        *bool           `json:"ok,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	LatencyMS *float64        `json:"latency_ms,omitempty"`
+	HoldStep  bool            `json:"hold_step,omitempty"`
 	Used      int             `json:"used,omitempty"`
 	Max       int             `json:"max,omitempty"`
 }

@@ -53,8 +53,8 @@ func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
 	if o.Now != nil {
 		now = o.Now
 	}
-	s := &Snapshot{st: newState(), now: now().UTC(), auditPath: audit}
-	res, _, err := scan(f, s.st.apply)
+	st, res, _, err := replayFile(dir, audit, f)
+	s := &Snapshot{st: st, now: now().UTC(), auditPath: audit}
 	var ve *VerifyError
 	switch {
 	case errors.As(err, &ve) && ve.Torn:

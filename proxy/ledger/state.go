@@ -11,12 +11,14 @@ type planState struct {
 	current int
 	used    []int
 	done    []bool
+	held    []bool
 }
 
 func (p *planState) grow(i int) {
 	for len(p.used) <= i {
 		p.used = append(p.used, 0)
 		p.done = append(p.done, false)
+		p.held = append(p.held, false)
 	}
 }
 
@@ -67,6 +69,7 @@ func (s *state) apply(r *parsed) {
 			if h := s.holds[r.Hold]; h != nil {
 				h.State = HoldConsumed
 				h.Updated = r.Time
+				p.held[i] = false
 			}
 		case DecisionHold:
 			if r.HoldState != HoldPending || r.Hold == "" {
@@ -90,10 +93,16 @@ func (s *state) apply(r *parsed) {
 			s.addHold(h)
 		}
 	case typeOutcome:
-		if r.OK != nil && *r.OK && r.StepIndex != nil && *r.StepIndex >= 0 {
-			p := s.plan(r.Plan)
-			p.grow(*r.StepIndex)
+		if r.StepIndex == nil || *r.StepIndex < 0 {
+			return
+		}
+		p := s.plan(r.Plan)
+		p.grow(*r.StepIndex)
+		if r.OK != nil && *r.OK {
 			p.done[*r.StepIndex] = true
+		}
+		if r.HoldStep {
+			p.held[*r.StepIndex] = true
 		}
 	case typeHoldUpdate:
 		h := s.holds[r.Hold]
@@ -138,7 +147,7 @@ func (s *state) progress(digest string) Progress {
 	if p == nil {
 		return Progress{}
 	}
-	return Progress{Current: p.current, done: slices.Clone(p.done), used: slices.Clone(p.used)}
+	return Progress{Current: p.current, done: slices.Clone(p.done), used: slices.Clone(p.used), held: slices.Clone(p.held)}
 }
 
 func (s *state) listHolds(now time.Time) []Hold {
