@@ -49,9 +49,9 @@ type Predicate struct {
 	Repository string `json:"repository,omitempty"`
 	Ref        string `json:"ref,omitempty"`
 	// Commit is the merge commit that approved the file.
-	Commit      string   `json:"commit,omitempty"`
-	PullRequest int      `json:"pullRequest,omitempty"`
-	Approvers   []string `json:"approvers,omitempty"`
+	Commit      string    `json:"commit,omitempty"`
+	PullRequest int       `json:"pullRequest,omitempty"`
+	Approvers   []string  `json:"approvers,omitempty"`
 	SignedAt    time.Time `json:"signedAt"`
 }
 
