@@ -8,8 +8,9 @@ import "errors"
 var (
 	// ErrBundleMissing: there is no bundle for the file.
 	ErrBundleMissing = errors.New("bundle missing")
-	// ErrBundleInvalid: the bundle is truncated, not JSON, or not a sigstore
-	// bundle with a DSSE envelope.
+	// ErrBundleNotJSON: the bundle is truncated or not JSON at all.
+	ErrBundleNotJSON = errors.New("bundle is not valid JSON")
+	// ErrBundleInvalid: the bundle is JSON but not a valid sigstore bundle.
 	ErrBundleInvalid = errors.New("bundle is not a valid sigstore bundle")
 	// ErrNotApproval: the bundle signs something that is not a planlock approval.
 	ErrNotApproval = errors.New("bundle is not a planlock approval")

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -243,6 +244,9 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 	if len(in.Bundle) == 0 {
 		return nil, refuse(ErrBundleMissing, "%s: bundle missing (sign it with planlock sign, or give --bundle)", path)
 	}
+	if !json.Valid(in.Bundle) {
+		return nil, refuse(ErrBundleNotJSON, "%s: bundle is not valid JSON (truncated, or not a sigstore bundle)", path)
+	}
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(in.Bundle); err != nil {
 		return nil, refuse(ErrBundleInvalid, "%s: bundle is not a valid sigstore bundle: %s", path, oneLine(err))
@@ -433,7 +437,14 @@ func (p *Policy) explain(b *bundle.Bundle, path string, err error) error {
 	if errors.As(err, &idErr) {
 		return refuse(ErrIdentityNotAllowed, "%s: identity not allowed by policy: %s", path, oneLine(err))
 	}
-	return refuse(ErrSignatureInvalid, "%s: signature does not verify: %s", path, oneLine(err))
+	msg := oneLine(err)
+	switch {
+	case strings.Contains(msg, "not enough verified log entries"):
+		msg = "the transparency log entry is not signed by a trusted log (" + msg + ")"
+	case strings.Contains(msg, "failed to verify leaf certificate"):
+		msg = "the certificate is not issued by a trusted certificate authority (" + msg + ")"
+	}
+	return refuse(ErrSignatureInvalid, "%s: signature does not verify: %s", path, msg)
 }
 
 func sanOf(cert *x509.Certificate) string {
