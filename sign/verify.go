@@ -273,15 +273,10 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 	if signed != digest {
 		return nil, refuse(ErrDigestMismatch, "%s: digest mismatch: the file has sha256 %s, the bundle approves sha256 %s", path, short(digest), short(signed))
 	}
-	// Cheap checks on the (not yet verified) signer give a precise reason;
-	// they can only refuse. Acceptance needs the full verification below.
-	if err := p.checkSignerMaterial(&b, path); err != nil {
-		return nil, err
-	}
 	raw, _ := hex.DecodeString(digest)
-	res, err := p.verifier.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest("sha256", raw), p.identity))
+	res, err := p.verifySigstore(&b, path, "sha256", raw)
 	if err != nil {
-		return nil, p.explain(&b, path, err)
+		return nil, err
 	}
 	// WithArtifactDigest accepts any subject with a matching digest and looks
 	// at neither the subject name nor the predicate: check both.
@@ -318,6 +313,21 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 	}
 	a.SignedAt, a.SignedAtSource = signingTime(res.VerifiedTimestamps, pred.SignedAt)
 	return a, nil
+}
+
+// verifySigstore runs sigstore-go's verification of b for an artifact
+// digest, under the policy's identity or key.
+func (p *Policy) verifySigstore(b *bundle.Bundle, path, alg string, digest []byte) (*verify.VerificationResult, error) {
+	// Cheap checks on the (not yet verified) signer give a precise reason;
+	// they can only refuse. Acceptance needs the full verification below.
+	if err := p.checkSignerMaterial(b, path); err != nil {
+		return nil, err
+	}
+	res, err := p.verifier.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(alg, digest), p.identity))
+	if err != nil {
+		return nil, p.explain(b, path, err)
+	}
+	return res, nil
 }
 
 // signingTime picks the most trustworthy signing time.
