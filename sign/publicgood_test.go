@@ -91,7 +91,9 @@ func TestRealPublicGoodBundleRefused(t *testing.T) {
 		mod  func(*PolicyOptions)
 		want error
 	}{
-		{"another identity", func(o *PolicyOptions) { o.CertificateIdentity = "https://github.com/sigstore/sigstore-js/.github/workflows/ci.yml@refs/heads/main" }, ErrIdentityNotAllowed},
+		{"another identity", func(o *PolicyOptions) {
+			o.CertificateIdentity = "https://github.com/sigstore/sigstore-js/.github/workflows/ci.yml@refs/heads/main"
+		}, ErrIdentityNotAllowed},
 		{"identity regexp that only matches a prefix", func(o *PolicyOptions) {
 			o.CertificateIdentity = ""
 			o.CertificateIdentityRegexp = `https://github\.com/sigstore/sigstore-js/`
