@@ -117,3 +117,29 @@ func TestCleanPath(t *testing.T) {
 		}
 	}
 }
+
+func TestRepoPath(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "plans", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := RepoPath(filepath.Join(root, "plans", "sub", "a.hcl"))
+	if err != nil || got != "plans/sub/a.hcl" {
+		t.Fatalf("RepoPath in a checkout = %q, %v", got, err)
+	}
+	t.Chdir(filepath.Join(root, "plans"))
+	if got, err := RepoPath("sub/a.hcl"); err != nil || got != "plans/sub/a.hcl" {
+		t.Fatalf("RepoPath relative in a checkout = %q, %v", got, err)
+	}
+	outside := t.TempDir()
+	t.Chdir(outside)
+	if got, err := RepoPath("x/a.hcl"); err != nil || got != "x/a.hcl" {
+		t.Fatalf("RepoPath outside a checkout = %q, %v", got, err)
+	}
+	if _, err := RepoPath(filepath.Join(outside, "a.hcl")); err == nil {
+		t.Fatal("absolute path outside a checkout accepted")
+	}
+}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/sign/internal/fakesigstore"
+	"github.com/planlock/planlock/sign/fakesigstore"
 )
 
 // openssl runs the real openssl command in dir.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/sign/internal/fakesigstore"
+	"github.com/planlock/planlock/sign/fakesigstore"
 )
 
 // The keyless tests sign with the real sigstore-go signing code against an

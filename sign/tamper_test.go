@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/sign/internal/fakesigstore"
+	"github.com/planlock/planlock/sign/fakesigstore"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 )
