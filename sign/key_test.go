@@ -238,3 +238,36 @@ func TestKMSNeverRunsPlugin(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyFile(t *testing.T) {
+	dir := makeOpensslKey(t, opensslKeys[0].args)
+	plan := filepath.Join(dir, "plans", "refund.hcl")
+	if err := os.MkdirAll(filepath.Dir(plan), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plan, testPlan, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := keyPolicy(t, filepath.Join(dir, "key.pub"))
+	ctx := context.Background()
+
+	_, _, err := p.VerifyFile(ctx, FileInput{File: plan, Path: testPath})
+	if !errors.Is(err, ErrBundleMissing) || !strings.Contains(err.Error(), "refund.hcl.sigstore.json") {
+		t.Fatalf("no bundle: err = %v, want ErrBundleMissing naming the bundle file", err)
+	}
+
+	b := signWithKey(t, filepath.Join(dir, "key.pem"), testPlan, planPredicate(testPath))
+	if err := os.WriteFile(BundlePath(plan), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	content, a, err := p.VerifyFile(ctx, FileInput{File: plan, Path: testPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(content, testPlan) || a.Digest != Digest(content) {
+		t.Fatal("VerifyFile did not return the verified bytes")
+	}
+	if _, _, err := p.VerifyFile(ctx, FileInput{File: plan, Path: "plans/other.hcl"}); !errors.Is(err, ErrPathMismatch) {
+		t.Fatalf("other path: err = %v", err)
+	}
+}

@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/planlock/planlock/sign"
@@ -132,39 +129,14 @@ func shortSHA(s string) string {
 }
 
 func verifyFile(c *cli.Context, policy *sign.Policy, file string, kind sign.Kind) verifyResult {
-	r := verifyResult{File: file}
-	fail := func(err error) verifyResult {
+	r := verifyResult{File: file, Path: c.String("path")}
+	if r.Path == "" {
+		r.Path, _ = sign.RepoPath(file)
+	}
+	_, a, err := policy.VerifyFile(c.Context, sign.FileInput{File: file, Bundle: c.String("bundle"), Path: c.String("path"), Kind: kind})
+	if err != nil {
 		r.Error = err.Error()
 		return r
-	}
-	path := c.String("path")
-	if path == "" {
-		p, err := sign.RepoPath(file)
-		if err != nil {
-			return fail(err)
-		}
-		path = p
-	}
-	r.Path = path
-	// Read once: these are the bytes verified (and the ones a caller parses).
-	content, err := os.ReadFile(file)
-	if err != nil {
-		return fail(err)
-	}
-	bundlePath := c.String("bundle")
-	if bundlePath == "" {
-		bundlePath = sign.BundlePath(file)
-	}
-	bundle, err := os.ReadFile(bundlePath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail(err)
-	}
-	a, err := policy.Verify(c.Context, sign.VerifyInput{Path: path, Content: content, Bundle: bundle, Kind: kind})
-	if err != nil {
-		if errors.Is(err, sign.ErrBundleMissing) {
-			err = fmt.Errorf("%s: bundle missing: no %s (sign it with planlock sign, or give --bundle)", path, bundlePath)
-		}
-		return fail(err)
 	}
 	r.Verified = true
 	r.Kind = a.Kind
