@@ -36,14 +36,22 @@ func LoadTrustedRoot(ctx context.Context, file, cacheDir string) (root.TrustedMa
 		}
 		cacheDir = filepath.Join(base, "planlock", "sigstore-tuf")
 	}
-	opts := tuf.DefaultOptions().WithCachePath(cacheDir).WithCacheValidity(tufCacheValidityDays).WithContext(ctx)
-	client, err := tuf.New(opts)
+	return loadTUFRoot(ctx, tuf.DefaultOptions(), cacheDir, tufCacheValidityDays)
+}
+
+// loadTUFRoot gets trusted_root.json through TUF starting from base (root,
+// mirror, fetcher), caching in cacheDir: a cache refreshed less than
+// validityDays ago is used as is; otherwise the repository is asked, and if
+// it cannot be reached, the cache is used as long as its metadata is valid.
+func loadTUFRoot(ctx context.Context, base *tuf.Options, cacheDir string, validityDays int) (root.TrustedMaterial, error) {
+	online := *base
+	online.WithCachePath(cacheDir).WithCacheValidity(validityDays).WithContext(ctx)
+	client, err := tuf.New(&online)
 	if err != nil {
-		// Offline: fall back to the cache as long as its metadata is valid.
-		cached := tuf.DefaultOptions().WithCachePath(cacheDir).WithForceCache().WithContext(ctx)
+		cached := *base
+		cached.WithCachePath(cacheDir).WithForceCache().WithContext(ctx)
 		var cerr error
-		client, cerr = tuf.New(cached)
-		if cerr != nil {
+		if client, cerr = tuf.New(&cached); cerr != nil {
 			return nil, fmt.Errorf("public-good trusted root via TUF (cache %s): %w", cacheDir, err)
 		}
 	}
