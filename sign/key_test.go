@@ -271,3 +271,24 @@ func TestVerifyFile(t *testing.T) {
 		t.Fatalf("other path: err = %v", err)
 	}
 }
+
+// TestKeyWithRekor: a key-signed bundle can also be logged in Rekor (the
+// fake); it verifies under the key policy like any key bundle.
+func TestKeyWithRekor(t *testing.T) {
+	fs := newFake(t)
+	dir := makeOpensslKey(t, opensslKeys[4].args) // Ed25519
+	kp, err := LoadSigningKey(context.Background(), filepath.Join(dir, "key.pem"), os.ReadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Sign(context.Background(), testPlan, planPredicate(testPath), SignOptions{Keypair: kp, RekorURL: fs.Rekor.URL})
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	if !bytes.Contains(b, []byte(`"tlogEntries"`)) || bytes.Contains(b, []byte(`"certificate"`)) {
+		t.Fatalf("want a key bundle with a log entry:\n%s", b)
+	}
+	if _, err := keyPolicy(t, filepath.Join(dir, "key.pub")).Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: b}); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+}
