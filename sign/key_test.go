@@ -74,11 +74,11 @@ func signWithKey(t testing.TB, keyFile string, content []byte, pred Predicate) [
 	if err != nil {
 		t.Fatalf("load key: %v", err)
 	}
-	b, err := Sign(context.Background(), content, pred, SignOptions{Keypair: kp})
+	s, err := Sign(context.Background(), content, pred, SignOptions{Keypair: kp})
 	if err != nil {
 		t.Fatalf("sign: %v", err)
 	}
-	return b
+	return s.Bundle
 }
 
 func TestKeyRoundTripOpensslKeys(t *testing.T) {
@@ -281,10 +281,14 @@ func TestKeyWithRekor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Sign(context.Background(), testPlan, planPredicate(testPath), SignOptions{Keypair: kp, RekorURL: fs.Rekor.URL})
+	s, err := Sign(context.Background(), testPlan, planPredicate(testPath), SignOptions{Keypair: kp, RekorURL: fs.Rekor.URL})
 	if err != nil {
 		t.Fatalf("sign: %v", err)
 	}
+	if s.LogIndex < 0 || !strings.HasPrefix(s.Signer.Identity, "key sha256:") {
+		t.Errorf("signed = log index %d, signer %+v", s.LogIndex, s.Signer)
+	}
+	b := s.Bundle
 	if !bytes.Contains(b, []byte(`"tlogEntries"`)) || bytes.Contains(b, []byte(`"certificate"`)) {
 		t.Fatalf("want a key bundle with a log entry:\n%s", b)
 	}

@@ -41,7 +41,7 @@ func newFake(t testing.TB) *fakesigstore.Sigstore {
 
 func signKeyless(t testing.TB, fs *fakesigstore.Sigstore, c fakesigstore.Claims, content []byte, pred Predicate) []byte {
 	t.Helper()
-	b, err := Sign(context.Background(), content, pred, SignOptions{
+	s, err := Sign(context.Background(), content, pred, SignOptions{
 		IDToken:   c.Token(),
 		FulcioURL: fs.Fulcio.URL,
 		RekorURL:  fs.Rekor.URL,
@@ -49,7 +49,10 @@ func signKeyless(t testing.TB, fs *fakesigstore.Sigstore, c fakesigstore.Claims,
 	if err != nil {
 		t.Fatalf("sign: %v", err)
 	}
-	return b
+	if s.Signer.Identity != c.Identity() || s.Signer.Issuer != c.Issuer || s.LogIndex < 0 {
+		t.Fatalf("signed as %+v (log index %d), want %s from %s", s.Signer, s.LogIndex, c.Identity(), c.Issuer)
+	}
+	return s.Bundle
 }
 
 func githubPolicy(t testing.TB, fs *fakesigstore.Sigstore, mod func(*PolicyOptions)) *Policy {

@@ -2,11 +2,13 @@ package sign
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -39,10 +41,23 @@ type SignOptions struct {
 	Now func() time.Time
 }
 
+// Signed is the result of Sign.
+type Signed struct {
+	// Bundle is the sigstore bundle as JSON, to write to BundlePath(file).
+	Bundle []byte
+	// Predicate is what was signed (path cleaned, signing time set).
+	Predicate Predicate
+	// Signer is who signed: the identity and issuer of the certificate
+	// Fulcio issued (keyless) or the key's ID, for display.
+	Signer Signer
+	// LogIndex is the Rekor log index, or -1 without a log entry.
+	LogIndex int64
+}
+
 // Sign makes the approval bundle for content: an in-toto statement whose
 // subject is content's sha256 named pred.Path, with pred as predicate,
-// signed in a DSSE envelope. It returns the bundle as JSON.
-func Sign(ctx context.Context, content []byte, pred Predicate, opts SignOptions) ([]byte, error) {
+// signed in a DSSE envelope.
+func Sign(ctx context.Context, content []byte, pred Predicate, opts SignOptions) (*Signed, error) {
 	clean, err := CleanPath(pred.Path)
 	if err != nil {
 		return nil, err
@@ -102,5 +117,27 @@ func Sign(ctx context.Context, content []byte, pred Predicate, opts SignOptions)
 	if err != nil {
 		return nil, fmt.Errorf("encode bundle: %w", err)
 	}
-	return append(out, '\n'), nil
+	res := &Signed{Bundle: append(out, '\n'), Predicate: pred, LogIndex: -1}
+	if tl := pb.GetVerificationMaterial().GetTlogEntries(); len(tl) > 0 {
+		res.LogIndex = tl[0].GetLogIndex()
+	}
+	if raw := pb.GetVerificationMaterial().GetCertificate().GetRawBytes(); raw != nil {
+		cert, err := x509.ParseCertificate(raw)
+		if err != nil {
+			return nil, fmt.Errorf("certificate from Fulcio: %w", err)
+		}
+		sum, err := certificate.SummarizeCertificate(cert)
+		if err != nil {
+			return nil, fmt.Errorf("certificate from Fulcio: %w", err)
+		}
+		res.Signer = Signer{Identity: sum.SubjectAlternativeName, Issuer: sum.Issuer,
+			WorkflowRepository: workflowRepository(sum.Extensions), WorkflowRef: workflowRef(sum.Extensions)}
+	} else {
+		id, err := KeyID(keypair.GetPublicKey())
+		if err != nil {
+			return nil, err
+		}
+		res.Signer = Signer{Identity: "key " + id, KeyID: id}
+	}
+	return res, nil
 }

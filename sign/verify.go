@@ -66,18 +66,18 @@ type VerifyInput struct {
 
 // Approval is a verified approval.
 type Approval struct {
-	Path   string
-	Kind   Kind
-	Digest string // hex sha256 of the content
+	Path   string `json:"path"`
+	Kind   Kind   `json:"kind"`
+	Digest string `json:"digest"` // hex sha256 of the content
 	// Predicate is the signed predicate, verified to name Path and Kind.
-	Predicate Predicate
-	Signer    Signer
+	Predicate Predicate `json:"predicate"`
+	Signer    Signer    `json:"signer"`
 	// SignedAt is when the approval was signed: the transparency log's
 	// integrated time when the bundle has a verified entry, else a verified
 	// RFC 3161 timestamp, else the signed predicate's signedAt.
-	SignedAt time.Time
+	SignedAt time.Time `json:"signedAt"`
 	// SignedAtSource is "tlog", "tsa" or "predicate".
-	SignedAtSource string
+	SignedAtSource string `json:"signedAtSource"`
 }
 
 // Signer says who signed: a certificate identity (keyless) or a key.

@@ -92,18 +92,12 @@ func runSign(c *cli.Context) error {
 	}
 
 	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), RekorURL: c.String("rekor-url"), TSAURL: c.String("tsa-url")}
-	signer := ""
 	if key := c.String("key"); key != "" {
 		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
 		if err != nil {
 			return failf("sign: %v", err)
 		}
-		id, err := sign.KeyID(kp.GetPublicKey())
-		if err != nil {
-			return failf("sign: %v", err)
-		}
 		opts.Keypair = kp
-		signer = "key " + id
 	} else {
 		tok, err := sign.IDToken(c.Context, os.Getenv, &http.Client{Timeout: 30 * time.Second})
 		if err != nil {
@@ -113,7 +107,6 @@ func runSign(c *cli.Context) error {
 			return failf("sign: keyless signing needs an OIDC token: run in GitHub Actions with \"permissions: id-token: write\", set SIGSTORE_ID_TOKEN, or sign with --key")
 		}
 		opts.IDToken = tok
-		signer = "keyless via " + opts.FulcioURL
 	}
 
 	for _, file := range c.Args().Slice() {
@@ -128,7 +121,7 @@ func runSign(c *cli.Context) error {
 		if err != nil {
 			return failf("sign: %v", err)
 		}
-		bundle, err := sign.Sign(c.Context, content, pred, opts)
+		signed, err := sign.Sign(c.Context, content, pred, opts)
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -136,10 +129,18 @@ func runSign(c *cli.Context) error {
 		if out == "" {
 			out = sign.BundlePath(file)
 		}
-		if err := os.WriteFile(out, bundle, 0o644); err != nil {
+		if err := os.WriteFile(out, signed.Bundle, 0o644); err != nil {
 			return failf("sign: %v", err)
 		}
-		fmt.Fprintf(c.App.Writer, "%s: signed %s as %s (%s) -> %s\n", file, pred.Kind, pred.Path, signer, out)
+		who := signed.Signer.Identity
+		if signed.Signer.Issuer != "" {
+			who += " (issuer " + signed.Signer.Issuer + ")"
+		}
+		logged := ""
+		if signed.LogIndex >= 0 {
+			logged = fmt.Sprintf(", Rekor log index %d", signed.LogIndex)
+		}
+		fmt.Fprintf(c.App.Writer, "%s: signed %s as %s by %s%s -> %s\n", file, pred.Kind, signed.Predicate.Path, who, logged, out)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func verifyBenchSetup(b *testing.B) (dir, identity string) {
 	b.Cleanup(fs.Close)
 	c := fakesigstore.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
 	plan := []byte("plan \"bench\" {\n  step \"a\" {\n    tool = \"get_order\"\n  }\n}\n")
-	bun, err := sign.Sign(context.Background(), plan, sign.Predicate{Kind: sign.KindPlan, Path: "plan.hcl"},
+	signed, err := sign.Sign(context.Background(), plan, sign.Predicate{Kind: sign.KindPlan, Path: "plan.hcl"},
 		sign.SignOptions{IDToken: c.Token(), FulcioURL: fs.Fulcio.URL, RekorURL: fs.Rekor.URL})
 	if err != nil {
 		b.Fatal(err)
@@ -35,7 +35,7 @@ func verifyBenchSetup(b *testing.B) (dir, identity string) {
 		b.Fatal(err)
 	}
 	dir = b.TempDir()
-	for name, data := range map[string][]byte{"plan.hcl": plan, "plan.hcl.sigstore.json": bun, "trusted_root.json": tr} {
+	for name, data := range map[string][]byte{"plan.hcl": plan, "plan.hcl.sigstore.json": signed.Bundle, "trusted_root.json": tr} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			b.Fatal(err)
 		}
