@@ -116,3 +116,48 @@ func TestRealPublicGoodBundleRefused(t *testing.T) {
 		t.Fatalf("real provenance bundle as an approval: err = %v, want ErrNotApproval", err)
 	}
 }
+
+// TestRealPublicGoodEmailBundle: a second real public-good bundle (2022,
+// bundle v0.1 with a certificate chain, email SAN from GitHub's OAuth
+// issuer, intoto Rekor entry) verifies offline for exactly its signer.
+func TestRealPublicGoodEmailBundle(t *testing.T) {
+	data, err := os.ReadFile("testdata/publicgood/slsa-provenance-0.0.7.sigstore.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bundle.Bundle
+	if err := b.UnmarshalJSON(data); err != nil {
+		t.Fatal(err)
+	}
+	digest, _ := hex.DecodeString("bbfd372fc9beeb777fe35d05bb10c0c70a9733d366a75fed7dd18866c7391de3ee7e88ba74dd47abf3e15c845e547fcf0e5c3da80854c751554224d3a6d4e55f")
+	cases := []struct {
+		name string
+		mod  func(*PolicyOptions)
+		want error
+	}{
+		{"its signer", nil, nil},
+		{"another email", func(o *PolicyOptions) { o.CertificateIdentity = "mallory@dehamer.com" }, ErrIdentityNotAllowed},
+		{"regexp matching only the domain", func(o *PolicyOptions) {
+			o.CertificateIdentity, o.CertificateIdentityRegexp = "", `dehamer\.com`
+		}, ErrIdentityNotAllowed},
+		{"whole-value regexp", func(o *PolicyOptions) {
+			o.CertificateIdentity, o.CertificateIdentityRegexp = "", `[a-z]+@dehamer\.com`
+		}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := realPolicy(t, func(o *PolicyOptions) {
+				o.CertificateIdentity = "brian@dehamer.com"
+				o.CertificateOIDCIssuer = "https://github.com/login/oauth"
+				o.GitHubWorkflowRepository, o.GitHubWorkflowRef = "", ""
+				if tc.mod != nil {
+					tc.mod(o)
+				}
+			})
+			_, err := p.verifySigstore(&b, "slsa-provenance-0.0.7.tgz", "sha512", digest)
+			if !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
