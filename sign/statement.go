@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -115,6 +116,9 @@ func parseStatement(payload []byte) (*statement, error) {
 	}
 	if st.Type != StatementType && st.Type != "https://in-toto.io/Statement/v0.1" {
 		return nil, fmt.Errorf("%w: statement type %q is not an in-toto statement", ErrNotApproval, st.Type)
+	}
+	if p := bytes.TrimSpace(st.Predicate); len(p) > 0 && p[0] != '{' {
+		return nil, fmt.Errorf("%w: the statement's predicate is not a JSON object", ErrNotApproval)
 	}
 	return &st, nil
 }

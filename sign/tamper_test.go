@@ -12,7 +12,9 @@ import (
 
 	"github.com/planlock/planlock/sign/fakesigstore"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/verify"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // editBundle decodes bundle JSON, lets edit change it, and encodes it again.
@@ -203,6 +205,20 @@ func TestKeylessTamperMatrix(t *testing.T) {
 			want: ErrCertificateExpired, msg: "certificate expired at signing time: valid",
 		},
 		{
+			name: "certificate not yet valid at signing time", content: testPlan,
+			bundle: func() []byte {
+				fs.SetLogTimeOffset(-time.Minute)
+				defer fs.SetLogTimeOffset(0)
+				return signKeyless(t, fs, good, testPlan, planPredicate(testPath))
+			},
+			want: ErrCertificateExpired, msg: "certificate not yet valid at signing time: valid",
+		},
+		{
+			name: "bundle too large", content: testPlan,
+			bundle: func() []byte { return append(bytes.Repeat([]byte(" "), maxBundleSize), goodBundle...) },
+			want:   ErrBundleInvalid, msg: "more than 1048576",
+		},
+		{
 			name: "envelope signature altered", content: testPlan,
 			bundle: func() []byte {
 				return editBundle(t, goodBundle, func(m map[string]any) {
@@ -267,5 +283,80 @@ func TestAnchoringDiffersFromSigstoreGo(t *testing.T) {
 	re, _ = anchor(`x|https://github\.com/acme/plans`)
 	if re.MatchString(evil.SubjectAlternativeName) || re.MatchString("evil-x") {
 		t.Fatal("alternation escaped the anchors")
+	}
+}
+
+// signStatement signs an arbitrary statement keyless, as a trusted signer
+// would if tricked (or a compromised workflow): the planlock checks that
+// sigstore-go leaves out must still refuse it.
+func signStatement(t *testing.T, fs *fakesigstore.Sigstore, st map[string]any) []byte {
+	t.Helper()
+	payload, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := sgsign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: InTotoPayloadType}, kp, sgsign.BundleOptions{
+		CertificateProvider:        sgsign.NewFulcio(&sgsign.FulcioOptions{BaseURL: fs.Fulcio.URL}),
+		CertificateProviderOptions: &sgsign.CertificateProviderOptions{IDToken: c.Token()},
+		TransparencyLogs:           []sgsign.Transparency{sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: fs.Rekor.URL})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestStatementChecks: sigstore-go's WithArtifactDigest accepts any subject
+// whose digest matches and ignores the subject name and predicate type, so
+// these bundles pass sigstore-go; planlock refuses each.
+func TestStatementChecks(t *testing.T) {
+	fs := newFake(t)
+	digest := Digest(testPlan)
+	pred := map[string]any{"kind": "plan", "path": testPath, "signedAt": "2026-11-30T00:00:00Z"}
+	subj := func(name, d string) map[string]any {
+		return map[string]any{"name": name, "digest": map[string]any{"sha256": d}}
+	}
+	stmt := func(subjects []any, ptype string, p any) map[string]any {
+		return map[string]any{"_type": StatementType, "subject": subjects, "predicateType": ptype, "predicate": p}
+	}
+	cases := []struct {
+		name string
+		st   map[string]any
+		want error
+		msg  string
+	}{
+		{"control: a well-formed approval", stmt([]any{subj(testPath, digest)}, PredicateType, pred), nil, ""},
+		{"another predicate type", stmt([]any{subj(testPath, digest)}, "https://slsa.dev/provenance/v1", pred), ErrNotApproval, `predicate type is "https://slsa.dev/provenance/v1"`},
+		{"a later predicate version", stmt([]any{subj(testPath, digest)}, "https://planlock.dev/approval/v2", pred), ErrNotApproval, "predicate type"},
+		{"subject names another file", stmt([]any{subj("plans/other.hcl", digest)}, PredicateType, pred), ErrPathMismatch, `the bundle approves "plans/other.hcl"`},
+		{"two subjects", stmt([]any{subj(testPath, digest), subj("plans/other.hcl", Digest([]byte("x")))}, PredicateType, pred), ErrNotApproval, "2 subjects"},
+		{"no sha256 digest", stmt([]any{map[string]any{"name": testPath, "digest": map[string]any{"sha512": "00"}}}, PredicateType, pred), ErrNotApproval, "no sha256 subject digest"},
+		{"unknown kind", stmt([]any{subj(testPath, digest)}, PredicateType, map[string]any{"kind": "anything", "path": testPath}), ErrNotApproval, `unknown approval kind "anything"`},
+		{"predicate is not an object", stmt([]any{subj(testPath, digest)}, PredicateType, "plan"), ErrNotApproval, "predicate"},
+		{"not an in-toto statement", map[string]any{"_type": "https://example.com/Other", "subject": []any{subj(testPath, digest)}}, ErrNotApproval, "not an in-toto statement"},
+	}
+	p := githubPolicy(t, fs, nil)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: signStatement(t, fs, tc.st)})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("control refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v, want %v containing %q", err, tc.want, tc.msg)
+			}
+		})
 	}
 }

@@ -92,6 +92,9 @@ type Signer struct {
 	KeyID string `json:"keyId,omitempty"`
 }
 
+// maxBundleSize bounds the bundle JSON; real approval bundles are a few KiB.
+const maxBundleSize = 1 << 20
+
 // verifyError is a one-line refusal that wraps one of the Err* sentinels.
 type verifyError struct {
 	kind error
@@ -243,6 +246,9 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 	}
 	if len(in.Bundle) == 0 {
 		return nil, refuse(ErrBundleMissing, "%s: bundle missing (sign it with planlock sign, or give --bundle)", path)
+	}
+	if len(in.Bundle) > maxBundleSize {
+		return nil, refuse(ErrBundleInvalid, "%s: bundle is not a valid sigstore bundle: %d bytes, more than %d", path, len(in.Bundle), maxBundleSize)
 	}
 	if !json.Valid(in.Bundle) {
 		return nil, refuse(ErrBundleNotJSON, "%s: bundle is not valid JSON (truncated, or not a sigstore bundle)", path)
@@ -433,10 +439,20 @@ func (p *Policy) explain(b *bundle.Bundle, path string, err error) error {
 		if cert := vc.Certificate(); cert != nil {
 			for _, e := range tlogs {
 				t := time.Unix(e.GetIntegratedTime(), 0).UTC()
-				if e.GetIntegratedTime() != 0 && (t.Before(cert.NotBefore) || t.After(cert.NotAfter)) {
-					return refuse(ErrCertificateExpired, "%s: certificate expired at signing time: valid %s to %s, signature logged at %s",
-						path, cert.NotBefore.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339), t.Format(time.RFC3339))
+				if e.GetIntegratedTime() == 0 {
+					continue
 				}
+				what := ""
+				switch {
+				case t.After(cert.NotAfter):
+					what = "certificate expired at signing time"
+				case t.Before(cert.NotBefore):
+					what = "certificate not yet valid at signing time"
+				default:
+					continue
+				}
+				return refuse(ErrCertificateExpired, "%s: %s: valid %s to %s, signature logged at %s", path, what,
+					cert.NotBefore.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339), t.Format(time.RFC3339))
 			}
 		}
 	}
