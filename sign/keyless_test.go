@@ -2,7 +2,10 @@ package sign
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +148,71 @@ func TestKeylessHoldKind(t *testing.T) {
 	_, err = p.Verify(context.Background(), VerifyInput{Path: pred.Path, Content: hold, Bundle: bundle, Kind: KindPlan})
 	if !errors.Is(err, ErrKindMismatch) {
 		t.Fatalf("hold bundle verified as a plan: err = %v, want ErrKindMismatch", err)
+	}
+}
+
+// TestPolicyConcurrentUse: one Policy serves concurrent verifications (the
+// proxy re-verifies on file changes while serving); run with -race.
+func TestPolicyConcurrentUse(t *testing.T) {
+	fs := newFake(t)
+	good := signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
+	bad := signKeyless(t, fs, fakesigstore.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
+	p := githubPolicy(t, fs, nil)
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			b, wantOK := good, true
+			if i%2 == 1 {
+				b, wantOK = bad, false
+			}
+			_, err := p.Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: b})
+			switch {
+			case wantOK && err != nil:
+				errs <- err
+			case !wantOK && !errors.Is(err, ErrIdentityNotAllowed):
+				errs <- fmt.Errorf("other repository: err = %v", err)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestKeylessWithTimestampAuthority: --tsa-url adds an RFC 3161 timestamp
+// that verifies against the trusted root; the Rekor entry is still required
+// and its integrated time is still the signing time.
+func TestKeylessWithTimestampAuthority(t *testing.T) {
+	fs := newFake(t)
+	c := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	s, err := Sign(context.Background(), testPlan, planPredicate(testPath), SignOptions{
+		IDToken: c.Token(), FulcioURL: fs.Fulcio.URL, RekorURL: fs.Rekor.URL, TSAURL: fs.TSA.URL,
+	})
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	if !strings.Contains(string(s.Bundle), "rfc3161Timestamps") {
+		t.Fatal("bundle has no RFC 3161 timestamp")
+	}
+	p := githubPolicy(t, fs, nil)
+	a, err := p.Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: s.Bundle})
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if a.SignedAtSource != "tlog" {
+		t.Errorf("signing time from %s, want tlog", a.SignedAtSource)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(s.Bundle, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m["verificationMaterial"].(map[string]any), "tlogEntries")
+	noTlog, _ := json.Marshal(m)
+	if _, err := p.Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: noTlog}); !errors.Is(err, ErrNoTlogEntry) {
+		t.Fatalf("timestamp without log entry: err = %v, want ErrNoTlogEntry", err)
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// setupSigstore gives each script an in-process fake Fulcio and Rekor (the
+// setupSigstore gives each script an in-process fake Fulcio, Rekor and TSA (the
 // real services cannot run offline; see package fakesigstore for what is
 // faithful), its trusted_root.json at $WORK/trusted_root.json, and OIDC
 // tokens for several GitHub Actions identities:
 //
-//	$FULCIO_URL $REKOR_URL $IDENTITY
+//	$FULCIO_URL $REKOR_URL $TSA_URL $IDENTITY
 //	$TOKEN_MAIN          acme/plans, .github/workflows/sign.yml, refs/heads/main
 //	$TOKEN_BRANCH        same workflow on refs/heads/feature
 //	$TOKEN_OTHER_REPO    acme/other
@@ -39,6 +39,7 @@ func setupSigstore(env *testscript.Env) error {
 	otherIssuer.Issuer = "https://accounts.example.com"
 	env.Setenv("FULCIO_URL", fs.Fulcio.URL)
 	env.Setenv("REKOR_URL", fs.Rekor.URL)
+	env.Setenv("TSA_URL", fs.TSA.URL)
 	env.Setenv("IDENTITY", good.Identity())
 	env.Setenv("TOKEN_MAIN", good.Token())
 	env.Setenv("TOKEN_BRANCH", fakesigstore.GitHub("acme/plans", wf, "refs/heads/feature").Token())

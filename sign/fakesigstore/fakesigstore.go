@@ -1,4 +1,4 @@
-// Package fakesigstore is an in-process Fulcio and Rekor for tests, because
+// Package fakesigstore is an in-process Fulcio, Rekor and timestamp authority for tests, because
 // the real services cannot run here (no network). It is faithful where
 // verification looks: Fulcio checks the proof of possession and issues a
 // short-lived leaf under a root → intermediate chain with a URI SAN and the
@@ -36,6 +36,7 @@ import (
 	"time"
 
 	jsoncanonicalizer "github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
+	"github.com/digitorus/timestamp"
 	"github.com/go-openapi/runtime"
 	"github.com/go-openapi/swag/conv"
 	"github.com/sigstore/rekor/pkg/generated/models"
@@ -102,15 +103,20 @@ func (c Claims) Token() string {
 	return head + "." + enc.EncodeToString(body) + "." + enc.EncodeToString([]byte("unsigned"))
 }
 
-// Sigstore is a running fake Fulcio and Rekor.
+// Sigstore is a running fake Fulcio, Rekor and RFC 3161 timestamp authority.
 type Sigstore struct {
 	Fulcio *httptest.Server
 	Rekor  *httptest.Server
+	// TSA answers RFC 3161 timestamp requests at its root URL.
+	TSA *httptest.Server
 
 	rootCert  *x509.Certificate
 	interCert *x509.Certificate
 	interKey  *ecdsa.PrivateKey
 	rekorKey  *ecdsa.PrivateKey
+	tsaInter  *x509.Certificate
+	tsaLeaf   *x509.Certificate
+	tsaKey    *ecdsa.PrivateKey
 	created   time.Time
 
 	mu        sync.Mutex
@@ -132,16 +138,86 @@ func New() (*Sigstore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rekor key: %w", err)
 	}
-	s := &Sigstore{rootCert: rootCert, interCert: interCert, interKey: interKey, rekorKey: rekorKey, created: time.Now()}
+	tsaInter, tsaInterKey, err := ca.GenerateTSAIntermediate(rootCert, rootKey)
+	if err != nil {
+		return nil, fmt.Errorf("TSA intermediate: %w", err)
+	}
+	tsaKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("TSA key: %w", err)
+	}
+	tsaLeaf, err := tsaLeafCert(tsaKey, tsaInter, tsaInterKey)
+	if err != nil {
+		return nil, fmt.Errorf("TSA certificate: %w", err)
+	}
+	s := &Sigstore{rootCert: rootCert, interCert: interCert, interKey: interKey, rekorKey: rekorKey,
+		tsaInter: tsaInter, tsaLeaf: tsaLeaf, tsaKey: tsaKey, created: time.Now()}
 	s.Fulcio = httptest.NewServer(http.HandlerFunc(s.serveFulcio))
 	s.Rekor = httptest.NewServer(http.HandlerFunc(s.serveRekor))
+	s.TSA = httptest.NewServer(http.HandlerFunc(s.serveTSA))
 	return s, nil
+}
+
+// tsaLeafCert is a timestamping leaf valid as long as its intermediate,
+// with the critical timestamping EKU RFC 3161 requires.
+func tsaLeafCert(key *ecdsa.PrivateKey, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, error) {
+	eku, err := asn1.Marshal([]asn1.ObjectIdentifier{{1, 3, 6, 1, 5, 5, 7, 3, 8}})
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:    big.NewInt(2),
+		Subject:         pkix.Name{CommonName: "fake-tsa"},
+		NotBefore:       parent.NotBefore,
+		NotAfter:        parent.NotAfter,
+		KeyUsage:        x509.KeyUsageDigitalSignature,
+		ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Critical: true, Value: eku}},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, err
+	}
+	return x509.ParseCertificate(der)
 }
 
 // Close stops the servers.
 func (s *Sigstore) Close() {
 	s.Fulcio.Close()
 	s.Rekor.Close()
+	s.TSA.Close()
+}
+
+// serveTSA answers an RFC 3161 timestamp query.
+func (s *Sigstore) serveTSA(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/timestamp-query" {
+		http.Error(w, "want a POST of application/timestamp-query", http.StatusBadRequest)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req, err := timestamp.ParseRequest(body)
+	if err != nil {
+		http.Error(w, "bad timestamp request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ts := timestamp.Timestamp{
+		HashAlgorithm:   req.HashAlgorithm,
+		HashedMessage:   req.HashedMessage,
+		Time:            time.Now(),
+		Nonce:           req.Nonce,
+		Policy:          asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 2},
+		ExtraExtensions: req.Extensions,
+	}
+	resp, err := ts.CreateResponseWithOpts(s.tsaLeaf, s.tsaKey, crypto.SHA256)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/timestamp-reply")
+	_, _ = w.Write(resp)
 }
 
 // SetLogTimeOffset makes Rekor record entries offset from now, e.g. after
@@ -171,7 +247,14 @@ func (s *Sigstore) TrustedRoot() (*root.TrustedRoot, error) {
 		PublicKey:           s.rekorKey.Public(),
 		SignatureHashFunc:   crypto.SHA256,
 	}}
-	return root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fca}, nil, nil, tlogs)
+	tsa := &root.SigstoreTimestampingAuthority{
+		Root:                s.rootCert,
+		Intermediates:       []*x509.Certificate{s.tsaInter},
+		Leaf:                s.tsaLeaf,
+		ValidityPeriodStart: start,
+		URI:                 s.TSA.URL,
+	}
+	return root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fca}, nil, []root.TimestampingAuthority{tsa}, tlogs)
 }
 
 // TrustedRootJSON is TrustedRoot as trusted_root.json.
