@@ -244,6 +244,9 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 	if kind == "" {
 		kind = KindPlan
 	}
+	if _, err := ParseKind(string(kind)); err != nil {
+		return nil, refuse(ErrKindMismatch, "%s: %v", path, err)
+	}
 	if len(in.Bundle) == 0 {
 		return nil, refuse(ErrBundleMissing, "%s: bundle missing (sign it with planlock sign, or give --bundle)", path)
 	}
