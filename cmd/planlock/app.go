@@ -83,6 +83,8 @@ func commands() []*cli.Command {
 		signCommand(),
 		verifyCommand(),
 		keygenCommand(),
+		auditCommand(),
+		holdsCommand(),
 	}
 }
 
