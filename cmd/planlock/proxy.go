@@ -14,6 +14,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/planload"
 )
 
 func proxyCommand() *cli.Command {
@@ -24,10 +25,21 @@ func proxyCommand() *cli.Command {
 		Description: `Serves the agent over stdio (default) or streamable HTTP (--listen) and
 forwards to the upstream given after -- (stdio), by --upstream-url, or by the
 plan's upstream block. Only the plan's tools are shown; every call is checked
-against the plan and counted durably in --state before it is forwarded.`,
-		Flags: []cli.Flag{
+against the plan and counted durably in --state before it is forwarded.
+
+The plan must carry an approval signature the trust policy accepts (the same
+flags as planlock verify; the bundle is PLAN.sigstore.json or --bundle), must
+not be expired, and must not be older than a plan of the same name already
+loaded. The plan file is read once; those bytes are verified and parsed.
+When the plan or its bundle changes on disk the proxy verifies it again and
+serves the new plan; one that does not verify is logged and the last
+verified plan keeps serving.`,
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL)", Required: true},
-			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe)"},
+			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
+			&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true},
+			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
+			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for a changed plan or bundle every `DURATION` (0: never reload)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
@@ -35,7 +47,7 @@ against the plan and counted durably in --state before it is forwarded.`,
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
-		},
+		}, trustFlags()...),
 		Action: runProxy,
 	}
 }
@@ -81,39 +93,39 @@ func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []stri
 }
 
 // loadPlan reads the plan file once; the signature (when verified) and the
-// parser see the same bytes.
-func loadPlan(path string, skipVerify bool, errw func(string)) (*hclplan.Plan, error) {
-	src, err := os.ReadFile(path)
+// parser see the same bytes (package planload).
+func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*planload.Loaded, error) {
+	if src.Policy == nil {
+		errw(planload.InsecureWarning(src.File))
+	}
+	l, err := src.Read(ctx, time.Now())
 	if err != nil {
-		return nil, failf("read plan: %v", err)
+		return nil, failf("%v", err)
 	}
-	if !skipVerify {
-		return nil, failf("plan %s: signature verification is not available in this build; run with --insecure-skip-verify to run an unverified plan", path)
-	}
-	errw("planlock: WARNING: --insecure-skip-verify: running plan " + path + " WITHOUT verifying its signature; anyone who can edit this file controls what the agent may do")
-	plan, diags := hclplan.Parse(path, src)
-	if diags.HasErrors() {
-		return nil, failf("plan %s is not valid: %s", path, oneLineDiags(diags.Error()))
-	}
-	return plan, nil
+	return l, nil
 }
 
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func runProxy(c *cli.Context) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
-	plan, err := loadPlan(c.String("plan"), c.Bool("insecure-skip-verify"), errw)
+	src, err := planSource(c)
 	if err != nil {
 		return err
+	}
+	loaded, err := loadPlan(c.Context, src, errw)
+	if err != nil {
+		return err
+	}
+	plan := loaded.Plan
+	if loaded.Approval != nil {
+		errw("planlock: verified " + loaded.Describe())
 	}
 	up, err := upstreamFrom(plan, c.Args().Slice(), c.String("upstream-url"), c.StringSlice("env"))
 	if err != nil {
 		return err
 	}
 	up.Stderr = c.App.ErrWriter
-	if plan.Expired(time.Now()) {
-		return failf("plan %q expired at %s; refusing to load it", plan.Name, plan.Expires.UTC().Format(time.RFC3339))
-	}
 	var ln net.Listener
 	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
 	if addr := c.String("listen"); addr != "" {
@@ -139,10 +151,22 @@ func runProxy(c *cli.Context) error {
 		return failf("%v", err)
 	}
 	defer l.Close()
+	if err := planload.Admit(ctx, l, loaded); err != nil {
+		return failf("%v", err)
+	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
 		Log: c.App.ErrWriter, Version: version})
 	if err != nil {
 		return failf("%v", err)
+	}
+	if iv := c.Duration("reload-interval"); iv > 0 {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			reloader(src, l, iv, plan.Upstream, p, errw).Run(rctx, loaded)
+		}()
+		defer func() { cancel(); <-done }() // before the ledger closes
 	}
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
