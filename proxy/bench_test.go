@@ -38,6 +38,7 @@ func (noState) Hold(context.Context, ledger.Call, string, time.Time) (ledger.Hol
 	return ledger.Hold{}, nil
 }
 func (noState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }
+func (noState) ListHolds() []ledger.Hold                 { return nil }
 
 func benchHTTP16(b *testing.B, st State) {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -36,6 +36,7 @@ type State interface {
 	Block(ctx context.Context, c ledger.Call, reason string) error
 	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
 	FindHold(c ledger.Call) (ledger.Hold, bool)
+	ListHolds() []ledger.Hold
 }
 
 // Config configures a Proxy.
@@ -108,6 +109,14 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Version = "dev"
 	}
 	p := &Proxy{cfg: cfg, gate: gate.New(cfg.Plan), progs: map[string]progressRoute{}, held: map[int]string{}}
+	// A step put on hold by a failed call stays on hold across restarts:
+	// its pending hold is in the state.
+	for _, h := range cfg.State.ListHolds() {
+		if h.PlanDigest == cfg.Plan.Digest && h.State == ledger.HoldPending && strings.Contains(h.Reason, onErrorHeld) &&
+			h.StepIndex >= 0 && h.StepIndex < len(cfg.Plan.Steps) && cfg.Plan.Steps[h.StepIndex].Name == h.Step {
+			p.held[h.StepIndex] = h.Reason
+		}
+	}
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)

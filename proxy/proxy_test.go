@@ -490,6 +490,21 @@ plan "onerr" {
 	if p := h.ledger.Progress(h.plan.Digest); p.Calls(0) != 1 {
 		t.Fatalf("counted %d calls, want 1", p.Calls(0))
 	}
+	// After a restart (a new proxy on the same state) the step is still on hold.
+	p2, err := New(Config{Plan: h.plan, State: h.ledger, Upstream: UpstreamConfig{Command: []string{"/nonexistent"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "refund_customer"
+	req.Params.RawArguments = json.RawMessage(`{"order_id":"4712","amount":5,"currency":"EUR"}`)
+	res, err := p2.handleCall(h.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(mcp.TextContent).Text; !res.IsError || !strings.HasPrefix(text, `held: step "refund" is on hold after a failed call (tool error: order "9999" not found)`) {
+		t.Fatalf("after restart: %q", text)
+	}
 }
 
 func TestParallelCallsAgainstMaxCallsOneForwardExactlyOne(t *testing.T) {

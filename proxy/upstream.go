@@ -107,13 +107,12 @@ func (u *Upstream) Run(ctx context.Context) {
 		}
 		backoff = 100 * time.Millisecond
 		u.setConn(c, nil)
+		var why error
 		select {
 		case <-ctx.Done():
+			why = ctx.Err()
 		case <-c.dead:
-		}
-		why := c.why
-		if why == nil {
-			why = errors.New("connection closed")
+			why = c.why // written before dead was closed
 		}
 		u.setConn(nil, fmt.Errorf("restarting after: %w", why))
 		_ = c.tr.Close()
