@@ -1,7 +1,6 @@
 package peers_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -114,43 +113,15 @@ func TestAgentAgainstServerFilesystem(t *testing.T) {
 	}
 }
 
-func readCalls(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var calls []map[string]any
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var c map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("calls log line %q: %v", sc.Text(), err)
-		}
-		calls = append(calls, c)
-	}
-	return calls
-}
-
 func TestAgentAgainstRefundServer(t *testing.T) {
 	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			hashFile := filepath.Join(dir, "hash")
-			callsLog := filepath.Join(dir, "calls.jsonl")
-			if err := os.WriteFile(hashFile, []byte("9f86d081884c7d65\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"--hash-file", hashFile, "--calls-log", callsLog}
-			target := peers.Stdio(append([]string{bins[peers.PkgRefundServer]}, args...)...)
+			refund := peers.NewRefund(t, bins[peers.PkgRefundServer])
+			target := peers.Stdio(refund.Argv()...)
 			if transport == "http" {
-				target = peers.HTTP(peers.StartHTTP(t, bins[peers.PkgRefundServer], args...), "")
+				target = peers.HTTP(refund.StartHTTP(t), "")
 			}
 			pin := peers.CallTool("get_script_by_path", map[string]any{"path": "f/support/refund_customer"})
 			tr := peers.RunAgent(t, target, peers.Script{Steps: []peers.Step{
@@ -170,25 +141,25 @@ func TestAgentAgainstRefundServer(t *testing.T) {
 			if r := tr.Step(t, "3"); r.IsError || !strings.Contains(r.Text, `"status":"refunded"`) {
 				t.Errorf("refund: isError=%v %q", r.IsError, r.Text)
 			}
-			calls := readCalls(t, callsLog)
 			var tools []string
-			for _, c := range calls {
-				tools = append(tools, c["tool"].(string))
+			for _, c := range refund.Calls(t) {
+				tools = append(tools, c.Tool)
 			}
 			if !slices.Equal(tools, []string{"get_order", "get_script_by_path", "refund_customer"}) {
 				t.Errorf("calls log = %v", tools)
 			}
+			if got := string(refund.Calls(t)[2].Arguments); got != `{"amount":30,"currency":"EUR","order_id":"4711"}` {
+				t.Errorf("refund arguments logged as %s", got)
+			}
 
 			// A colleague changes the script: the next pin read sees it.
-			if err := os.WriteFile(hashFile, []byte("c0ffee0000000000\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			refund.SetHash(t, "c0ffee0000000000")
 			tr = peers.RunAgent(t, target, peers.Script{Steps: []peers.Step{pin}})
 			mustConnect(t, tr)
 			if r := tr.Step(t, "0"); r.Text != `{"hash":"c0ffee0000000000","path":"f/support/refund_customer"}` {
 				t.Errorf("pin read after the change = %q", r.Text)
 			}
-			if n := len(readCalls(t, callsLog)); n != 4 {
+			if n := len(refund.Calls(t)); n != 4 {
 				t.Errorf("calls log has %d records, want 4", n)
 			}
 		})
@@ -396,7 +367,7 @@ func TestTestUpstreamFaultModes(t *testing.T) {
 			} else if r.OK || r.Error == nil || !strings.Contains(r.Error.Message, tt.wantErr) {
 				t.Fatalf("call: want an error containing %q\n%s", tt.wantErr, tr)
 			}
-			if n := len(readCalls(t, calls)); n != 1 {
+			if n := len(peers.ReadCalls(t, calls)); n != 1 {
 				t.Errorf("upstream received %d calls, want 1", n)
 			}
 		})
