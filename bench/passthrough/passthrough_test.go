@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -141,7 +144,8 @@ func TestRunRejectsBadUpstreams(t *testing.T) {
 }
 
 // The benchmarks measure one tools/call echo round trip directly and through
-// the pass-through, over stdio and HTTP: the floor for one extra hop.
+// the pass-through, over stdio and HTTP: the floor for one extra hop. Besides
+// ns/op (the mean) they report the median as p50-µs.
 func BenchmarkEcho(b *testing.B) {
 	up, pt := bins[peers.PkgTestUpstream], bins[peers.PkgPassthrough]
 	setups := []struct {
@@ -153,15 +157,72 @@ func BenchmarkEcho(b *testing.B) {
 		{"direct/http", func(b *testing.B) *rawClient { return connect(b, nil, peers.StartHTTP(b, up)) }},
 		{"passthrough/http", func(b *testing.B) *rawClient { return connect(b, nil, peers.StartHTTP(b, pt, "--", up)) }},
 	}
-	call := map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello"}}
 	for _, s := range setups {
 		b.Run(s.name, func(b *testing.B) {
 			c := s.connect(b)
-			c.request(b, "tools/call", call)
-			b.ResetTimer()
+			c.request(b, "tools/call", echoCall)
+			var lat []time.Duration
 			for b.Loop() {
-				c.request(b, "tools/call", call)
+				start := time.Now()
+				c.request(b, "tools/call", echoCall)
+				lat = append(lat, time.Since(start))
 			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		})
+	}
+}
+
+var echoCall = map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello"}}
+
+// BenchmarkEchoConcurrentHTTP runs 16 clients, each with its own HTTP
+// session, calling echo concurrently; it reports calls per second.
+func BenchmarkEchoConcurrentHTTP(b *testing.B) {
+	const clients = 16
+	up, pt := bins[peers.PkgTestUpstream], bins[peers.PkgPassthrough]
+	setups := []struct {
+		name string
+		url  func(b *testing.B) string
+	}{
+		{"direct", func(b *testing.B) string { return peers.StartHTTP(b, up) }},
+		{"passthrough", func(b *testing.B) string { return peers.StartHTTP(b, pt, "--", up) }},
+	}
+	for _, s := range setups {
+		b.Run(s.name, func(b *testing.B) {
+			url := s.url(b)
+			cs := make([]*rawClient, clients)
+			for i := range cs {
+				cs[i] = connect(b, nil, url)
+				cs[i].request(b, "tools/call", echoCall)
+			}
+			var next atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, c := range cs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						c.requestErr("tools/call", echoCall)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+		})
+	}
+}
+
+// requestErr is request for goroutines other than the benchmark's own, where
+// Fatal must not be called; a failure panics the benchmark.
+func (r *rawClient) requestErr(method string, params any) {
+	id := mcp.NewRequestId("t-" + strconv.FormatInt(r.ids.Add(1), 10))
+	resp, err := r.c.GetTransport().SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", method, err))
+	}
+	if resp.Error != nil {
+		panic(fmt.Sprintf("%s: JSON-RPC error %d %s", method, resp.Error.Code, resp.Error.Message))
 	}
 }
