@@ -3,6 +3,10 @@ package peers_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -369,6 +373,58 @@ func TestTestUpstreamFaultModes(t *testing.T) {
 			}
 			if n := len(peers.ReadCalls(t, calls)); n != 1 {
 				t.Errorf("upstream received %d calls, want 1", n)
+			}
+		})
+	}
+}
+
+// tokenGate fronts url with a reverse proxy that answers 401 unless the
+// request carries "Authorization: Bearer <token>", the way a proxy's HTTP
+// side with PLANLOCK_LISTEN_TOKEN behaves.
+func tokenGate(t *testing.T, url, token string) string {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := target.Path
+	target.Path = ""
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + path
+}
+
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	url := tokenGate(t, peers.StartHTTP(t, bins[peers.PkgTestUpstream]), "s3cret")
+	tests := []struct {
+		name, token string
+		wantOK      bool
+	}{
+		{"right token", "s3cret", true},
+		{"wrong token", "guess", false},
+		{"no token", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tr := peers.RunAgent(t, peers.HTTP(url, tt.token), peers.Script{Steps: []peers.Step{peers.CallTool("echo", map[string]any{"message": "hi"})}})
+			if tr.Connect.OK != tt.wantOK {
+				t.Fatalf("agent connect ok = %v, want %v\n%s", tr.Connect.OK, tt.wantOK, tr)
+			}
+			if tt.wantOK && tr.Step(t, "0").Text != "hi" {
+				t.Errorf("echo through the gate:\n%s", tr)
+			}
+			_, err := peers.Inspector(t, peers.HTTP(url, tt.token), "--method", "tools/list")
+			if (err == nil) != tt.wantOK {
+				t.Errorf("inspector error = %v, want ok=%v", err, tt.wantOK)
 			}
 		})
 	}
