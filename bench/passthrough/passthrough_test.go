@@ -226,3 +226,47 @@ func (r *rawClient) requestErr(method string, params any) {
 		panic(fmt.Sprintf("%s: JSON-RPC error %d %s", method, resp.Error.Code, resp.Error.Message))
 	}
 }
+
+// TestConformanceContentScenarios runs the conformance scenarios about tool
+// listing and result content through the pass-through in front of the test
+// upstream: one extra hop on mcp-go must not lose them. (The bare
+// pass-through does not relay notifications or server-to-client requests, so
+// the logging, progress, sampling and elicitation scenarios are out of its
+// scope; planlock's proxy must pass every scenario of the baseline.)
+func TestConformanceContentScenarios(t *testing.T) {
+	upstream := peers.StartHTTP(t, bins[peers.PkgTestUpstream], "--conformance")
+	url := peers.StartHTTP(t, bins[peers.PkgPassthrough], "--upstream-url", upstream)
+	scenarios := []string{
+		"tools-list", "json-schema-2020-12", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
+		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
+	}
+	tools := peers.Baseline(t).TestUpstream.Tools
+	res := peers.Conformance(t, url, scenarios...)
+	for _, name := range scenarios {
+		if !slices.Contains(tools, name) {
+			t.Errorf("%s is not a baseline tool scenario of the test upstream", name)
+		}
+		if !res[name].OK() {
+			t.Errorf("through the pass-through: %s", res[name])
+		}
+	}
+}
+
+// TestAgentThroughPassthrough drives server-everything over stdio through the
+// pass-through with the official SDK client.
+func TestAgentThroughPassthrough(t *testing.T) {
+	argv := append([]string{bins[peers.PkgPassthrough], "--"}, peers.EverythingStdio(t)...)
+	tr := peers.RunAgent(t, peers.Stdio(argv...), peers.Script{Steps: []peers.Step{
+		peers.ListTools(),
+		peers.CallTool("get-sum", map[string]any{"a": 20, "b": 22}),
+	}})
+	if !tr.Connect.OK {
+		t.Fatalf("connect:\n%s", tr)
+	}
+	if tools := tr.Step(t, "0").Tools; !slices.Contains(tools, "echo") {
+		t.Errorf("tools = %v", tools)
+	}
+	if r := tr.Step(t, "1"); r.Text != "The sum of 20 and 22 is 42." {
+		t.Errorf("get-sum = %q", r.Text)
+	}
+}
