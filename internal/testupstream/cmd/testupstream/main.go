@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/planlock/planlock/internal/testupstream"
 )
@@ -32,6 +33,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The hanging modes keep handlers blocked for good, which would hold a
+	// graceful shutdown forever: once asked to stop, leave soon regardless.
+	go func() {
+		<-ctx.Done()
+		time.Sleep(time.Second)
+		os.Exit(0)
+	}()
 	cfg := testupstream.Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance}
 	if err := testupstream.Run(ctx, cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
