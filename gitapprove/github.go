@@ -126,7 +126,7 @@ func GitHubFromRemote(remoteURL, token string, getenv func(string) string) (*Git
 
 // APIError is a non-success answer of the GitHub API.
 type APIError struct {
-	Status  int
+	Status  int `json:"-"`
 	Message string
 	Errors  []struct {
 		Resource string `json:"resource"`

@@ -1,0 +1,265 @@
+package gitapprove
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {
+	gh := newFakeGitHub(t, "acme", "plans", "tok")
+	c := gh.client()
+	first, err := c.CreateOrUpdatePR(ctx(t), "planlock/approve/refund", "main", "Approve refund", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Number != 1 || first.State != PROpen || first.URL != "https://github.example/acme/plans/pull/1" || first.MergeCommit != "" {
+		t.Fatalf("created PR = %+v", first)
+	}
+	second, err := c.CreateOrUpdatePR(ctx(t), "planlock/approve/refund", "main", "Approve refund (2)", "v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Number != 1 || gh.count() != 1 {
+		t.Fatalf("second call made PR %d (%d PRs), want #1 updated", second.Number, gh.count())
+	}
+	if p := gh.get(1); p.Body != "v2" || p.Title != "Approve refund (2)" {
+		t.Errorf("PR not updated: %+v", p)
+	}
+	// After the first PR is merged, the same branch gets a new PR.
+	gh.merge(1, strings.Repeat("b", 40))
+	third, err := c.CreateOrUpdatePR(ctx(t), "planlock/approve/refund", "main", "t", "v3")
+	if err != nil || third.Number != 2 {
+		t.Fatalf("after merge: %+v, %v; want new PR #2", third, err)
+	}
+}
+
+func TestCreatePRFailures(t *testing.T) {
+	t.Run("no commits", func(t *testing.T) {
+		gh := newFakeGitHub(t, "acme", "plans", "tok")
+		gh.noCommits = true
+		_, err := gh.client().CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.Status != 422 || !strings.Contains(err.Error(), "No commits between main and b") {
+			t.Fatalf("err = %v, want the 422 with GitHub's message", err)
+		}
+		if errors.Is(err, ErrUnavailable) {
+			t.Error("a validation failure is not unavailability")
+		}
+	})
+	t.Run("bad credentials", func(t *testing.T) {
+		gh := newFakeGitHub(t, "acme", "plans", "tok")
+		c := NewGitHub(GitHubOptions{APIURL: gh.srv.URL, Owner: "acme", Repo: "plans", Token: "wrong"})
+		_, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "401 Bad credentials") {
+			t.Fatalf("err = %v, want 401 Bad credentials, unavailable", err)
+		}
+	})
+	t.Run("unknown repository", func(t *testing.T) {
+		gh := newFakeGitHub(t, "acme", "plans", "tok")
+		c := NewGitHub(GitHubOptions{APIURL: gh.srv.URL, Owner: "acme", Repo: "nope", Token: "tok"})
+		_, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.Status != 404 || ae.Message != "Not Found" {
+			t.Fatalf("err = %v, want 404 Not Found", err)
+		}
+	})
+	t.Run("server down", func(t *testing.T) {
+		gh := newFakeGitHub(t, "acme", "plans", "tok")
+		c := gh.client()
+		gh.srv.Close()
+		if _, err := c.GetPR(ctx(t), 1); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
+		}
+	})
+	t.Run("server error", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprint(w, "<html>bad gateway</html>")
+		}))
+		defer srv.Close()
+		c := NewGitHub(GitHubOptions{APIURL: srv.URL, Owner: "a", Repo: "b", Token: "t"})
+		_, err := c.GetPR(ctx(t), 1)
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "502 Bad Gateway") {
+			t.Fatalf("err = %v, want 502, unavailable", err)
+		}
+	})
+}
+
+func TestGetPRStates(t *testing.T) {
+	gh := newFakeGitHub(t, "acme", "plans", "tok")
+	c := gh.client()
+	for i := 0; i < 3; i++ {
+		if _, err := c.CreateOrUpdatePR(ctx(t), fmt.Sprintf("b%d", i), "main", "t", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sha := strings.Repeat("c", 40)
+	gh.merge(2, sha)
+	gh.close(3)
+	for _, tc := range []struct {
+		n         int
+		state     PRState
+		mergeSHA  string
+		wantError bool
+	}{
+		{1, PROpen, "", false}, // the open PR's test-merge sha is not reported
+		{2, PRMerged, sha, false},
+		{3, PRClosed, "", false},
+		{4, "", "", true},
+	} {
+		pr, err := c.GetPR(ctx(t), tc.n)
+		if (err != nil) != tc.wantError {
+			t.Fatalf("GetPR(%d) err = %v", tc.n, err)
+		}
+		if pr.State != tc.state || pr.MergeCommit != tc.mergeSHA {
+			t.Errorf("GetPR(%d) = %+v, want %s %q", tc.n, pr, tc.state, tc.mergeSHA)
+		}
+	}
+}
+
+func TestFindPRFollowsPagination(t *testing.T) {
+	gh := newFakeGitHub(t, "acme", "plans", "tok")
+	c := gh.client()
+	// 150 open PRs with the same head label across forks would not happen on
+	// GitHub, but the fake filters by head exactly as GitHub does; to make the
+	// client page, put the target after 100 others that share the head filter.
+	for i := 0; i < 130; i++ {
+		gh.pulls = append(gh.pulls, &fakePull{Number: i + 1, Head: "planlock/x", Base: "main", State: "closed"})
+	}
+	gh.pulls = append(gh.pulls, &fakePull{Number: 131, Head: "planlock/x", Base: "main", State: "open", HeadSHA: strings.Repeat("d", 40)})
+	pr, ok, err := c.FindPR(ctx(t), "planlock/x")
+	if err != nil || !ok || pr.Number != 131 || pr.HeadSHA != strings.Repeat("d", 40) {
+		t.Fatalf("FindPR = %+v, %v, %v", pr, ok, err)
+	}
+	if _, ok, err := c.FindPR(ctx(t), "planlock/none"); ok || err != nil {
+		t.Fatalf("FindPR(none) = %v, %v", ok, err)
+	}
+}
+
+func TestReviewsFollowsLinkPagination(t *testing.T) {
+	gh := newFakeGitHub(t, "acme", "plans", "tok")
+	c := gh.client()
+	if _, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 230; i++ {
+		gh.reviews[1] = append(gh.reviews[1], map[string]any{
+			"id": i, "user": map[string]any{"login": fmt.Sprintf("u%d", i)}, "state": "COMMENTED",
+			"commit_id": strings.Repeat("e", 40), "submitted_at": "2026-11-30T10:00:00Z",
+		})
+	}
+	gh.reviews[1][229]["state"] = "APPROVED"
+	gh.reviews[1][228]["user"] = nil // a deleted account ("ghost")
+	rs, err := c.Reviews(ctx(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 230 || rs[0].User != "u0" || rs[229].State != "APPROVED" || rs[228].User != "" || rs[5].SubmittedAt.IsZero() {
+		t.Fatalf("got %d reviews, first %+v last %+v", len(rs), rs[0], rs[len(rs)-1])
+	}
+	pages := 0
+	for _, r := range gh.requests {
+		if strings.Contains(r, "/reviews") {
+			pages++
+		}
+	}
+	if pages != 3 {
+		t.Errorf("fetched %d pages, want 3 (100+100+30)", pages)
+	}
+	if _, err := c.Reviews(ctx(t), 99); err == nil {
+		t.Error("reviews of an unknown PR succeeded")
+	}
+}
+
+// The token must stay on the API host: a Link header to another host is not followed.
+func TestPaginationNeverLeavesAPIHost(t *testing.T) {
+	var foreign atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		foreign.Add(1)
+		fmt.Fprint(w, "[]")
+	}))
+	defer other.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "<"+other.URL+"/steal?page=2>; rel=\"next\"")
+		fmt.Fprint(w, "[]")
+	}))
+	defer api.Close()
+	c := NewGitHub(GitHubOptions{APIURL: api.URL, Owner: "a", Repo: "b", Token: "secret"})
+	if _, err := c.Reviews(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if foreign.Load() != 0 {
+		t.Fatal("client followed a Link to another host")
+	}
+}
+
+func TestDefaultBranchAndCompareURL(t *testing.T) {
+	gh := newFakeGitHub(t, "acme", "plans", "tok")
+	c := gh.client()
+	if b, err := c.DefaultBranch(ctx(t)); err != nil || b != "main" {
+		t.Fatalf("DefaultBranch = %q, %v", b, err)
+	}
+	if got, want := c.CompareURL("planlock/approve/refund", "main"), "https://github.example/acme/plans/compare/main...planlock/approve/refund?expand=1"; got != want {
+		t.Errorf("CompareURL = %s, want %s", got, want)
+	}
+}
+
+func TestParseRemoteURL(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want RemoteRepo
+		err  bool
+	}{
+		{"https://github.com/acme/plans.git", RemoteRepo{"github.com", "acme", "plans"}, false},
+		{"https://github.com/acme/plans", RemoteRepo{"github.com", "acme", "plans"}, false},
+		{"https://x-access-token:abc@github.com/acme/plans.git/", RemoteRepo{"github.com", "acme", "plans"}, false},
+		{"git@github.com:acme/plans.git", RemoteRepo{"github.com", "acme", "plans"}, false},
+		{"ssh://git@GitHub.com/acme/plans.git", RemoteRepo{"github.com", "acme", "plans"}, false},
+		{"ssh://git@ghe.corp.example:2222/team/plans.git", RemoteRepo{"ghe.corp.example", "team", "plans"}, false},
+		{"https://ghe.corp.example/team/plans", RemoteRepo{"ghe.corp.example", "team", "plans"}, false},
+		{"/srv/git/plans.git", RemoteRepo{}, true},
+		{"file:///srv/git/plans.git", RemoteRepo{}, true},
+		{"https://github.com/acme", RemoteRepo{}, true},
+		{"https://gitlab.com/group/sub/plans.git", RemoteRepo{}, true},
+	} {
+		got, err := ParseRemoteURL(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseRemoteURL(%q) = %+v, %v; want %+v, err=%v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestGitHubEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		host      string
+		env       map[string]string
+		api, web  string
+		notGitHub bool
+	}{
+		{"github.com", "github.com", nil, "https://api.github.com", "https://github.com", false},
+		{"enterprise via GH_HOST", "ghe.corp.example", map[string]string{"GH_HOST": "ghe.corp.example"}, "https://ghe.corp.example/api/v3", "https://ghe.corp.example", false},
+		{"enterprise in Actions", "ghe.corp.example", map[string]string{"GITHUB_SERVER_URL": "https://ghe.corp.example", "GITHUB_API_URL": "https://ghe.corp.example/api/v3"}, "https://ghe.corp.example/api/v3", "https://ghe.corp.example", false},
+		{"API URL on another host is ignored", "ghe.corp.example", map[string]string{"GH_HOST": "ghe.corp.example", "GITHUB_API_URL": "https://evil.example/api/v3"}, "https://ghe.corp.example/api/v3", "https://ghe.corp.example", false},
+		{"undeclared host", "git.corp.example", map[string]string{"GH_HOST": "ghe.corp.example"}, "", "", true},
+		{"no env", "gitlab.com", nil, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api, web, err := GitHubEndpoints(RemoteRepo{Host: tc.host, Owner: "o", Name: "r"}, func(k string) string { return tc.env[k] })
+			if tc.notGitHub {
+				if !errors.Is(err, ErrNotGitHub) {
+					t.Fatalf("err = %v, want ErrNotGitHub", err)
+				}
+				return
+			}
+			if err != nil || api != tc.api || web != tc.web {
+				t.Fatalf("= %s, %s, %v; want %s, %s", api, web, err, tc.api, tc.web)
+			}
+		})
+	}
+}
