@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/rogpeppe/go-internal/diff"
+	"github.com/urfave/cli/v2"
+)
+
+func planFmtCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fmt",
+		Usage:     "rewrite plan files in canonical format",
+		ArgsUsage: "[PATH ... | -]",
+		Description: `Rewrites .hcl plan files in the canonical layout (aligned "=", two-space
+indentation, comments kept) and prints the name of each file it changed.
+With no PATH, formats the .hcl files of the current directory. "-" reads a
+plan from standard input and writes it formatted to standard output.
+
+Examples:
+   planlock plan fmt                      # format ./*.hcl
+   planlock plan fmt --recursive plans/   # format plans/ and its subdirectories
+   planlock plan fmt --check --diff .     # CI: list and show what is not formatted
+   cat refund.hcl | planlock plan fmt -   # filter
+
+Exit status: 0 when done, 3 when --check found files to format, 1 on a
+syntax error or an unreadable file.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "check", Usage: "change nothing; list files that are not formatted and exit 3 if any"},
+			&cli.BoolFlag{Name: "diff", Usage: "print the changes as a unified diff"},
+			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "also format files in subdirectories"},
+		},
+		Action: func(c *cli.Context) error {
+			f := &fmtRun{
+				check:     c.Bool("check"),
+				diff:      c.Bool("diff"),
+				recursive: c.Bool("recursive"),
+				stdout:    c.App.Writer,
+				stderr:    c.App.ErrWriter,
+			}
+			args := c.Args().Slice()
+			if len(args) == 0 {
+				args = []string{"."}
+			}
+			for _, a := range args {
+				if a == "-" {
+					if len(args) > 1 {
+						return usageErrorf("plan fmt: \"-\" (standard input) cannot be combined with other paths")
+					}
+					f.stdin(c.App.Reader)
+					continue
+				}
+				f.path(a)
+			}
+			switch {
+			case f.failed:
+				return silentExit(exitFailure)
+			case f.check && f.unformatted:
+				return silentExit(exitUnformat)
+			}
+			return nil
+		},
+	}
+}
+
+type fmtRun struct {
+	check, diff, recursive bool
+	stdout, stderr         io.Writer
+	failed, unformatted    bool
+}
+
+func (f *fmtRun) errorf(format string, a ...any) {
+	fmt.Fprintf(f.stderr, "planlock: "+format+"\n", a...)
+	f.failed = true
+}
+
+func (f *fmtRun) stdin(r io.Reader) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		f.errorf("read standard input: %v", err)
+		return
+	}
+	out, ok := f.format("<stdin>", src)
+	if !ok {
+		return
+	}
+	changed := !bytes.Equal(src, out)
+	if changed {
+		f.unformatted = true
+	}
+	if f.diff && changed {
+		f.stdout.Write(diff.Diff("<stdin>", src, "<stdin> (formatted)", out))
+	}
+	if !f.check && !f.diff {
+		f.stdout.Write(out)
+	}
+}
+
+func (f *fmtRun) path(p string) {
+	st, err := os.Stat(p)
+	if err != nil {
+		f.errorf("%v", err)
+		return
+	}
+	if !st.IsDir() {
+		f.file(p, st.Mode())
+		return
+	}
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			f.errorf("%v", err)
+			return nil
+		}
+		if d.IsDir() {
+			if path == p {
+				return nil
+			}
+			if !f.recursive || strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if filepath.Ext(path) == ".hcl" && d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				f.errorf("%v", err)
+				return nil
+			}
+			f.file(path, info.Mode())
+		}
+		return nil
+	})
+	if err != nil {
+		f.errorf("%v", err)
+	}
+}
+
+func (f *fmtRun) file(path string, mode fs.FileMode) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		f.errorf("%v", err)
+		return
+	}
+	out, ok := f.format(path, src)
+	if !ok || bytes.Equal(src, out) {
+		return
+	}
+	f.unformatted = true
+	fmt.Fprintln(f.stdout, path)
+	if f.diff {
+		f.stdout.Write(diff.Diff(path, src, path+" (formatted)", out))
+	}
+	if f.check {
+		return
+	}
+	if err := writeFileAtomic(path, out, mode.Perm()); err != nil {
+		f.errorf("%v", err)
+	}
+}
+
+func (f *fmtRun) format(name string, src []byte) ([]byte, bool) {
+	out, diags := hclplan.Format(name, src)
+	if diags.HasErrors() {
+		files := sources{}
+		files.add(name, src)
+		writeDiagnostics(f.stderr, files, diags)
+		f.failed = true
+		return nil, false
+	}
+	return out, true
+}
+
+// writeFileAtomic replaces path so that a crash leaves the old or the new
+// content, never half of it.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

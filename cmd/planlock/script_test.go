@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run the real CLI as the "planlock" command, in a
+// child process, exactly as a user types it.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"planlock": func() {
+			os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+		},
+	})
+}
+
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"exits": cmdExits,
+		},
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+	})
+}
+
+// cmdExits runs a command and checks its exit status, since the contract's
+// exit codes (1 failure, 2 usage, 3 unformatted) are part of the interface:
+//
+//	exits 2 planlock plan validate
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("exit status %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,112 @@
+package hclplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParse: parsing and validating any input never panics, never hangs, and
+// a plan that parses also formats, shows and re-parses to the same plan.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("../examples/*/*.hcl")
+	more, _ := filepath.Glob("testdata/fmt/*.in.hcl")
+	for _, p := range append(files, more...) {
+		src, _ := os.ReadFile(p)
+		f.Add(src)
+	}
+	f.Add([]byte(plan(okStep)))
+	f.Add([]byte("plan \"p\" { goal = \"g\" \n step \"s\" { tool = \"t\" \n arg \"a\" { pattern = \"(a+)+$\" } } }"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		p, diags := Parse("fuzz.hcl", src)
+		if p == nil {
+			if !diags.HasErrors() {
+				t.Fatal("no plan and no error")
+			}
+			return
+		}
+		_ = Summary(p)
+		j, err := JSON(p)
+		if err != nil {
+			t.Fatalf("JSON of a valid plan: %v", err)
+		}
+		out, fd := Format("fuzz.hcl", src)
+		if fd.HasErrors() {
+			t.Fatalf("a valid plan does not format: %s", fd.Error())
+		}
+		p2, d2 := Parse("fuzz.hcl", out)
+		if d2.HasErrors() {
+			t.Fatalf("formatting made a valid plan invalid: %s\n%s", d2.Error(), out)
+		}
+		j2, _ := JSON(p2)
+		if !bytes.Equal(bytes.Replace(j, []byte(p.Digest), nil, 1), bytes.Replace(j2, []byte(p2.Digest), nil, 1)) {
+			t.Fatalf("formatting changed the plan:\n%s\n%s", j, j2)
+		}
+	})
+}
+
+// FuzzFormat: fmt of fmt's output changes nothing.
+func FuzzFormat(f *testing.F) {
+	more, _ := filepath.Glob("testdata/fmt/*.in.hcl")
+	for _, p := range more {
+		src, _ := os.ReadFile(p)
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, diags := Format("fuzz.hcl", src)
+		if diags.HasErrors() {
+			return
+		}
+		again, d2 := Format("fuzz.hcl", out)
+		if d2.HasErrors() {
+			t.Fatalf("formatted output does not parse: %s\n%q", d2.Error(), out)
+		}
+		if !bytes.Equal(out, again) {
+			t.Fatalf("not idempotent:\n%q\n%q", out, again)
+		}
+	})
+}
+
+// FuzzCheck: checking any JSON arguments against the refund step never
+// panics, and a violation is always one line naming the step.
+func FuzzCheck(f *testing.F) {
+	src, _ := os.ReadFile("../examples/refund/refund.hcl")
+	p, diags := Parse("refund.hcl", src)
+	if diags.HasErrors() {
+		f.Fatal(diags.Error())
+	}
+	for _, s := range []string{
+		`{"order_id": "4711", "amount": 30, "currency": "EUR"}`,
+		`{"order_id": "4711", "amount": 1e400, "currency": "EUR", "note": "x"}`,
+		`{"order_id": 4711, "amount": "30"}`,
+		`{"to": "customer-4711@example.com", "body": "hi"}`,
+		`{"a": [[[[{}]]]]}`,
+	} {
+		for i := range p.Steps {
+			f.Add(i, s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, step int, args string) {
+		if step < 0 || step >= len(p.Steps) {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(args))
+		dec.UseNumber()
+		var m map[string]any
+		if dec.Decode(&m) != nil {
+			return
+		}
+		s := p.Steps[step]
+		err := s.Check(m)
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "step \""+s.Name+"\"") || strings.Contains(msg, "\n") {
+			t.Fatalf("bad violation message %q", msg)
+		}
+	})
+}

@@ -1,0 +1,226 @@
+package hclplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Summary renders the plan for a human, in Markdown that reads well as the
+// body of an approval pull request: what the agent may do, in plain words.
+func Summary(p *Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Plan `%s`\n\n", p.Name)
+	fmt.Fprintf(&b, "**Goal:** %s\n\n", p.Goal)
+	if p.Expires.IsZero() {
+		b.WriteString("- **Expires:** never\n")
+	} else {
+		fmt.Fprintf(&b, "- **Expires:** %s\n", p.Expires.UTC().Format(time.RFC3339))
+	}
+	if p.Order == OrderSequential {
+		b.WriteString("- **Order:** sequential — steps run in the order below; a later step closes the earlier ones\n")
+	} else {
+		b.WriteString("- **Order:** any — steps may run in any order\n")
+	}
+	if p.OnViolation == ViolationHold {
+		b.WriteString("- **A call outside the plan:** held for approval by a new pull request\n")
+	} else {
+		b.WriteString("- **A call outside the plan:** blocked\n")
+	}
+	switch {
+	case p.Upstream == nil:
+		b.WriteString("- **Upstream:** given on the proxy's command line\n")
+	case p.Upstream.URL != "":
+		fmt.Fprintf(&b, "- **Upstream:** streamable HTTP `%s`\n", p.Upstream.URL)
+	default:
+		fmt.Fprintf(&b, "- **Upstream:** `%s`", shellJoin(p.Upstream.Command))
+		if len(p.Upstream.Env) > 0 {
+			fmt.Fprintf(&b, ", with only %s from the environment", codeList(p.Upstream.Env))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "- **Digest:** `%s`\n", p.Digest)
+
+	b.WriteString("\n### Steps\n")
+	for i, s := range p.Steps {
+		fmt.Fprintf(&b, "\n%d. **%s** calls `%s` %s", i+1, s.Name, s.Tool, times(s.MaxCalls))
+		if s.OnError == ErrorHold {
+			b.WriteString("; a failed call is held for approval")
+		}
+		b.WriteString(".\n")
+		if s.Approval == ApprovalEach {
+			b.WriteString("   - **Every call needs approval** by its own pull request.\n")
+		}
+		if len(s.Args) == 0 {
+			b.WriteString("   - No arguments allowed.\n")
+		}
+		for _, a := range s.Args {
+			fmt.Fprintf(&b, "   - `%s` %s\n", a.Name, describeArg(a))
+		}
+		if s.Pin != nil {
+			fmt.Fprintf(&b, "   - Pinned: before each call, `%s(%s)` must return `%s` = %s, or the call is held.\n",
+				s.Pin.Tool, s.Pin.Args.String(), s.Pin.Field, s.Pin.Eq.String())
+		}
+	}
+	b.WriteString("\nAny other tool, argument or call is blocked.\n")
+	return b.String()
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "at most once"
+	}
+	return fmt.Sprintf("at most %d times", n)
+}
+
+// describeArg says in plain words what values an argument may take.
+func describeArg(a *Arg) string {
+	if a.Any {
+		return withOptional("may be any value", a.Optional)
+	}
+	var parts []string
+	if a.Eq != nil {
+		parts = append(parts, "must be "+a.Eq.String())
+	}
+	if a.Enum != nil {
+		parts = append(parts, "must be one of "+enumString(a.Enum))
+	}
+	switch {
+	case a.Min != nil && a.Max != nil:
+		parts = append(parts, fmt.Sprintf("must be a number from %s to %s", a.Min, a.Max))
+	case a.Min != nil:
+		parts = append(parts, fmt.Sprintf("must be a number of at least %s", a.Min))
+	case a.Max != nil:
+		parts = append(parts, fmt.Sprintf("must be a number of at most %s", a.Max))
+	}
+	if a.MaxLength != nil {
+		parts = append(parts, fmt.Sprintf("at most %d characters (or items)", *a.MaxLength))
+	}
+	if a.Pattern != nil {
+		parts = append(parts, fmt.Sprintf("must match `%s` in full", a.Pattern.Source))
+	}
+	return withOptional(strings.Join(parts, ", "), a.Optional)
+}
+
+func withOptional(s string, optional bool) string {
+	if optional {
+		return s + " (optional)"
+	}
+	return s + " (required)"
+}
+
+func codeList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = "`" + x + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`") {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		} else {
+			q[i] = a
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+// The canonical JSON form. Struct fields marshal in declaration order and
+// maps with sorted keys, so the bytes are stable for tests and tools.
+type jsonPlan struct {
+	Name        string        `json:"name"`
+	Digest      string        `json:"digest"`
+	Goal        string        `json:"goal"`
+	Expires     *string       `json:"expires"`
+	Order       Order         `json:"order"`
+	OnViolation OnViolation   `json:"on_violation"`
+	Upstream    *jsonUpstream `json:"upstream"`
+	Steps       []jsonStep    `json:"steps"`
+}
+
+type jsonUpstream struct {
+	Command []string `json:"command,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	Env     []string `json:"env"`
+}
+
+type jsonStep struct {
+	Name     string    `json:"name"`
+	Tool     string    `json:"tool"`
+	MaxCalls int       `json:"max_calls"`
+	OnError  OnError   `json:"on_error"`
+	Approval Approval  `json:"approval"`
+	Args     []jsonArg `json:"args"`
+	Pin      *jsonPin  `json:"pin"`
+}
+
+type jsonArg struct {
+	Name      string  `json:"name"`
+	Optional  bool    `json:"optional"`
+	Any       bool    `json:"any,omitempty"`
+	Eq        *Value  `json:"eq,omitempty"`
+	Enum      []Value `json:"enum,omitempty"`
+	Min       *Number `json:"min,omitempty"`
+	Max       *Number `json:"max,omitempty"`
+	MaxLength *int    `json:"max_length,omitempty"`
+	Pattern   *string `json:"pattern,omitempty"`
+}
+
+type jsonPin struct {
+	Tool  string `json:"tool"`
+	Args  Value  `json:"args"`
+	Field string `json:"field"`
+	Eq    Value  `json:"eq"`
+}
+
+// MarshalJSON writes a number as its exact canonical text.
+func (n Number) MarshalJSON() ([]byte, error) { return []byte(n.Canonical()), nil }
+
+// JSON returns the plan's canonical JSON form, indented, with a trailing
+// newline.
+func JSON(p *Plan) ([]byte, error) {
+	jp := jsonPlan{
+		Name:        p.Name,
+		Digest:      p.Digest,
+		Goal:        p.Goal,
+		Order:       p.Order,
+		OnViolation: p.OnViolation,
+		Steps:       []jsonStep{},
+	}
+	if !p.Expires.IsZero() {
+		s := p.Expires.UTC().Format(time.RFC3339)
+		jp.Expires = &s
+	}
+	if u := p.Upstream; u != nil {
+		jp.Upstream = &jsonUpstream{Command: u.Command, URL: u.URL, Env: append([]string{}, u.Env...)}
+	}
+	for _, s := range p.Steps {
+		js := jsonStep{Name: s.Name, Tool: s.Tool, MaxCalls: s.MaxCalls, OnError: s.OnError, Approval: s.Approval, Args: []jsonArg{}}
+		for _, a := range s.Args {
+			ja := jsonArg{Name: a.Name, Optional: a.Optional, Any: a.Any, Eq: a.Eq, Enum: a.Enum, Min: a.Min, Max: a.Max, MaxLength: a.MaxLength}
+			if a.Pattern != nil {
+				src := a.Pattern.Source
+				ja.Pattern = &src
+			}
+			js.Args = append(js.Args, ja)
+		}
+		if pin := s.Pin; pin != nil {
+			js.Pin = &jsonPin{Tool: pin.Tool, Args: pin.Args, Field: pin.Field, Eq: pin.Eq}
+		}
+		jp.Steps = append(jp.Steps, js)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(jp); err != nil {
+		return nil, fmt.Errorf("encode plan %s: %w", p.Name, err)
+	}
+	return b.Bytes(), nil
+}
