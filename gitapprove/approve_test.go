@@ -1,6 +1,7 @@
 package gitapprove
 
 import (
+	"github.com/planlock/planlock/gitapprove/githubfake"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,17 +25,17 @@ func TestApproveIsIdempotentAndDiffsAgainstTheApprovedPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, "main", nil)
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
+	gh := githubfake.New(t, "acme", "plans", "tok")
 	repo := openRepo(t, f.work)
 
-	res, err := Approve(ctx(t), approveReq(t, repo, gh.client(), string(v1)))
+	res, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), string(v1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.PR == nil || res.PR.Number != 1 || res.Base != "main" || res.Branch != "planlock/approve/refund-4711" || !res.Changed {
 		t.Fatalf("first approve: %+v", res)
 	}
-	pr := gh.get(1)
+	pr := gh.Pull(1)
 	if pr.Title != "planlock: approve plan refund-4711" || !strings.Contains(pr.Body, "## Plan `refund-4711`") || !strings.Contains(pr.Body, "This is a new plan") {
 		t.Errorf("PR = %q\n%s", pr.Title, pr.Body)
 	}
@@ -45,9 +46,9 @@ func TestApproveIsIdempotentAndDiffsAgainstTheApprovedPlan(t *testing.T) {
 	}
 
 	// Again, unchanged: same branch tip, same PR, nothing new.
-	again, err := Approve(ctx(t), approveReq(t, repo, gh.client(), string(v1)))
-	if err != nil || again.PR.Number != 1 || again.Changed || gh.count() != 1 {
-		t.Fatalf("second approve: %+v %v (%d PRs)", again, err, gh.count())
+	again, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), string(v1)))
+	if err != nil || again.PR.Number != 1 || again.Changed || gh.Count() != 1 {
+		t.Fatalf("second approve: %+v %v (%d PRs)", again, err, gh.Count())
 	}
 	rgit(t, f.reviewer, "fetch", "-q", "origin")
 	if now := rgit(t, f.reviewer, "rev-parse", "origin/planlock/approve/refund-4711"); now != tip {
@@ -56,28 +57,28 @@ func TestApproveIsIdempotentAndDiffsAgainstTheApprovedPlan(t *testing.T) {
 
 	// Edited before review: the same PR gets a new commit and body.
 	v2 := strings.Replace(string(v1), "max_calls = 3", "max_calls = 5", 1)
-	upd, err := Approve(ctx(t), approveReq(t, repo, gh.client(), v2))
-	if err != nil || upd.PR.Number != 1 || !upd.Changed || gh.count() != 1 {
+	upd, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), v2))
+	if err != nil || upd.PR.Number != 1 || !upd.Changed || gh.Count() != 1 {
 		t.Fatalf("updated approve: %+v %v", upd, err)
 	}
-	if !strings.Contains(gh.get(1).Body, "at most 5 times") {
-		t.Errorf("PR body not updated:\n%s", gh.get(1).Body)
+	if !strings.Contains(gh.Pull(1).Body, "at most 5 times") {
+		t.Errorf("PR body not updated:\n%s", gh.Pull(1).Body)
 	}
 
 	// Merged: approving the same bytes again is a no-op.
-	gh.merge(1, reviewerMerges(t, f, "planlock/approve/refund-4711"))
-	done, err := Approve(ctx(t), approveReq(t, repo, gh.client(), v2))
+	gh.Merge(1, reviewerMerges(t, f, "planlock/approve/refund-4711"))
+	done, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), v2))
 	if err != nil || !done.AlreadyApproved || done.PR != nil {
 		t.Fatalf("approve of the merged plan: %+v %v", done, err)
 	}
 
 	// A change to the approved plan opens a new PR that says what widens.
 	v3 := strings.Replace(v2, "max = 30", "max = 300", 1)
-	next, err := Approve(ctx(t), approveReq(t, repo, gh.client(), v3))
+	next, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), v3))
 	if err != nil || next.PR.Number != 2 {
 		t.Fatalf("approve of a change: %+v %v", next, err)
 	}
-	body := gh.get(2).Body
+	body := gh.Pull(2).Body
 	for _, want := range []string{"## What changes compared with the approved plan on `main`", "**More power**", "maximum widened 30 → 300"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("PR body lacks %q:\n%s", want, body)
@@ -113,9 +114,9 @@ func TestApproveFailures(t *testing.T) {
 	if _, err := Approve(ctx(t), req); err == nil || !strings.Contains(err.Error(), `base branch "release" does not exist`) {
 		t.Errorf("missing base: %v", err)
 	}
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	client := gh.client()
-	gh.token = "rotated" // the client's token is no longer valid
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	client := fakeClient(gh)
+	gh.SetToken("rotated") // the client's token is no longer valid
 	req = approveReq(t, openRepo(t, f.work), client, string(v1))
 	if _, err := Approve(ctx(t), req); err == nil || !strings.Contains(err.Error(), "Bad credentials") {
 		t.Errorf("bad token: %v", err)

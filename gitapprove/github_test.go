@@ -3,6 +3,7 @@ package gitapprove
 import (
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/gitapprove/githubfake"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,8 +12,8 @@ import (
 )
 
 func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	c := gh.client()
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	c := fakeClient(gh)
 	first, err := c.CreateOrUpdatePR(ctx(t), "planlock/approve/refund", "main", "Approve refund", "v1")
 	if err != nil {
 		t.Fatal(err)
@@ -24,14 +25,14 @@ func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.Number != 1 || gh.count() != 1 {
-		t.Fatalf("second call made PR %d (%d PRs), want #1 updated", second.Number, gh.count())
+	if second.Number != 1 || gh.Count() != 1 {
+		t.Fatalf("second call made PR %d (%d PRs), want #1 updated", second.Number, gh.Count())
 	}
-	if p := gh.get(1); p.Body != "v2" || p.Title != "Approve refund (2)" {
+	if p := gh.Pull(1); p.Body != "v2" || p.Title != "Approve refund (2)" {
 		t.Errorf("PR not updated: %+v", p)
 	}
 	// After the first PR is merged, the same branch gets a new PR.
-	gh.merge(1, strings.Repeat("b", 40))
+	gh.Merge(1, strings.Repeat("b", 40))
 	third, err := c.CreateOrUpdatePR(ctx(t), "planlock/approve/refund", "main", "t", "v3")
 	if err != nil || third.Number != 2 {
 		t.Fatalf("after merge: %+v, %v; want new PR #2", third, err)
@@ -40,9 +41,9 @@ func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {
 
 func TestCreatePRFailures(t *testing.T) {
 	t.Run("no commits", func(t *testing.T) {
-		gh := newFakeGitHub(t, "acme", "plans", "tok")
-		gh.noCommits = true
-		_, err := gh.client().CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
+		gh := githubfake.New(t, "acme", "plans", "tok")
+		gh.SetNoCommits(true)
+		_, err := fakeClient(gh).CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Status != 422 || !strings.Contains(err.Error(), "No commits between main and b") {
 			t.Fatalf("err = %v, want the 422 with GitHub's message", err)
@@ -52,16 +53,16 @@ func TestCreatePRFailures(t *testing.T) {
 		}
 	})
 	t.Run("bad credentials", func(t *testing.T) {
-		gh := newFakeGitHub(t, "acme", "plans", "tok")
-		c := NewGitHub(GitHubOptions{APIURL: gh.srv.URL, Owner: "acme", Repo: "plans", Token: "wrong"})
+		gh := githubfake.New(t, "acme", "plans", "tok")
+		c := NewGitHub(GitHubOptions{APIURL: gh.URL(), Owner: "acme", Repo: "plans", Token: "wrong"})
 		_, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "401 Bad credentials") {
 			t.Fatalf("err = %v, want 401 Bad credentials, unavailable", err)
 		}
 	})
 	t.Run("unknown repository", func(t *testing.T) {
-		gh := newFakeGitHub(t, "acme", "plans", "tok")
-		c := NewGitHub(GitHubOptions{APIURL: gh.srv.URL, Owner: "acme", Repo: "nope", Token: "tok"})
+		gh := githubfake.New(t, "acme", "plans", "tok")
+		c := NewGitHub(GitHubOptions{APIURL: gh.URL(), Owner: "acme", Repo: "nope", Token: "tok"})
 		_, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Status != 404 || ae.Message != "Not Found" {
@@ -69,9 +70,9 @@ func TestCreatePRFailures(t *testing.T) {
 		}
 	})
 	t.Run("server down", func(t *testing.T) {
-		gh := newFakeGitHub(t, "acme", "plans", "tok")
-		c := gh.client()
-		gh.srv.Close()
+		gh := githubfake.New(t, "acme", "plans", "tok")
+		c := fakeClient(gh)
+		gh.Close()
 		if _, err := c.GetPR(ctx(t), 1); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("err = %v, want ErrUnavailable", err)
 		}
@@ -91,16 +92,16 @@ func TestCreatePRFailures(t *testing.T) {
 }
 
 func TestGetPRStates(t *testing.T) {
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	c := gh.client()
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	c := fakeClient(gh)
 	for i := 0; i < 3; i++ {
 		if _, err := c.CreateOrUpdatePR(ctx(t), fmt.Sprintf("b%d", i), "main", "t", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sha := strings.Repeat("c", 40)
-	gh.merge(2, sha)
-	gh.close(3)
+	gh.Merge(2, sha)
+	gh.ClosePull(3)
 	for _, tc := range []struct {
 		n         int
 		state     PRState
@@ -123,15 +124,15 @@ func TestGetPRStates(t *testing.T) {
 }
 
 func TestFindPRFollowsPagination(t *testing.T) {
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	c := gh.client()
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	c := fakeClient(gh)
 	// 150 open PRs with the same head label across forks would not happen on
 	// GitHub, but the fake filters by head exactly as GitHub does; to make the
 	// client page, put the target after 100 others that share the head filter.
 	for i := 0; i < 130; i++ {
-		gh.pulls = append(gh.pulls, &fakePull{Number: i + 1, Head: "planlock/x", Base: "main", State: "closed"})
+		gh.AddPull(githubfake.Pull{Number: i + 1, Head: "planlock/x", Base: "main", State: "closed"})
 	}
-	gh.pulls = append(gh.pulls, &fakePull{Number: 131, Head: "planlock/x", Base: "main", State: "open", HeadSHA: strings.Repeat("d", 40)})
+	gh.AddPull(githubfake.Pull{Number: 131, Head: "planlock/x", Base: "main", State: "open", HeadSHA: strings.Repeat("d", 40)})
 	pr, ok, err := c.FindPR(ctx(t), "planlock/x")
 	if err != nil || !ok || pr.Number != 131 || pr.HeadSHA != strings.Repeat("d", 40) {
 		t.Fatalf("FindPR = %+v, %v, %v", pr, ok, err)
@@ -142,19 +143,24 @@ func TestFindPRFollowsPagination(t *testing.T) {
 }
 
 func TestReviewsFollowsLinkPagination(t *testing.T) {
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	c := gh.client()
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	c := fakeClient(gh)
 	if _, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 230; i++ {
-		gh.reviews[1] = append(gh.reviews[1], map[string]any{
+		r := map[string]any{
 			"id": i, "user": map[string]any{"login": fmt.Sprintf("u%d", i)}, "state": "COMMENTED",
 			"commit_id": strings.Repeat("e", 40), "submitted_at": "2026-11-30T10:00:00Z",
-		})
+		}
+		switch i {
+		case 229:
+			r["state"] = "APPROVED"
+		case 228:
+			r["user"] = nil // a deleted account ("ghost")
+		}
+		gh.AddReview(1, r)
 	}
-	gh.reviews[1][229]["state"] = "APPROVED"
-	gh.reviews[1][228]["user"] = nil // a deleted account ("ghost")
 	rs, err := c.Reviews(ctx(t), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +169,7 @@ func TestReviewsFollowsLinkPagination(t *testing.T) {
 		t.Fatalf("got %d reviews, first %+v last %+v", len(rs), rs[0], rs[len(rs)-1])
 	}
 	pages := 0
-	for _, r := range gh.requests {
+	for _, r := range gh.Requests() {
 		if strings.Contains(r, "/reviews") {
 			pages++
 		}
@@ -199,8 +205,8 @@ func TestPaginationNeverLeavesAPIHost(t *testing.T) {
 }
 
 func TestDefaultBranchAndCompareURL(t *testing.T) {
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	c := gh.client()
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	c := fakeClient(gh)
 	if b, err := c.DefaultBranch(ctx(t)); err != nil || b != "main" {
 		t.Fatalf("DefaultBranch = %q, %v", b, err)
 	}

@@ -2,6 +2,7 @@ package gitapprove
 
 import (
 	"context"
+	"github.com/planlock/planlock/gitapprove/githubfake"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,4 +100,8 @@ func openRepo(t *testing.T, dir string) *Repo {
 func ctx(t *testing.T) context.Context {
 	t.Helper()
 	return t.Context()
+}
+
+func fakeClient(gh *githubfake.Server) *GitHub {
+	return NewGitHub(GitHubOptions{APIURL: gh.URL(), WebURL: gh.WebURL(), Owner: "acme", Repo: "plans", Token: "tok"})
 }

@@ -2,6 +2,7 @@ package gitapprove
 
 import (
 	"errors"
+	"github.com/planlock/planlock/gitapprove/githubfake"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,8 +39,8 @@ func reviewerMerges(t *testing.T, f fixture, branch string) string {
 
 func TestHoldPRFlowWithGitHub(t *testing.T) {
 	f := newFixture(t, "main", map[string]string{"plans/refund-4711.hcl": pinPlan})
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	holds := &Holds{Repo: openRepo(t, f.work), Forge: gh.client(), Base: "main"}
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 	hold := sampleHold()
 	hold.Step = "refund"
 
@@ -50,7 +51,7 @@ func TestHoldPRFlowWithGitHub(t *testing.T) {
 	if opened.PR == nil || opened.PR.Number != 1 || opened.URL() != "https://github.example/acme/plans/pull/1" {
 		t.Fatalf("opened = %+v", opened)
 	}
-	pr := gh.get(1)
+	pr := gh.Pull(1)
 	if pr.Head != hold.Branch() || pr.Base != "main" || !strings.Contains(pr.Body, `"amount": 30`) || !strings.Contains(pr.Body, hold.Reason) {
 		t.Errorf("PR on GitHub = %+v", pr)
 	}
@@ -66,8 +67,8 @@ func TestHoldPRFlowWithGitHub(t *testing.T) {
 
 	// Opening the same hold again updates the same PR and pushes nothing new.
 	before := rgit(t, f.reviewer, "rev-parse", "origin/"+hold.Branch())
-	if again, err := holds.Open(ctx(t), hold, &PinChange{PlanPath: "plans/refund-4711.hcl"}); err != nil || again.PR.Number != 1 || gh.count() != 1 {
-		t.Fatalf("second Open = %+v, %v (%d PRs)", again, err, gh.count())
+	if again, err := holds.Open(ctx(t), hold, &PinChange{PlanPath: "plans/refund-4711.hcl"}); err != nil || again.PR.Number != 1 || gh.Count() != 1 {
+		t.Fatalf("second Open = %+v, %v (%d PRs)", again, err, gh.Count())
 	}
 	rgit(t, f.reviewer, "fetch", "-q", "origin")
 	if after := rgit(t, f.reviewer, "rev-parse", "origin/"+hold.Branch()); after != before {
@@ -80,7 +81,7 @@ func TestHoldPRFlowWithGitHub(t *testing.T) {
 	}
 
 	mergeSHA := reviewerMerges(t, f, hold.Branch())
-	gh.merge(1, mergeSHA)
+	gh.Merge(1, mergeSHA)
 	st, err = holds.Status(ctx(t), hold, 1)
 	if err != nil || st.State != HoldPending || !st.AwaitingSignature || st.PR.MergeCommit != mergeSHA {
 		t.Fatalf("merged, unsigned: %+v, %v", st, err)
@@ -102,15 +103,15 @@ func TestHoldPRFlowWithGitHub(t *testing.T) {
 
 func TestHoldPRClosedIsRejected(t *testing.T) {
 	f := newFixture(t, "main", nil)
-	gh := newFakeGitHub(t, "acme", "plans", "tok")
-	holds := &Holds{Repo: openRepo(t, f.work), Forge: gh.client(), Base: "main"}
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 	hold := sampleHold()
 	hold.ObservedPin = ""
 	opened, err := holds.Open(ctx(t), hold, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh.close(opened.PR.Number)
+	gh.ClosePull(opened.PR.Number)
 	st, err := holds.Status(ctx(t), hold, opened.PR.Number)
 	if err != nil || st.State != HoldRejected {
 		t.Fatalf("closed PR: %+v, %v", st, err)
@@ -166,13 +167,13 @@ func TestHoldUnreachableIsUnavailable(t *testing.T) {
 	})
 	t.Run("GitHub down", func(t *testing.T) {
 		f := newFixture(t, "main", nil)
-		gh := newFakeGitHub(t, "acme", "plans", "tok")
-		holds := &Holds{Repo: openRepo(t, f.work), Forge: gh.client(), Base: "main"}
+		gh := githubfake.New(t, "acme", "plans", "tok")
+		holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 		opened, err := holds.Open(ctx(t), sampleHold(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gh.srv.Close()
+		gh.Close()
 		if _, err := holds.Status(ctx(t), sampleHold(), opened.PR.Number); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("Status = %v, want ErrUnavailable", err)
 		}

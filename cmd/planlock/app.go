@@ -80,6 +80,7 @@ See https://github.com/planlock/planlock for the plan language.`,
 func commands() []*cli.Command {
 	return []*cli.Command{
 		planCommand(),
+		approveCommand(),
 	}
 }
 

@@ -1,4 +1,6 @@
-package gitapprove
+// Package githubfake is a faithful fake of the parts of GitHub's REST API
+// planlock uses, for tests: GitHub itself cannot run in a test.
+package githubfake
 
 import (
 	"encoding/json"
@@ -13,8 +15,7 @@ import (
 	"time"
 )
 
-// fakeGitHub is a faithful fake of the parts of GitHub's REST API planlock
-// uses (GitHub cannot run here). It answers as docs.github.com/rest documents:
+// Server answers as docs.github.com/rest documents:
 //
 //   - GET  /repos/{owner}/{repo}                       200 repository, 404 {"message":"Not Found"}
 //   - POST /repos/{owner}/{repo}/pulls                 201 pull request; 422 "Validation Failed"
@@ -30,22 +31,23 @@ import (
 //   - 401 {"message":"Bad credentials"} without "Authorization: Bearer <token>"
 //
 // Every request must carry Accept: application/vnd.github+json.
-type fakeGitHub struct {
-	t     *testing.T
+type Server struct {
+	t     testing.TB
 	srv   *httptest.Server
 	owner string
 	repo  string
 	token string
 
 	mu       sync.Mutex
-	pulls    []*fakePull
+	pulls    []*Pull
 	reviews  map[int][]map[string]any
 	requests []string // "METHOD path?query"
 	// noCommits makes PR creation fail the way GitHub does for an empty diff.
 	noCommits bool
 }
 
-type fakePull struct {
+// Pull is a pull request as the fake stores it.
+type Pull struct {
 	Number      int
 	Title, Body string
 	Head, Base  string
@@ -56,24 +58,65 @@ type fakePull struct {
 	MergeSHA    string
 }
 
-func newFakeGitHub(t *testing.T, owner, repo, token string) *fakeGitHub {
-	f := &fakeGitHub{t: t, owner: owner, repo: repo, token: token, reviews: map[int][]map[string]any{}}
+// New starts a fake for repository owner/repo that accepts only token.
+func New(t testing.TB, owner, repo, token string) *Server {
+	f := &Server{t: t, owner: owner, repo: repo, token: token, reviews: map[int][]map[string]any{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeGitHub) client() *GitHub {
-	return NewGitHub(GitHubOptions{APIURL: f.srv.URL, WebURL: "https://github.example", Owner: f.owner, Repo: f.repo, Token: f.token, HTTPClient: f.srv.Client()})
+// URL is the API base URL (as https://api.github.com).
+func (f *Server) URL() string { return f.srv.URL }
+
+// WebURL is the web base URL used in html_url.
+func (f *Server) WebURL() string { return "https://github.example" }
+
+// Close stops the server: later requests fail as an unreachable GitHub does.
+func (f *Server) Close() { f.srv.Close() }
+
+// SetToken changes the accepted token (the old one gets 401).
+func (f *Server) SetToken(tok string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token = tok
 }
 
-func (f *fakeGitHub) writeJSON(w http.ResponseWriter, status int, v any) {
+// SetNoCommits makes creating a pull request fail with GitHub's 422 "No commits between".
+func (f *Server) SetNoCommits(v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noCommits = v
+}
+
+// AddPull stores a pull request as if created earlier.
+func (f *Server) AddPull(p Pull) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pulls = append(f.pulls, &p)
+}
+
+// AddReview appends a review (GitHub's JSON shape) to pull request n.
+func (f *Server) AddReview(n int, review map[string]any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reviews[n] = append(f.reviews[n], review)
+}
+
+// Requests lists the requests served, as "METHOD /path?query".
+func (f *Server) Requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.requests...)
+}
+
+func (f *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (f *fakeGitHub) fail(w http.ResponseWriter, status int, msg, doc string, errs ...map[string]any) {
+func (f *Server) fail(w http.ResponseWriter, status int, msg, doc string, errs ...map[string]any) {
 	body := map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest" + doc, "status": strconv.Itoa(status)}
 	if len(errs) > 0 {
 		body["errors"] = errs
@@ -81,7 +124,7 @@ func (f *fakeGitHub) fail(w http.ResponseWriter, status int, msg, doc string, er
 	f.writeJSON(w, status, body)
 }
 
-func (f *fakeGitHub) pullJSON(p *fakePull, full bool) map[string]any {
+func (f *Server) pullJSON(p *Pull, full bool) map[string]any {
 	m := map[string]any{
 		"url":      fmt.Sprintf("%s/repos/%s/%s/pulls/%d", f.srv.URL, f.owner, f.repo, p.Number),
 		"html_url": fmt.Sprintf("https://github.example/%s/%s/pull/%d", f.owner, f.repo, p.Number),
@@ -101,7 +144,7 @@ func (f *fakeGitHub) pullJSON(p *fakePull, full bool) map[string]any {
 	return m
 }
 
-func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
@@ -179,7 +222,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (f *fakeGitHub) pull(num string) *fakePull {
+func (f *Server) pull(num string) *Pull {
 	n, err := strconv.Atoi(num)
 	if err != nil {
 		return nil
@@ -192,7 +235,7 @@ func (f *fakeGitHub) pull(num string) *fakePull {
 	return nil
 }
 
-func (f *fakeGitHub) createPull(w http.ResponseWriter, r *http.Request) {
+func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	var in map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		f.fail(w, http.StatusBadRequest, "Problems parsing JSON", "")
@@ -218,14 +261,14 @@ func (f *fakeGitHub) createPull(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"resource": "PullRequest", "code": "custom", "message": "No commits between " + str("base") + " and " + str("head")})
 		return
 	}
-	p := &fakePull{Number: len(f.pulls) + 1, Title: str("title"), Body: str("body"), Head: str("head"), Base: str("base"), State: "open", HeadSHA: strings.Repeat("a", 40)}
+	p := &Pull{Number: len(f.pulls) + 1, Title: str("title"), Body: str("body"), Head: str("head"), Base: str("base"), State: "open", HeadSHA: strings.Repeat("a", 40)}
 	f.pulls = append(f.pulls, p)
 	w.Header().Set("Location", fmt.Sprintf("%s/repos/%s/%s/pulls/%d", f.srv.URL, f.owner, f.repo, p.Number))
 	f.writeJSON(w, http.StatusCreated, f.pullJSON(p, true))
 }
 
 // page answers a list endpoint with per_page/page and a Link header.
-func (f *fakeGitHub) page(w http.ResponseWriter, r *http.Request, sub string, all []map[string]any) {
+func (f *Server) page(w http.ResponseWriter, r *http.Request, sub string, all []map[string]any) {
 	q := r.URL.Query()
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
@@ -267,27 +310,30 @@ func (f *fakeGitHub) page(w http.ResponseWriter, r *http.Request, sub string, al
 	f.writeJSON(w, 200, out)
 }
 
-// merge marks a pull request merged, as GitHub does after the merge button.
-func (f *fakeGitHub) merge(n int, sha string) {
+// Merge marks a pull request merged, as GitHub does after the merge button.
+func (f *Server) Merge(n int, sha string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.pull(strconv.Itoa(n))
 	p.State, p.Merged, p.MergeSHA, p.MergedAt = "closed", true, sha, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)
 }
 
-func (f *fakeGitHub) close(n int) {
+// ClosePull closes pull request n without merging.
+func (f *Server) ClosePull(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pull(strconv.Itoa(n)).State = "closed"
 }
 
-func (f *fakeGitHub) get(n int) fakePull {
+// Pull returns a copy of pull request n.
+func (f *Server) Pull(n int) Pull {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return *f.pull(strconv.Itoa(n))
 }
 
-func (f *fakeGitHub) count() int {
+// Count is the number of pull requests.
+func (f *Server) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.pulls)
