@@ -81,6 +81,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		planCommand(),
 		approveCommand(),
+		initCommand(),
 	}
 }
 
