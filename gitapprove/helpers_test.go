@@ -25,7 +25,7 @@ func gitEnv(home string) []string {
 }
 
 // git runs the real git command in dir and returns its trimmed stdout.
-func rgit(t *testing.T, dir string, args ...string) string {
+func rgit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -48,7 +48,7 @@ func rgitFails(t *testing.T, dir string, args ...string) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ type fixture struct {
 	origin, work, reviewer string
 }
 
-func newFixture(t *testing.T, base string, files map[string]string) fixture {
+func newFixture(t testing.TB, base string, files map[string]string) fixture {
 	t.Helper()
 	root := t.TempDir()
 	f := fixture{origin: filepath.Join(root, "origin.git"), work: filepath.Join(root, "work"), reviewer: filepath.Join(root, "reviewer")}
@@ -88,7 +88,7 @@ var testAuthor = &object.Signature{Name: "planlock test", Email: "planlock@examp
 
 func fixedNow() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
 
-func openRepo(t *testing.T, dir string) *Repo {
+func openRepo(t testing.TB, dir string) *Repo {
 	t.Helper()
 	r, err := Open(dir, Options{Author: testAuthor, Now: fixedNow})
 	if err != nil {

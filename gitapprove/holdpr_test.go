@@ -2,9 +2,12 @@ package gitapprove
 
 import (
 	"errors"
+	"fmt"
 	"github.com/planlock/planlock/gitapprove/githubfake"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -195,5 +198,66 @@ func TestHoldStatusRejectsUnsafeNames(t *testing.T) {
 	}
 	if _, err := holds.Open(ctx(t), h, nil); err == nil {
 		t.Fatal("Open accepted a traversing plan name")
+	}
+}
+
+// The proxy keeps its own bare clone (OpenCache) and may check several
+// holds at once.
+func TestHoldStatusFromCacheCloneConcurrently(t *testing.T) {
+	f := newFixture(t, "main", nil)
+	user := &Holds{Repo: openRepo(t, f.work), Base: "main"}
+	var holds []*HoldRequest
+	for i := 0; i < 4; i++ {
+		h := sampleHold()
+		h.ID = fmt.Sprintf("h-%d", i)
+		if _, err := user.Open(ctx(t), h, nil); err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	reviewerMerges(t, f, holds[0].Branch())
+	publishBundle(t, f, holds[0].Path(), "B0")
+
+	dir := filepath.Join(t.TempDir(), "cache.git")
+	cache, err := OpenCache(ctx(t), f.origin, dir, Options{Author: testAuthor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &Holds{Repo: cache} // base from the remote's HEAD
+	var wg sync.WaitGroup
+	states := make([]HoldState, 8)
+	errs := make([]error, 8)
+	for i := range states {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			st, err := proxy.Status(ctx(t), holds[i%4], 0)
+			states[i], errs[i] = st.State, err
+		}(i)
+	}
+	wg.Wait()
+	for i := range states {
+		want := HoldPending
+		if i%4 == 0 {
+			want = HoldMerged
+		}
+		if errs[i] != nil || states[i] != want {
+			t.Errorf("Status(%s) = %s, %v; want %s", holds[i%4].ID, states[i], errs[i], want)
+		}
+	}
+
+	// Reopening the cache works; a cache of another remote is refused.
+	if _, err := OpenCache(ctx(t), f.origin, dir, Options{}); err != nil {
+		t.Errorf("reopen: %v", err)
+	}
+	if _, err := OpenCache(ctx(t), "/elsewhere.git", dir, Options{}); err == nil || !strings.Contains(err.Error(), "is a clone of") {
+		t.Errorf("cache of another remote: %v", err)
+	}
+	gone := filepath.Join(t.TempDir(), "c2")
+	if _, err := OpenCache(ctx(t), filepath.Join(t.TempDir(), "missing.git"), gone, Options{}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("clone of a missing remote: %v, want ErrUnavailable", err)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("failed clone left %s behind", gone)
 	}
 }

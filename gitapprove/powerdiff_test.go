@@ -8,7 +8,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 )
 
-func parsePlanFile(t *testing.T, path string) *hclplan.Plan {
+func parsePlanFile(t testing.TB, path string) *hclplan.Plan {
 	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {

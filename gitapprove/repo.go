@@ -1,6 +1,3 @@
-// Package gitapprove turns plans and holds into approval pull requests: it
-// branches, commits, pushes and fetches with go-git (never the git command),
-// and talks to the forge (GitHub) over its REST API.
 package gitapprove
 
 import (
@@ -14,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -59,8 +57,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Repo is a Git repository planlock commits approval branches into.
+// Repo is a Git repository planlock commits approval branches into. Its
+// methods are safe for concurrent use: one operation runs at a time, since
+// go-git's on-disk storage is not safe for concurrent writers.
 type Repo struct {
+	mu     sync.Mutex
 	repo   *git.Repository
 	root   string
 	remote string
@@ -97,7 +98,10 @@ func Open(p string, o Options) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repository containing %s has no work tree: %w", p, err)
 	}
-	root := wt.Filesystem.Root()
+	return newRepo(r, wt.Filesystem.Root(), o), nil
+}
+
+func newRepo(r *git.Repository, root string, o Options) *Repo {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
@@ -107,6 +111,43 @@ func Open(p string, o Options) (*Repo, error) {
 	}
 	if rp.now == nil {
 		rp.now = time.Now
+	}
+	return rp
+}
+
+// OpenCache opens the bare repository at dir, or clones url there (bare)
+// when dir does not exist yet: a private copy for a long-running process
+// such as the proxy, which only needs remote branches, never a work tree.
+func OpenCache(ctx context.Context, url, dir string, o Options) (*Repo, error) {
+	if o.Remote == "" {
+		o.Remote = "origin"
+	}
+	r, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		rp := newRepo(nil, dir, o)
+		rp.mu.Lock()
+		defer rp.mu.Unlock()
+		auth, aerr := authFor(url, o.Token)
+		if aerr != nil {
+			return nil, aerr
+		}
+		r, err = git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{URL: url, RemoteName: o.Remote, Auth: auth, NoCheckout: true})
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			r, err = git.PlainOpen(dir)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, unavailable("clone "+url, err)
+		}
+		rp.repo = r
+		return rp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	rp := newRepo(r, dir, o)
+	if got, err := rp.RemoteURL(); err != nil || got != url {
+		return nil, fmt.Errorf("%s is a clone of %q, not %q: remove it or use another directory", dir, got, url)
 	}
 	return rp, nil
 }
@@ -147,20 +188,25 @@ func (r *Repo) RemoteURL() (string, error) {
 	return urls[0], nil
 }
 
-// auth picks credentials for the remote URL: the token as basic auth for
-// https only (a token never goes to a plain-http or unknown endpoint); nil
-// lets go-git use the ssh agent or the local transport.
+// auth picks credentials for the remote URL.
 func (r *Repo) auth() (transport.AuthMethod, error) {
 	u, err := r.RemoteURL()
 	if err != nil {
 		return nil, err
 	}
+	return authFor(u, r.token)
+}
+
+// authFor gives the token as basic auth for https only (a token never goes
+// to a plain-http or unknown endpoint); nil lets go-git use the ssh agent
+// or the local transport.
+func authFor(u, token string) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(u)
 	if err != nil {
 		return nil, fmt.Errorf("remote URL %q: %w", u, err)
 	}
-	if ep.Protocol == "https" && r.token != "" {
-		return &http.BasicAuth{Username: "x-access-token", Password: r.token}, nil
+	if ep.Protocol == "https" && token != "" {
+		return &http.BasicAuth{Username: "x-access-token", Password: token}, nil
 	}
 	return nil, nil
 }
@@ -172,6 +218,8 @@ func (r *Repo) remoteRef(branch string) plumbing.ReferenceName {
 
 // Fetch updates every remote-tracking branch. An empty remote is not an error.
 func (r *Repo) Fetch(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	auth, err := r.auth()
 	if err != nil {
 		return err
@@ -189,6 +237,8 @@ func (r *Repo) Fetch(ctx context.Context) error {
 // DefaultBranch asks the remote which branch its HEAD points at, and falls
 // back to the branch checked out locally.
 func (r *Repo) DefaultBranch(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	auth, err := r.auth()
 	if err != nil {
 		return "", err
@@ -216,6 +266,12 @@ func (r *Repo) DefaultBranch(ctx context.Context) (string, error) {
 // RemoteBranchHash is the fetched tip of the remote's branch, ok=false when
 // the remote has no such branch (as of the last Fetch).
 func (r *Repo) RemoteBranchHash(branch string) (plumbing.Hash, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.remoteBranchHash(branch)
+}
+
+func (r *Repo) remoteBranchHash(branch string) (plumbing.Hash, bool, error) {
 	ref, err := r.repo.Reference(r.remoteRef(branch), true)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, false, nil
@@ -229,15 +285,23 @@ func (r *Repo) RemoteBranchHash(branch string) (plumbing.Hash, bool, error) {
 // ReadFile reads path at the fetched tip of the remote's branch.
 // ok=false when the branch or the file does not exist there.
 func (r *Repo) ReadFile(branch, p string) ([]byte, bool, error) {
-	h, ok, err := r.RemoteBranchHash(branch)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok, err := r.remoteBranchHash(branch)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	return r.ReadFileAt(h, p)
+	return r.readFileAt(h, p)
 }
 
 // ReadFileAt reads path in the given commit.
 func (r *Repo) ReadFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.readFileAt(commit, p)
+}
+
+func (r *Repo) readFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) {
 	c, err := r.repo.CommitObject(commit)
 	if err != nil {
 		return nil, false, fmt.Errorf("read commit %s: %w", commit, err)
@@ -263,6 +327,8 @@ func (r *Repo) ReadFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) 
 
 // IsAncestor reports whether commit a is reachable from commit b.
 func (r *Repo) IsAncestor(a, b plumbing.Hash) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	ca, err := r.repo.CommitObject(a)
 	if err != nil {
 		return false, fmt.Errorf("read commit %s: %w", a, err)
@@ -297,17 +363,19 @@ type CommitResult struct {
 // branch at it. Call Fetch first. The commit goes on top of the existing
 // remote branch so a reviewer's history is kept and the push fast-forwards.
 func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for p := range req.Files {
 		if err := checkRepoPath(p); err != nil {
 			return CommitResult{}, err
 		}
 	}
-	parent, ok, err := r.RemoteBranchHash(req.Branch)
+	parent, ok, err := r.remoteBranchHash(req.Branch)
 	if err != nil {
 		return CommitResult{}, err
 	}
 	if !ok {
-		parent, ok, err = r.RemoteBranchHash(req.Base)
+		parent, ok, err = r.remoteBranchHash(req.Base)
 		if err != nil {
 			return CommitResult{}, err
 		}
@@ -356,6 +424,8 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 // Push sends the local branch to the remote branch of the same name. It only
 // fast-forwards: a branch someone rewrote meanwhile is not overwritten.
 func (r *Repo) Push(ctx context.Context, branch string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	auth, err := r.auth()
 	if err != nil {
 		return err
