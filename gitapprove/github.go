@@ -271,7 +271,7 @@ func (g *GitHub) CreateOrUpdatePR(ctx context.Context, head, base, title, body s
 	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(strings.ToLower(ae.Error()), "already exists") {
 		return PR{}, fmt.Errorf("open pull request %s → %s: %w", head, base, err)
 	}
-	existing, ok, err := g.FindPR(ctx, head)
+	existing, ok, err := g.findPR(ctx, head, base)
 	if err != nil {
 		return PR{}, err
 	}
@@ -296,6 +296,12 @@ func (g *GitHub) GetPR(ctx context.Context, number int) (PR, error) {
 
 // FindPR implements Forge.
 func (g *GitHub) FindPR(ctx context.Context, head string) (PR, bool, error) {
+	return g.findPR(ctx, head, "")
+}
+
+// findPR finds the open pull request from head (into base, when given: a
+// branch may have open pull requests into several bases).
+func (g *GitHub) findPR(ctx context.Context, head, base string) (PR, bool, error) {
 	q := url.Values{"head": {g.owner + ":" + head}, "state": {"open"}, "per_page": {"100"}}
 	u := g.repoPath() + "/pulls?" + q.Encode()
 	for u != "" {
@@ -305,7 +311,7 @@ func (g *GitHub) FindPR(ctx context.Context, head string) (PR, bool, error) {
 			return PR{}, false, fmt.Errorf("find pull request for %s: %w", head, err)
 		}
 		for _, p := range page {
-			if p.Head.Ref == head {
+			if p.Head.Ref == head && (base == "" || p.Base.Ref == base) {
 				return p.pr(), true, nil
 			}
 		}

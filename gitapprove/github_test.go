@@ -126,19 +126,34 @@ func TestGetPRStates(t *testing.T) {
 func TestFindPRFollowsPagination(t *testing.T) {
 	gh := githubfake.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
-	// 150 open PRs with the same head label across forks would not happen on
-	// GitHub, but the fake filters by head exactly as GitHub does; to make the
-	// client page, put the target after 100 others that share the head filter.
+	// GitHub allows one open pull request per head and base: a branch may
+	// have 130 open ones into other bases, and the one into main on page 2.
 	for i := 0; i < 130; i++ {
-		gh.AddPull(githubfake.Pull{Number: i + 1, Head: "planlock/x", Base: "main", State: "closed"})
+		gh.AddPull(githubfake.Pull{Number: i + 1, Head: "planlock/x", Base: fmt.Sprintf("release-%d", i), State: "open"})
 	}
 	gh.AddPull(githubfake.Pull{Number: 131, Head: "planlock/x", Base: "main", State: "open", HeadSHA: strings.Repeat("d", 40)})
+	gh.AddPull(githubfake.Pull{Number: 132, Head: "planlock/y", Base: "main", State: "closed"})
+
 	pr, ok, err := c.FindPR(ctx(t), "planlock/x")
-	if err != nil || !ok || pr.Number != 131 || pr.HeadSHA != strings.Repeat("d", 40) {
-		t.Fatalf("FindPR = %+v, %v, %v", pr, ok, err)
+	if err != nil || !ok || pr.Number != 1 {
+		t.Fatalf("FindPR = %+v, %v, %v; want the first open one", pr, ok, err)
 	}
-	if _, ok, err := c.FindPR(ctx(t), "planlock/none"); ok || err != nil {
-		t.Fatalf("FindPR(none) = %v, %v", ok, err)
+	if _, ok, err := c.FindPR(ctx(t), "planlock/y"); ok || err != nil {
+		t.Fatalf("FindPR(closed only) = %v, %v", ok, err)
+	}
+	// The 422 path must update the PR into the same base, found on page 2.
+	got, err := c.CreateOrUpdatePR(ctx(t), "planlock/x", "main", "t", "updated")
+	if err != nil || got.Number != 131 || gh.Pull(131).Body != "updated" || gh.Pull(1).Body != "" {
+		t.Fatalf("CreateOrUpdatePR = %+v, %v", got, err)
+	}
+	var listed []string
+	for _, r := range gh.Requests() {
+		if strings.HasPrefix(r, "GET ") && strings.Contains(r, "/pulls?") {
+			listed = append(listed, r)
+		}
+	}
+	if len(listed) != 4 || !strings.HasPrefix(listed[3], "GET /repositories/1/pulls?") || !strings.Contains(listed[3], "page=2") {
+		t.Errorf("list requests = %q; want x, y, then x page 1 and its Link-header page 2", listed)
 	}
 }
 
