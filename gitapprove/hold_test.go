@@ -262,3 +262,30 @@ func TestUpdatePin(t *testing.T) {
 		t.Error("UpdatePin accepted a broken file")
 	}
 }
+
+// Text from the upstream or the agent cannot escape its code span or fence
+// in the pull request a reviewer reads.
+func TestHoldBodyGolden(t *testing.T) {
+	h := sampleHold()
+	h.Reason = "upstream said: `](https://evil.example) **approve me**\nnext line"
+	h.ObservedPin = "``x``"
+	h.Args = json.RawMessage(`{"note":"` + "```" + `\n# heading","tag":"<b>&</b>"}`)
+	body := HoldBody(h, &PinChange{PlanPath: "plans/refund.hcl"})
+	golden(t, "hold-body.md", []byte(body))
+	if !strings.Contains(body, `"<b>&</b>"`) {
+		t.Error("arguments were HTML-escaped: the reviewer must see them as sent")
+	}
+}
+
+func TestMdCode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "`plain`"},
+		{"a`b", "``a`b``"},
+		{"`x`", "`` `x` ``"},
+		{"a\nb", "`a b`"},
+	} {
+		if got := mdCode(tc.in); got != tc.want {
+			t.Errorf("mdCode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package gitapprove
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,30 +99,54 @@ func (h *Holds) Open(ctx context.Context, hold *HoldRequest, pin *PinChange) (Ho
 	return HoldPR{Branch: p.Branch, Path: hold.Path(), PR: p.PR, Next: p.Next}, nil
 }
 
-// HoldBody is the pull request text a reviewer reads.
+// HoldBody is the pull request text a reviewer reads. The reason, pin value
+// and arguments may come from the upstream or the agent, so they are shown
+// only inside code spans and fences they cannot break out of.
 func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "An agent running plan **%s** asks to make one call that needs a human.\n\n", hold.PlanName)
-	fmt.Fprintf(&b, "- **Why:** %s\n", hold.Reason)
-	fmt.Fprintf(&b, "- **Step:** `%s`, tool `%s`\n", hold.Step, hold.Tool)
-	fmt.Fprintf(&b, "- **Plan digest:** `%s`\n", hold.PlanDigest)
+	fmt.Fprintf(&b, "An agent running plan %s asks to make one call that needs a human.\n\n", mdCode(hold.PlanName))
+	fmt.Fprintf(&b, "- **Why:** %s\n", mdCode(hold.Reason))
+	fmt.Fprintf(&b, "- **Step:** %s, tool %s\n", mdCode(hold.Step), mdCode(hold.Tool))
+	fmt.Fprintf(&b, "- **Plan digest:** %s\n", mdCode(hold.PlanDigest))
 	fmt.Fprintf(&b, "- **Expires:** %s\n", hold.Expires.UTC().Format(time.RFC3339))
 	if hold.ObservedPin != "" {
-		fmt.Fprintf(&b, "- **Observed pin value:** `%s`\n", hold.ObservedPin)
+		fmt.Fprintf(&b, "- **Observed pin value:** %s\n", mdCode(hold.ObservedPin))
 		if pin != nil {
-			fmt.Fprintf(&b, "- Merging also updates the pin in `%s` to this value.\n", pin.PlanPath)
+			fmt.Fprintf(&b, "- Merging also updates the pin in %s to this value.\n", mdCode(pin.PlanPath))
 		}
 	}
-	b.WriteString("\nArguments, exactly as the call will be made:\n\n```json\n")
-	var pretty strings.Builder
-	if ind, err := json.MarshalIndent(json.RawMessage(hold.Args), "", "  "); err == nil {
-		pretty.Write(ind)
-	} else {
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, hold.Args, "", "  "); err != nil {
+		pretty.Reset()
 		pretty.Write(hold.Args)
 	}
-	b.WriteString(strings.ReplaceAll(pretty.String(), "```", "` ` `"))
-	b.WriteString("\n```\n\nMerge to approve this single call; close without merging to refuse it.\n")
+	fence := strings.Repeat("`", max(3, longestRun(pretty.String(), '`')+1))
+	fmt.Fprintf(&b, "\nArguments, exactly as the call will be made:\n\n%sjson\n%s\n%s\n", fence, pretty.String(), fence)
+	b.WriteString("\nMerge to approve this single call; close without merging to refuse it.\n")
 	return b.String()
+}
+
+// mdCode renders s as a Markdown code span that s cannot close early.
+func mdCode(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
+	ticks := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return ticks + s + ticks
+}
+
+func longestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
 }
 
 // HoldState is a hold pull request's outcome.
