@@ -55,6 +55,9 @@ type Options struct {
 	Author *object.Signature
 	// Now gives the commit time; time.Now when nil.
 	Now func() time.Time
+	// CABundle adds PEM CA certificates for an https remote (e.g. a GitHub
+	// Enterprise server with a private CA).
+	CABundle []byte
 }
 
 // Repo is a Git repository planlock commits approval branches into. Its
@@ -66,6 +69,7 @@ type Repo struct {
 	root   string
 	remote string
 	token  string
+	caPEM  []byte
 	author *object.Signature
 	now    func() time.Time
 }
@@ -105,7 +109,7 @@ func newRepo(r *git.Repository, root string, o Options) *Repo {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
-	rp := &Repo{repo: r, root: root, remote: o.Remote, token: o.Token, author: o.Author, now: o.Now}
+	rp := &Repo{repo: r, root: root, remote: o.Remote, token: o.Token, caPEM: o.CABundle, author: o.Author, now: o.Now}
 	if rp.remote == "" {
 		rp.remote = "origin"
 	}
@@ -131,7 +135,7 @@ func OpenCache(ctx context.Context, url, dir string, o Options) (*Repo, error) {
 		if aerr != nil {
 			return nil, aerr
 		}
-		r, err = git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{URL: url, RemoteName: o.Remote, Auth: auth, NoCheckout: true})
+		r, err = git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{URL: url, RemoteName: o.Remote, Auth: auth, NoCheckout: true, CABundle: o.CABundle})
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 			r, err = git.PlainOpen(dir)
 		}
@@ -225,7 +229,7 @@ func (r *Repo) Fetch(ctx context.Context) error {
 		return err
 	}
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))
-	err = r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, Prune: true})
+	err = r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, Prune: true, CABundle: r.caPEM})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
@@ -247,7 +251,7 @@ func (r *Repo) DefaultBranch(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("remote %q: %w", r.remote, err)
 	}
-	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: r.caPEM})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return "", unavailable("list "+r.remote, err)
 	}
@@ -432,7 +436,7 @@ func (r *Repo) Push(ctx context.Context, branch string) error {
 	}
 	ref := plumbing.NewBranchReferenceName(branch)
 	spec := config.RefSpec(ref.String() + ":" + ref.String())
-	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth})
+	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, CABundle: r.caPEM})
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		// Keep the tracking ref in step so a later read sees what was pushed.
 		local, lerr := r.repo.Reference(ref, true)
