@@ -52,10 +52,11 @@ func TestHTTPSRemoteWithTokenAgainstGitHTTPBackend(t *testing.T) {
 	if err := r.Fetch(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.CommitFiles(CommitRequest{Branch: "planlock/approve/p", Base: "main", Files: map[string][]byte{"p.hcl": []byte("p\n")}, Message: "m"}); err != nil {
+	res, err := r.CommitFiles(CommitRequest{Branch: "planlock/approve/p", Base: "main", Files: map[string][]byte{"p.hcl": []byte("p\n")}, Message: "m"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Push(ctx(t), "planlock/approve/p"); err != nil {
+	if err := r.Push(ctx(t), "planlock/approve/p", res.Commit); err != nil {
 		t.Fatalf("push over https: %v", err)
 	}
 	if got := rgit(t, f.origin, "cat-file", "-p", "planlock/approve/p:p.hcl"); got != "p" {

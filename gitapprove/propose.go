@@ -39,7 +39,7 @@ func Propose(ctx context.Context, repo *Repo, forge Forge, p Proposal) (Proposed
 	if err != nil {
 		return Proposed{}, err
 	}
-	if err := repo.Push(ctx, p.Branch); err != nil {
+	if err := repo.Push(ctx, p.Branch, res.Commit); err != nil {
 		return Proposed{}, err
 	}
 	out := Proposed{Branch: p.Branch, Base: p.Base, Changed: res.Changed}

@@ -363,9 +363,10 @@ type CommitResult struct {
 }
 
 // CommitFiles commits Files onto the remote's Branch (or a new branch from
-// Base) without touching the work tree or the index, and points the local
-// branch at it. Call Fetch first. The commit goes on top of the existing
-// remote branch so a reviewer's history is kept and the push fast-forwards.
+// Base) without touching the work tree, the index or any local branch; Push
+// then sends the commit. Call Fetch first. The commit goes on top of the
+// existing remote branch so a reviewer's history is kept and the push
+// fast-forwards.
 func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -399,11 +400,7 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, err
 	}
-	local := plumbing.NewBranchReferenceName(req.Branch)
 	if newTree == tree.Hash {
-		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, parent)); err != nil {
-			return CommitResult{}, fmt.Errorf("update %s: %w", local, err)
-		}
 		return CommitResult{Commit: parent}, nil
 	}
 	sig, err := r.signature()
@@ -419,29 +416,24 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("store commit: %w", err)
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(local, h)); err != nil {
-		return CommitResult{}, fmt.Errorf("update %s: %w", local, err)
-	}
 	return CommitResult{Commit: h, Changed: true}, nil
 }
 
-// Push sends the local branch to the remote branch of the same name. It only
-// fast-forwards: a branch someone rewrote meanwhile is not overwritten.
-func (r *Repo) Push(ctx context.Context, branch string) error {
+// Push sends commit to the remote's branch. It only fast-forwards: a
+// branch someone rewrote meanwhile is not overwritten.
+func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	auth, err := r.auth()
 	if err != nil {
 		return err
 	}
-	ref := plumbing.NewBranchReferenceName(branch)
-	spec := config.RefSpec(ref.String() + ":" + ref.String())
+	spec := config.RefSpec(commit.String() + ":" + plumbing.NewBranchReferenceName(branch).String())
 	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, CABundle: r.caPEM})
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		// Keep the tracking ref in step so a later read sees what was pushed.
-		local, lerr := r.repo.Reference(ref, true)
-		if lerr == nil {
-			_ = r.repo.Storer.SetReference(plumbing.NewHashReference(r.remoteRef(branch), local.Hash()))
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.remoteRef(branch), commit)); err != nil {
+			return fmt.Errorf("update %s: %w", r.remoteRef(branch), err)
 		}
 		return nil
 	}

@@ -63,10 +63,11 @@ func TestCommitPushThenReviewerMergesWithGit(t *testing.T) {
 	if err != nil || !res.Changed {
 		t.Fatalf("CommitFiles: %+v, %v", res, err)
 	}
-	if err := r.Push(ctx(t), "planlock/approve/refund"); err != nil {
+	if err := r.Push(ctx(t), "planlock/approve/refund", res.Commit); err != nil {
 		t.Fatal(err)
 	}
-	// The work tree of the user's checkout is untouched.
+	// The user's checkout is untouched: no local branch, no file.
+	rgitFails(t, f.work, "rev-parse", "--verify", "-q", "refs/heads/planlock/approve/refund")
 	if _, err := os.Stat(filepath.Join(f.work, "plans", "refund.hcl")); !os.IsNotExist(err) {
 		t.Errorf("CommitFiles wrote into the work tree: %v", err)
 	}
@@ -109,7 +110,7 @@ func TestCommitFilesIsIdempotentAndKeepsReviewerCommits(t *testing.T) {
 	if err != nil || !first.Changed {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	if err := r.Push(ctx(t), req.Branch); err != nil {
+	if err := r.Push(ctx(t), req.Branch, first.Commit); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Fetch(ctx(t)); err != nil {
@@ -119,7 +120,7 @@ func TestCommitFilesIsIdempotentAndKeepsReviewerCommits(t *testing.T) {
 	if err != nil || again.Changed || again.Commit != first.Commit {
 		t.Fatalf("again: %+v %v; want unchanged %s", again, err, first.Commit)
 	}
-	if err := r.Push(ctx(t), req.Branch); err != nil {
+	if err := r.Push(ctx(t), req.Branch, again.Commit); err != nil {
 		t.Fatalf("pushing an unchanged branch: %v", err)
 	}
 
@@ -139,7 +140,7 @@ func TestCommitFilesIsIdempotentAndKeepsReviewerCommits(t *testing.T) {
 	if err != nil || !upd.Changed {
 		t.Fatalf("update: %+v %v", upd, err)
 	}
-	if err := r.Push(ctx(t), req.Branch); err != nil {
+	if err := r.Push(ctx(t), req.Branch, upd.Commit); err != nil {
 		t.Fatal(err)
 	}
 	rgit(t, f.reviewer, "fetch", "-q", "origin")
@@ -161,7 +162,8 @@ func TestPushRefusesToOverwriteAMovedBranch(t *testing.T) {
 	if err := r.Fetch(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.CommitFiles(CommitRequest{Branch: branch, Base: "main", Files: map[string][]byte{"a.hcl": []byte("1")}, Message: "m"}); err != nil {
+	res, err := r.CommitFiles(CommitRequest{Branch: branch, Base: "main", Files: map[string][]byte{"a.hcl": []byte("1")}, Message: "m"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Meanwhile someone else creates the branch with other content.
@@ -171,7 +173,7 @@ func TestPushRefusesToOverwriteAMovedBranch(t *testing.T) {
 	rgit(t, f.reviewer, "commit", "-q", "-m", "other")
 	rgit(t, f.reviewer, "push", "-q", "origin", "other:"+branch)
 
-	err := r.Push(ctx(t), branch)
+	err = r.Push(ctx(t), branch, res.Commit)
 	if err == nil {
 		t.Fatal("push overwrote a branch that moved")
 	}
