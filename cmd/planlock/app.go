@@ -80,6 +80,11 @@ See https://github.com/planlock/planlock for the plan language.`,
 func commands() []*cli.Command {
 	return []*cli.Command{
 		planCommand(),
+		signCommand(),
+		verifyCommand(),
+		keygenCommand(),
+		auditCommand(),
+		holdsCommand(),
 		approveCommand(),
 		initCommand(),
 	}

@@ -1,0 +1,233 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir is the state directory (created 0700 if missing). Empty means DefaultDir().
+	Dir string
+	// AuditPath is the journal; empty means <Dir>/audit.jsonl.
+	AuditPath string
+	// Redact stores the sha256 of the canonical arguments instead of the arguments.
+	Redact bool
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+	// FlushInterval bounds how long a block or outcome record waits for its
+	// fsync when no reservation comes; zero means 200ms.
+	FlushInterval time.Duration
+}
+
+// Call identifies one tools/call as the gate matched it.
+type Call struct {
+	PlanDigest string          // digest of the approved plan bytes, e.g. "sha256:..."
+	Step       string          // step name
+	StepIndex  int             // 0-based position of the step in the plan
+	Tool       string          // tool name
+	Args       json.RawMessage // arguments as received; nil is treated as {}
+}
+
+// Reservation asks to forward one call.
+type Reservation struct {
+	Call
+	// MaxCalls is the step's max_calls (>= 1).
+	MaxCalls int
+	// HoldID, when set, consumes that approved hold in the same durable record:
+	// the hold must be approved, unexpired, unconsumed and bound to this exact
+	// call (plan digest, tool, canonical arguments).
+	HoldID string
+	// OverLimit lets a call that a human approved (HoldID required) pass even
+	// when MaxCalls is used up; it is still counted.
+	OverLimit bool
+	// Check, when set, runs under the ledger's lock with the plan's progress,
+	// just before the count is taken: the gate's order rule made atomic with
+	// the reservation. A non-nil error is returned by Reserve unchanged and
+	// nothing is recorded. It must be fast and must not call the Ledger; it
+	// may run twice for one Reserve (a cheap look before the record is
+	// encoded, then the deciding one). The Progress it gets is valid only
+	// during the call.
+	Check func(Progress) error
+}
+
+// Ticket is a durable reservation; pass it to Complete once the upstream answered.
+type Ticket struct {
+	Seq        uint64 // sequence number of the allow record
+	PlanDigest string
+	Step       string
+	StepIndex  int
+	Tool       string
+	Used       int       // calls of this step forwarded, this one included
+	At         time.Time // when the reservation was made
+}
+
+// Outcome is the upstream's answer to a forwarded call.
+type Outcome struct {
+	OK      bool          // false for a transport error, a timeout, or isError
+	Err     string        // one line, when !OK
+	Latency time.Duration // zero means "since the ticket was issued"
+	// HoldStep puts the step on hold (on_error = "hold" after a failure).
+	// Such an outcome is durable when Complete returns.
+	HoldStep bool
+}
+
+// Progress is a plan's sequential-order state and counts.
+type Progress struct {
+	// Current is the index of the current step: the highest step that had a
+	// forwarded call, 0 before any. Steps before it are closed for good.
+	Current int
+	done    []bool
+	used    []int
+	held    []bool
+}
+
+// Done reports whether step i had at least one successful call.
+func (p Progress) Done(i int) bool { return i >= 0 && i < len(p.done) && p.done[i] }
+
+// Held reports whether step i is on hold: a failed call with
+// Outcome.HoldStep put it there, and only a reservation that consumes an
+// approved hold (Reservation.HoldID) for the step takes it off.
+func (p Progress) Held(i int) bool { return i >= 0 && i < len(p.held) && p.held[i] }
+
+// Calls is the number of calls of step i forwarded so far.
+func (p Progress) Calls(i int) int {
+	if i < 0 || i >= len(p.used) {
+		return 0
+	}
+	return p.used[i]
+}
+
+// HoldState is the life cycle of a hold.
+type HoldState string
+
+// Hold states. Expired is derived from the clock: a pending or approved hold
+// past its expiry reads as expired.
+const (
+	HoldPending  HoldState = "pending"
+	HoldApproved HoldState = "approved"
+	HoldConsumed HoldState = "consumed"
+	HoldRejected HoldState = "rejected"
+	HoldExpired  HoldState = "expired"
+)
+
+// Hold is a call that waits for a human's approval.
+type Hold struct {
+	ID         string          `json:"id"`
+	PlanDigest string          `json:"plan_digest"`
+	Step       string          `json:"step"`
+	StepIndex  int             `json:"step_index"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args,omitempty"` // canonical; absent when redacted
+	ArgsSHA256 string          `json:"args_sha256"`    // sha256 (hex) of the canonical arguments
+	Reason     string          `json:"reason"`
+	State      HoldState       `json:"state"`
+	PRURL      string          `json:"pr_url,omitempty"`
+	Created    time.Time       `json:"created"`
+	Expires    time.Time       `json:"expires"`
+	Updated    time.Time       `json:"updated"`
+}
+
+// HoldUpdate changes a hold. Empty fields are left as they are.
+type HoldUpdate struct {
+	// State may be HoldApproved or HoldRejected, from pending only.
+	State HoldState
+	// PRURL is the approval pull request.
+	PRURL string
+	// Note is recorded in the audit log with the change.
+	Note string
+}
+
+// PlanLoad is a verified plan the proxy is about to run.
+type PlanLoad struct {
+	Name     string    // plan name (the label of the plan block)
+	Digest   string    // digest of the plan bytes
+	SignedAt time.Time // transparency-log integrated time, else the signed predicate's time
+}
+
+// Stats are counters for operators and benchmarks.
+type Stats struct {
+	Records uint64 // records written since Open
+	Batches uint64 // writes (one per group of records)
+	Syncs   uint64 // fdatasync calls since Open
+}
+
+// Errors. Match with errors.Is; the typed errors carry the details.
+var (
+	ErrExhausted       = errors.New("max_calls used up")
+	ErrLocked          = errors.New("state directory in use")
+	ErrClosed          = errors.New("ledger closed")
+	ErrFailed          = errors.New("ledger failed")
+	ErrDowngrade       = errors.New("plan older than one already loaded")
+	ErrUnknownHold     = errors.New("unknown hold")
+	ErrHoldState       = errors.New("hold not in the required state")
+	ErrHoldMismatch    = errors.New("hold is for another call")
+	ErrCorrupt         = errors.New("audit log corrupt")
+	ErrBinding         = errors.New("state directory bound to another audit log")
+	ErrInvalidArgument = errors.New("invalid argument")
+)
+
+// ExhaustedError is returned by Reserve when the step's max_calls is used up.
+type ExhaustedError struct {
+	PlanDigest string
+	Step       string
+	Used, Max  int
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("step %q: max_calls %d used up (%d calls forwarded)", e.Step, e.Max, e.Used)
+}
+
+// Is makes errors.Is(err, ErrExhausted) true.
+func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
+
+// DowngradeError is returned by LoadPlan for a plan signed before the newest
+// plan of the same name already loaded.
+type DowngradeError struct {
+	Name             string
+	SignedAt, Newest time.Time
+}
+
+func (e *DowngradeError) Error() string {
+	return fmt.Sprintf("plan %q signed at %s is older than the one already loaded (signed at %s); refusing a downgrade",
+		e.Name, e.SignedAt.UTC().Format(time.RFC3339), e.Newest.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrDowngrade) true.
+func (e *DowngradeError) Is(target error) bool { return target == ErrDowngrade }
+
+// LockedError is returned by Open when another process holds the state directory.
+type LockedError struct {
+	Dir string
+	PID int // 0 when unknown
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("state directory %s is in use by another planlock proxy (pid %d); stop it or use another --state directory", e.Dir, e.PID)
+	}
+	return fmt.Sprintf("state directory %s is in use by another planlock proxy; stop it or use another --state directory", e.Dir)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// VerifyError names the first bad line of a journal.
+type VerifyError struct {
+	Line   int  // 1-based
+	Torn   bool // the last line has no newline: a write cut by a crash
+	Reason string
+}
+
+func (e *VerifyError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *VerifyError) Is(target error) bool { return target == ErrCorrupt }
+
+// VerifyResult is what Verify found in a good journal.
+type VerifyResult struct {
+	Records int
+	Head    string // hash of the last record (64 zeros for an empty journal)
+}

@@ -1,0 +1,78 @@
+// Package ledger is the proxy's durable state and its audit log, in one file.
+//
+// # One journal
+//
+// Every decision of the gate is one JSON line in the audit journal (JSON Lines,
+// default <state dir>/audit.jsonl): an allowed call, a blocked call, a hold, the
+// upstream's outcome of an allowed call, a change of a hold's state, and the
+// loading of a signed plan. The journal is also the source of truth for the
+// state: at Open the ledger replays it to rebuild, per plan digest, the calls
+// forwarded per step, the sequential-order progress and the holds, and per plan
+// name the newest signing time loaded.
+//
+// Why not bbolt beside it: the contract requires at-most-once counting (the count
+// is durable before the call is forwarded) and the audit record of that call.
+// Keeping both in one append-only file makes them a single write and a single
+// fdatasync; two stores would need two syncs per call and could disagree after a
+// crash. Holds and high-water marks are rare events and ride the same journal, so
+// `planlock holds list` can read them while a proxy holds the lock, without a
+// second store to keep consistent.
+//
+// Replay costs about 10µs per record (a 100,000-record journal takes about
+// a second to open), so the ledger writes <dir>/checkpoint.json: the state as
+// of a point of the journal, naming the offset, sequence number and hash of
+// the record there. It is written at a clean Close, and while running every
+// 20,000 records at a moment when no record is queued (so the state is
+// exactly the journal's), which bounds the replay after a crash. Open starts
+// from it when that record is still there byte for byte and replays only what
+// follows (about 1ms for the journal above); otherwise it replays everything. Records covered by a checkpoint are not
+// re-verified at Open; `planlock audit verify` checks the whole chain.
+//
+// # Durability and group commit
+//
+// Reserve returns only once the allow record (which carries the count) is on
+// disk. Concurrent Reserve calls are batched by one writer goroutine into one
+// write and one fdatasync. Block and outcome records are written at once (they
+// survive a crash of the process) but are fsynced with the next batch or by a
+// short timer: a machine crash loses at most those records, never a count.
+// Counting is conservative: the in-memory count is raised before the record is
+// written, so a failed write can only lose a call, never grant one; after a
+// failed write or fsync the ledger refuses every further reservation.
+//
+// # Record format and chain
+//
+// Each line is a JSON object whose first fields are "seq" (1, 2, 3, ...) and
+// "prev", and whose last field is "hash": the sha256 (hex) of the line's bytes
+// before `,"hash":`. "prev" is the hash of the previous record (64 zeros for the
+// first). An edited record fails its own hash, or, if the editor recomputed it,
+// the next record's prev; a removed, inserted or reordered record breaks the seq
+// sequence or the chain. Verify names the first bad line. The last record can
+// only be protected against a recomputed edit by keeping its hash elsewhere:
+// Verify returns it (the head) for that purpose.
+//
+// A line without its final newline is a torn write from a crash: Verify reports
+// it, and Open truncates it (only such a partial last line; a complete but bad
+// line makes Open fail, because the state could not be trusted).
+//
+// # Locking
+//
+// One proxy per state directory: Open takes an exclusive flock on <dir>/lock and
+// on the journal, and a second Open fails with ErrLocked naming the holder's pid.
+// A state directory is bound to its journal (<dir>/ledger.json): opening it with
+// another audit path, or after its journal vanished, is refused rather than
+// silently starting from zero counts.
+//
+// # Use from the gate
+//
+//   - Open once per proxy; Close on shutdown.
+//   - LoadPlan before serving a plan: the no-downgrade check and its record.
+//   - Per tools/call, after the plan's own checks: Reserve (with the order
+//     rule as Reservation.Check, so it is atomic with the count). Only a nil
+//     error allows forwarding. Then Complete with the upstream's outcome.
+//   - A blocked call: Block. A held call: FindHold for the exact call; an
+//     approved hold is consumed by Reserve with HoldID; otherwise Hold (which
+//     reuses a pending hold for the same call), then UpdateHold with the PR
+//     URL and, once decided, approved or rejected.
+//   - Progress exposes the current step, which steps are done, held, and
+//     their counts.
+package ledger

@@ -1,0 +1,907 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// File names inside the state directory.
+const (
+	lockName    = "lock"
+	bindingName = "ledger.json"
+	auditName   = "audit.jsonl"
+)
+
+// DefaultDir is the default state directory: $XDG_STATE_HOME/planlock, else
+// ~/.local/state/planlock.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "planlock"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the default state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "planlock"), nil
+}
+
+// Ledger is the open state of one state directory. Its methods are safe for
+// concurrent use.
+type Ledger struct {
+	dir, auditPath string
+	redact         bool
+	now            func() time.Time
+	flushEvery     time.Duration
+
+	lockFile *os.File
+	journal  *os.File
+
+	mu      sync.Mutex
+	st      *state
+	seq     uint64     // last sequence number handed out
+	head    string     // hash of the last record written (writer only, after Open)
+	end     journalEnd // where the journal ends (writer only, after Open)
+	pending []entry    // records waiting for the writer, in seq order
+	cur     *batch     // the batch the pending records belong to
+	closed  bool       // Close was called
+	failed  error      // a write or fsync failed: the ledger refuses further work
+	stats   Stats      // written by the writer under mu
+	// checkpointEvery is how many records the writer lets pass between
+	// checkpoints while running, which bounds the replay after a crash.
+	checkpointEvery uint64
+	checkpointAt    uint64 // stats.Records at the last checkpoint
+	kick            chan struct{}
+	stopped         chan struct{}
+}
+
+type entry struct {
+	seq  uint64
+	body []byte
+}
+
+// batch is a group of records written together; done closes once they are
+// written and, if any needed it, synced.
+type batch struct {
+	sync bool
+	done chan struct{}
+	err  error
+}
+
+// Open opens (creating if needed) a state directory, takes its lock, replays
+// its journal and starts the writer. The caller must Close it.
+func Open(ctx context.Context, o Options) (*Ledger, error) {
+	dir, audit, err := resolvePaths(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	l := &Ledger{
+		dir: dir, auditPath: audit, redact: o.Redact, now: o.Now, flushEvery: o.FlushInterval,
+		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+		checkpointEvery: 20_000,
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.flushEvery <= 0 {
+		l.flushEvery = 200 * time.Millisecond
+	}
+	if err := l.lockDir(); err != nil {
+		return nil, err
+	}
+	if err := l.openJournal(ctx); err != nil {
+		l.lockFile.Close()
+		return nil, err
+	}
+	go l.writer()
+	return l, nil
+}
+
+func resolvePaths(o Options) (dir, audit string, err error) {
+	dir = o.Dir
+	if dir == "" {
+		if dir, err = DefaultDir(); err != nil {
+			return "", "", err
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", "", fmt.Errorf("state directory: %w", err)
+	}
+	audit = o.AuditPath
+	if audit == "" {
+		audit = filepath.Join(dir, auditName)
+	}
+	if audit, err = filepath.Abs(audit); err != nil {
+		return "", "", fmt.Errorf("audit log: %w", err)
+	}
+	return dir, audit, nil
+}
+
+func (l *Ledger) lockDir() error {
+	path := filepath.Join(l.dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open lock file: %w", err)
+	}
+	ok, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !ok {
+		b, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return &LockedError{Dir: l.dir, PID: pid}
+	}
+	// The pid is only for the message a second proxy prints.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	l.lockFile = f
+	return nil
+}
+
+// binding records which journal holds a state directory's counts, so that a
+// changed --audit or a deleted journal cannot silently reset them.
+type binding struct {
+	Audit string `json:"audit"`
+}
+
+func readBinding(dir string) (binding, bool, error) {
+	var b binding
+	data, err := os.ReadFile(filepath.Join(dir, bindingName))
+	if errors.Is(err, os.ErrNotExist) {
+		return b, false, nil
+	}
+	if err != nil {
+		return b, false, fmt.Errorf("read %s: %w", bindingName, err)
+	}
+	if err := json.Unmarshal(data, &b); err != nil || b.Audit == "" {
+		return b, false, fmt.Errorf("%s in %s is not valid; it names the audit log that holds this directory's state", bindingName, dir)
+	}
+	return b, true, nil
+}
+
+func (l *Ledger) openJournal(ctx context.Context) error {
+	b, bound, err := readBinding(l.dir)
+	if err != nil {
+		return err
+	}
+	if bound && b.Audit != l.auditPath {
+		return fmt.Errorf("%w: state directory %s keeps its call counts in audit log %s, not %s; use that --audit or another --state directory",
+			ErrBinding, l.dir, b.Audit, l.auditPath)
+	}
+	flags := os.O_RDWR | os.O_APPEND
+	if !bound {
+		flags |= os.O_CREATE
+		if err := os.MkdirAll(filepath.Dir(l.auditPath), 0o700); err != nil {
+			return fmt.Errorf("create the audit log's directory: %w", err)
+		}
+	}
+	f, err := os.OpenFile(l.auditPath, flags, 0o600)
+	if bound && errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: audit log %s of state directory %s is missing, so its call counts are lost; refusing to start from zero (remove %s to accept that)",
+			ErrBinding, l.auditPath, l.dir, filepath.Join(l.dir, bindingName))
+	}
+	if err != nil {
+		return fmt.Errorf("open audit log: %w", err)
+	}
+	ok, err := tryLock(f)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: audit log %s is in use by another planlock proxy", ErrLocked, l.auditPath)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("lock audit log: %w", err)
+	}
+	if err := l.replay(ctx, f); err != nil {
+		f.Close()
+		return err
+	}
+	if !bound {
+		if err := l.bind(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	l.journal = f
+	return nil
+}
+
+// replay rebuilds the state from the journal (from the checkpoint on, when
+// it fits) and cuts a torn last line.
+func (l *Ledger) replay(ctx context.Context, f *os.File) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st, res, end, err := replayFile(l.dir, l.auditPath, f)
+	good := end.size
+	var ve *VerifyError
+	switch {
+	case errors.As(err, &ve) && ve.Torn:
+		// Only the unsynced tail of a crashed write: no caller was told it
+		// was durable, so it is dropped and the chain continues.
+		if err := f.Truncate(good); err != nil {
+			return fmt.Errorf("truncate the torn last line of %s: %w", l.auditPath, err)
+		}
+		if err := datasync(f); err != nil {
+			return fmt.Errorf("sync %s: %w", l.auditPath, err)
+		}
+	case err != nil:
+		return fmt.Errorf("%s: %w; the state cannot be trusted, refusing to start (check it with planlock audit verify)", l.auditPath, err)
+	}
+	l.st = st
+	l.seq = uint64(res.Records)
+	l.head = res.Head
+	l.end = end
+	return nil
+}
+
+func (l *Ledger) bind() error {
+	// The journal's directory entry must be durable before the binding
+	// points at it.
+	if err := syncDir(filepath.Dir(l.auditPath)); err != nil {
+		return fmt.Errorf("sync %s: %w", filepath.Dir(l.auditPath), err)
+	}
+	data, _ := json.Marshal(binding{Audit: l.auditPath})
+	tmp := filepath.Join(l.dir, bindingName+".tmp")
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", bindingName, err)
+	}
+	if f, err := os.Open(tmp); err == nil {
+		_ = f.Sync()
+		f.Close()
+	}
+	if err := os.Rename(tmp, filepath.Join(l.dir, bindingName)); err != nil {
+		return fmt.Errorf("write %s: %w", bindingName, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		return fmt.Errorf("sync %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Dir is the state directory; AuditPath the journal.
+func (l *Ledger) Dir() string { return l.dir }
+
+// AuditPath is the journal's absolute path.
+func (l *Ledger) AuditPath() string { return l.auditPath }
+
+// Stats returns the writer's counters.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Close writes and syncs what is pending, stops the writer and releases the
+// locks. Calls after Close return ErrClosed.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.signal()
+	<-l.stopped
+	l.mu.Lock()
+	var cp []byte
+	if l.failed == nil && l.seq > 0 {
+		// Everything is written and synced and the state matches it
+		// exactly: the next Open can start here.
+		cp = l.encodeCheckpoint()
+	}
+	l.mu.Unlock()
+	var err error
+	if cp != nil {
+		if cerr := writeCheckpoint(l.dir, cp); cerr != nil {
+			err = fmt.Errorf("write checkpoint: %w", cerr)
+		}
+	}
+	if cerr := l.journal.Close(); err == nil {
+		err = cerr
+	}
+	if lerr := l.lockFile.Close(); err == nil {
+		err = lerr
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return l.failed
+	}
+	return err
+}
+
+func (l *Ledger) signal() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// usable reports why the ledger cannot take a record. Call with mu held.
+func (l *Ledger) usable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	return nil
+}
+
+// enqueue hands a record to the writer and returns its seq and batch. Call
+// with mu held, after usable.
+func (l *Ledger) enqueue(body []byte, durable bool) (uint64, *batch) {
+	l.seq++
+	l.pending = append(l.pending, entry{seq: l.seq, body: body})
+	if l.cur == nil {
+		l.cur = &batch{done: make(chan struct{})}
+	}
+	if durable {
+		l.cur.sync = true
+	}
+	return l.seq, l.cur
+}
+
+// wait blocks until b is durable. A cancelled ctx returns early, but the
+// record may still be written: a count once taken stays taken.
+func wait(ctx context.Context, b *batch) error {
+	select {
+	case <-b.done:
+		return b.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writer is the only goroutine that writes the journal: it takes all pending
+// records, writes them with one write and, if one of them needs it, one
+// fdatasync (group commit). Records that need no sync are synced by a timer.
+func (l *Ledger) writer() {
+	defer close(l.stopped)
+	var (
+		buf    []byte
+		spare  []entry
+		dirty  bool
+		broken error // after a failed write nothing more is written
+		timer  = time.NewTimer(time.Hour)
+	)
+	timer.Stop()
+	for {
+		var flush bool
+		select {
+		case <-l.kick:
+		case <-timer.C:
+			flush = true
+		}
+		l.mu.Lock()
+		entries, b, closing := l.pending, l.cur, l.closed
+		l.pending, l.cur = spare[:0], nil
+		l.mu.Unlock()
+
+		err := broken
+		if err == nil && len(entries) > 0 {
+			buf = buf[:0]
+			lastStart := 0
+			for _, e := range entries {
+				lastStart = len(buf)
+				buf, l.head = appendLine(buf, e.seq, l.head, e.body)
+			}
+			_, err = l.journal.Write(buf)
+			if err == nil {
+				l.end.lastStart = l.end.size + int64(lastStart)
+				l.end.size += int64(len(buf))
+			} else {
+				// Best effort: drop a partial write so the journal still
+				// ends on a whole record.
+				_ = l.journal.Truncate(l.end.size)
+			}
+			dirty = true
+		}
+		synced := false
+		if err == nil && dirty && (flush || closing || (b != nil && b.sync)) {
+			err = datasync(l.journal)
+			dirty, synced = false, true
+		}
+		if err != nil && broken == nil {
+			err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			broken = err
+		}
+		l.mu.Lock()
+		if len(entries) > 0 {
+			l.stats.Records += uint64(len(entries))
+			l.stats.Batches++
+		}
+		if synced {
+			l.stats.Syncs++
+		}
+		if err != nil && l.failed == nil {
+			l.failed = err
+		}
+		var cp []byte
+		if err == nil && synced && !closing && len(l.pending) == 0 &&
+			l.checkpointEvery > 0 && l.stats.Records-l.checkpointAt >= l.checkpointEvery {
+			// Nothing is queued, so the state is exactly what the journal
+			// holds up to l.end: every change of it is made together with
+			// the enqueue of its record, under mu.
+			cp = l.encodeCheckpoint()
+			l.checkpointAt = l.stats.Records
+		}
+		l.mu.Unlock()
+		if b != nil {
+			b.err = err
+			close(b.done)
+		}
+		if cp != nil {
+			// A cache: failing to write it costs only replay time.
+			_ = writeCheckpoint(l.dir, cp)
+		}
+		clear(entries)
+		spare = entries
+		if dirty {
+			timer.Reset(l.flushEvery)
+		}
+		if closing {
+			timer.Stop()
+			return
+		}
+	}
+}
+
+func (l *Ledger) stamp() time.Time { return l.now().UTC() }
+
+// argsFields fills the record's arguments: raw, or their digest when redacted.
+func (l *Ledger) argsFields(r *record, args json.RawMessage) error {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if l.redact {
+		d, err := ArgsDigest(args)
+		if err != nil {
+			return err
+		}
+		r.ArgsSHA = d
+		return nil
+	}
+	if !json.Valid(args) {
+		return fmt.Errorf("%w: arguments are not JSON", ErrInvalidArgument)
+	}
+	r.Args = args
+	return nil
+}
+
+// Reserve takes one call of the step's max_calls and returns once the allow
+// record that carries the count is durable; only then may the call be
+// forwarded. It returns an *ExhaustedError when max_calls is used up, the
+// Check function's error, or a hold error when HoldID does not fit. Any error
+// means: do not forward. (After a context cancellation the count may still
+// have been taken.)
+func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
+	if rv.MaxCalls < 1 {
+		return Ticket{}, fmt.Errorf("%w: max_calls %d < 1", ErrInvalidArgument, rv.MaxCalls)
+	}
+	if rv.StepIndex < 0 {
+		return Ticket{}, fmt.Errorf("%w: step index %d", ErrInvalidArgument, rv.StepIndex)
+	}
+	if rv.OverLimit && rv.HoldID == "" {
+		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return Ticket{}, err // the client is gone: take nothing
+	}
+	// A refused call costs no encoding: look first, and again below once
+	// the record is ready, since the state may change in between.
+	l.mu.Lock()
+	if err := l.precheck(rv); err != nil {
+		l.mu.Unlock()
+		return Ticket{}, err
+	}
+	l.mu.Unlock()
+	now := l.stamp()
+	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
+		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Hold: rv.HoldID, Max: rv.MaxCalls}
+	if err := l.argsFields(&r, rv.Args); err != nil {
+		return Ticket{}, err
+	}
+	var argsSHA string
+	if rv.HoldID != "" {
+		d, err := ArgsDigest(rv.Args)
+		if err != nil {
+			return Ticket{}, err
+		}
+		argsSHA = d
+	}
+	body, err := encodeBody(&r)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return Ticket{}, err
+	}
+	if err := l.precheck(rv); err != nil {
+		l.mu.Unlock()
+		return Ticket{}, err
+	}
+	var h *Hold
+	if rv.HoldID != "" {
+		if h, err = l.approvedHold(rv.HoldID, rv.Call, argsSHA, now); err != nil {
+			l.mu.Unlock()
+			return Ticket{}, err
+		}
+	}
+	p := l.st.plan(rv.PlanDigest)
+	p.grow(rv.StepIndex)
+	used := p.used[rv.StepIndex]
+	// The count is taken before the record is durable: a failed write can
+	// only lose a call, never grant one.
+	used++
+	p.used[rv.StepIndex] = used
+	p.current = max(p.current, rv.StepIndex)
+	if h != nil {
+		h.State, h.Updated = HoldConsumed, now
+		p.held[rv.StepIndex] = false
+	}
+	body = append(body, `,"used":`...)
+	body = strconv.AppendInt(body, int64(used), 10)
+	seq, b := l.enqueue(body, true)
+	l.mu.Unlock()
+	l.signal()
+
+	if err := wait(ctx, b); err != nil {
+		return Ticket{}, err
+	}
+	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex,
+		Tool: rv.Tool, Used: used, At: now}, nil
+}
+
+// precheck applies the gate's Check and max_calls, in the contract's order
+// (order before max_calls). Call with mu held.
+func (l *Ledger) precheck(rv Reservation) error {
+	p := l.st.plans[rv.PlanDigest]
+	if p == nil {
+		p = &planState{}
+	}
+	if rv.Check != nil {
+		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
+			return err
+		}
+	}
+	used := 0
+	if rv.StepIndex < len(p.used) {
+		used = p.used[rv.StepIndex]
+	}
+	if used >= rv.MaxCalls && !rv.OverLimit {
+		return &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: used, Max: rv.MaxCalls}
+	}
+	return nil
+}
+
+// approvedHold returns the hold if it may be consumed by this call. Call with
+// mu held.
+func (l *Ledger) approvedHold(id string, c Call, argsSHA string, now time.Time) (*Hold, error) {
+	h := l.st.holds[id]
+	if h == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownHold, id)
+	}
+	if h.PlanDigest != c.PlanDigest || h.Tool != c.Tool || h.ArgsSHA256 != argsSHA {
+		return nil, fmt.Errorf("%w: hold %s approves another call", ErrHoldMismatch, id)
+	}
+	if st := view(h, now).State; st != HoldApproved {
+		return nil, fmt.Errorf("%w: hold %s is %s, not approved", ErrHoldState, id, st)
+	}
+	return h, nil
+}
+
+// Complete records the upstream's outcome of a reserved call; a success marks
+// the step done. The record is written at once but synced with the next
+// reservation (or within the flush interval): Complete does not wait for disk,
+// unless o.HoldStep puts the step on hold, which must survive a crash.
+func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := l.stamp()
+	lat := o.Latency
+	if lat == 0 && !t.At.IsZero() {
+		lat = now.Sub(t.At)
+	}
+	ms := float64(lat.Microseconds()) / 1000
+	ok := o.OK
+	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &t.StepIndex,
+		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
+	if !ok {
+		r.Error = oneLine(o.Err)
+		if r.Error == "" {
+			r.Error = "failed"
+		}
+	}
+	body, err := encodeBody(&r)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if t.StepIndex >= 0 {
+		p := l.st.plan(t.PlanDigest)
+		p.grow(t.StepIndex)
+		if ok {
+			p.done[t.StepIndex] = true
+		}
+		if o.HoldStep {
+			p.held[t.StepIndex] = true
+		}
+	}
+	_, b := l.enqueue(body, o.HoldStep)
+	l.mu.Unlock()
+	l.signal()
+	if o.HoldStep {
+		return wait(ctx, b)
+	}
+	return nil
+}
+
+// Block records a blocked call. Like Complete, it does not wait for disk.
+func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := record{Time: l.stamp(), Type: typeDecision, Decision: DecisionBlock, Plan: c.PlanDigest,
+		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+	if c.Step != "" {
+		r.StepIndex = &c.StepIndex
+	}
+	if err := l.argsFields(&r, c.Args); err != nil {
+		return err
+	}
+	body, err := encodeBody(&r)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	l.enqueue(body, false)
+	l.mu.Unlock()
+	l.signal()
+	return nil
+}
+
+// Hold records a held call. If a pending or approved, unexpired hold exists
+// for the same call (plan digest, tool, canonical arguments), the decision
+// refers to it and it is returned (an approved one is for the caller to
+// consume with Reserve); otherwise a new pending hold is created, durable on
+// return.
+// Its arguments are kept in canonical form (only their digest when redacted).
+func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.Time) (Hold, error) {
+	canon, err := CanonicalArgs(c.Args)
+	if err != nil {
+		return Hold{}, err
+	}
+	sha, _ := ArgsDigest(canon)
+	now := l.stamp()
+	key := holdKey{c.PlanDigest, c.Tool, sha}
+
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return Hold{}, err
+	}
+	if id, ok := l.st.byKey[key]; ok {
+		if h := l.st.holds[id]; view(h, now).State == HoldPending || view(h, now).State == HoldApproved {
+			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
+				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
+			body, err := encodeBody(&r)
+			if err != nil {
+				l.mu.Unlock()
+				return Hold{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+			}
+			l.enqueue(body, false)
+			out := view(h, now)
+			l.mu.Unlock()
+			l.signal()
+			return out, nil
+		}
+	}
+	id, err := newHoldID()
+	if err != nil {
+		l.mu.Unlock()
+		return Hold{}, err
+	}
+	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
+		ArgsSHA256: sha, Reason: oneLine(reason), State: HoldPending, Created: now, Updated: now, Expires: expires.UTC()}
+	if !l.redact {
+		h.Args = canon
+	}
+	exp := h.Expires
+	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
+		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Args: h.Args, ArgsSHA: sha,
+		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp}
+	body, err := encodeBody(&r)
+	if err != nil {
+		l.mu.Unlock()
+		return Hold{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	l.st.addHold(h)
+	_, b := l.enqueue(body, true)
+	out := view(h, now)
+	l.mu.Unlock()
+	l.signal()
+	if err := wait(ctx, b); err != nil {
+		return Hold{}, err
+	}
+	return out, nil
+}
+
+// UpdateHold approves or rejects a pending hold and/or sets its pull
+// request's URL. It returns the hold as updated, durable on return.
+func (l *Ledger) UpdateHold(ctx context.Context, id string, u HoldUpdate) (Hold, error) {
+	if u.State != "" && u.State != HoldApproved && u.State != HoldRejected {
+		return Hold{}, fmt.Errorf("%w: a hold can only be set to approved or rejected, not %q", ErrInvalidArgument, u.State)
+	}
+	now := l.stamp()
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return Hold{}, err
+	}
+	h := l.st.holds[id]
+	if h == nil {
+		l.mu.Unlock()
+		return Hold{}, fmt.Errorf("%w %q", ErrUnknownHold, id)
+	}
+	if st := view(h, now).State; u.State != "" && st != HoldPending {
+		l.mu.Unlock()
+		return Hold{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
+	}
+	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, Note: oneLine(u.Note)}
+	body, err := encodeBody(&r)
+	if err != nil {
+		l.mu.Unlock()
+		return Hold{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	if u.State != "" {
+		h.State = u.State
+	}
+	if u.PRURL != "" {
+		h.PRURL = u.PRURL
+	}
+	h.Updated = now
+	_, b := l.enqueue(body, true)
+	out := view(h, now)
+	l.mu.Unlock()
+	l.signal()
+	if err := wait(ctx, b); err != nil {
+		return Hold{}, err
+	}
+	return out, nil
+}
+
+// GetHold returns a hold by id.
+func (l *Ledger) GetHold(id string) (Hold, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.st.holds[id]
+	if h == nil {
+		return Hold{}, false
+	}
+	return view(h, l.stamp()), true
+}
+
+// FindHold returns the newest hold for exactly this call (plan digest, tool,
+// canonical arguments), whatever its state.
+func (l *Ledger) FindHold(c Call) (Hold, bool) {
+	sha, err := ArgsDigest(c.Args)
+	if err != nil {
+		return Hold{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id, ok := l.st.byKey[holdKey{c.PlanDigest, c.Tool, sha}]
+	if !ok {
+		return Hold{}, false
+	}
+	return view(l.st.holds[id], l.stamp()), true
+}
+
+// ListHolds returns all holds in creation order.
+func (l *Ledger) ListHolds() []Hold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st.listHolds(l.stamp())
+}
+
+// Progress returns a copy of the plan's order state and counts.
+func (l *Ledger) Progress(planDigest string) Progress {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st.progress(planDigest)
+}
+
+// CheckNotOlder returns a *DowngradeError when a plan of this name signed
+// later than signedAt was loaded before.
+func (l *Ledger) CheckNotOlder(planName string, signedAt time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.checkNotOlder(planName, signedAt)
+}
+
+func (l *Ledger) checkNotOlder(name string, signedAt time.Time) error {
+	if newest, ok := l.st.newest[name]; ok && signedAt.Before(newest) {
+		return &DowngradeError{Name: name, SignedAt: signedAt, Newest: newest}
+	}
+	return nil
+}
+
+// LoadPlan checks the no-downgrade rule and records the plan as loaded,
+// raising the name's high-water mark; durable on return. A plan signed at the
+// same time as the newest (the same plan, restarted) is accepted.
+func (l *Ledger) LoadPlan(ctx context.Context, p PlanLoad) error {
+	if p.Name == "" || p.SignedAt.IsZero() {
+		return fmt.Errorf("%w: a loaded plan needs a name and a signing time", ErrInvalidArgument)
+	}
+	signed := p.SignedAt.UTC()
+	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed}
+	body, err := encodeBody(&r)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if err := l.checkNotOlder(p.Name, signed); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if signed.After(l.st.newest[p.Name]) {
+		l.st.newest[p.Name] = signed
+	}
+	_, b := l.enqueue(body, true)
+	l.mu.Unlock()
+	l.signal()
+	return wait(ctx, b)
+}
+
+func newHoldID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("hold id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// oneLine keeps reasons and errors to one line in the log.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}

@@ -1,0 +1,278 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Record types of the journal.
+const (
+	typeDecision   = "decision"    // decision: allow, block or hold
+	typeOutcome    = "outcome"     // the upstream's answer to an allowed call (ref = its seq)
+	typeHoldUpdate = "hold_update" // a hold approved, rejected or given its PR
+	typePlanLoaded = "plan_loaded" // a verified plan loaded (no-downgrade high-water mark)
+)
+
+// Decisions of the gate.
+const (
+	DecisionAllow = "allow"
+	DecisionBlock = "block"
+	DecisionHold  = "hold"
+)
+
+// record is one journal line between the chain header (seq, prev) and the hash.
+// Field order is the order on disk.
+type record struct {
+	Time      time.Time       `json:"time"`
+	Type      string          `json:"type"`
+	Decision  string          `json:"decision,omitempty"`
+	Plan      string          `json:"plan,omitempty"`
+	PlanName  string          `json:"plan_name,omitempty"`
+	Step      string          `json:"step,omitempty"`
+	StepIndex *int            `json:"step_index,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Args      json.RawMessage `json:"args,omitempty"`
+	ArgsSHA   string          `json:"args_sha256,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Hold      string          `json:"hold,omitempty"`
+	HoldState HoldState       `json:"hold_state,omitempty"`
+	Expires   *time.Time      `json:"expires,omitempty"`
+	PRURL     string          `json:"pr_url,omitempty"`
+	Note      string          `json:"note,omitempty"`
+	SignedAt  *time.Time      `json:"signed_at,omitempty"`
+	Ref       uint64          `json:"ref,omitempty"`
+	OK        *bool           `json:"ok,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	LatencyMS *float64        `json:"latency_ms,omitempty"`
+	HoldStep  bool            `json:"hold_step,omitempty"`
+	Used      int             `json:"used,omitempty"`
+	Max       int             `json:"max,omitempty"`
+}
+
+// parsed is a record as read back, with its chain fields.
+type parsed struct {
+	Seq  uint64 `json:"seq"`
+	Prev string `json:"prev"`
+	record
+}
+
+// genesis is the prev of the first record.
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+const hashField = `,"hash":"`
+
+// hashSuffixLen is len(`,"hash":"` + 64 hex + `"}`).
+const hashSuffixLen = len(hashField) + 64 + 2
+
+// encodeBody marshals r without its braces: the part between the chain header
+// and the hash. HTML escaping is off so arguments are recorded as sent.
+func encodeBody(r *record) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimRight(buf.Bytes(), "\n")
+	// b is {...} with at least "time" and "type".
+	return b[1 : len(b)-1], nil
+}
+
+// appendLine appends one complete line (with newline) for body to dst and
+// returns it with the line's hash.
+func appendLine(dst []byte, seq uint64, prev string, body []byte) ([]byte, string) {
+	start := len(dst)
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, `,"prev":"`...)
+	dst = append(dst, prev...)
+	dst = append(dst, `",`...)
+	dst = append(dst, body...)
+	sum := sha256.Sum256(dst[start:])
+	var h [64]byte
+	hex.Encode(h[:], sum[:])
+	dst = append(dst, hashField...)
+	dst = append(dst, h[:]...)
+	dst = append(dst, `"}`...)
+	dst = append(dst, '\n')
+	return dst, string(h[:])
+}
+
+// checkLine verifies one line (without its newline) against the chain and
+// returns its hash, or the reason it is bad. The record is decoded only when
+// decode is set (replay); Verify needs just the chain header.
+func checkLine(line []byte, wantSeq uint64, prev string, decode bool) (p *parsed, hash string, reason string) {
+	if len(line) == 0 {
+		return nil, "", "empty line"
+	}
+	n := len(line)
+	if n < hashSuffixLen+2 || string(line[n-2:]) != `"}` || string(line[n-hashSuffixLen:n-hashSuffixLen+len(hashField)]) != hashField {
+		if !json.Valid(line) {
+			return nil, "", "not a JSON record"
+		}
+		return nil, "", `not a planlock audit record (no "hash" field at its end)`
+	}
+	body := line[:n-hashSuffixLen]
+	hash = string(line[n-64-2 : n-2])
+	sum := sha256.Sum256(body)
+	if hex.EncodeToString(sum[:]) != hash {
+		if !json.Valid(line) {
+			return nil, "", "not a JSON record"
+		}
+		return nil, "", "record hash does not match its content: the record was edited"
+	}
+	seq, linkedPrev, ok := chainHeader(body)
+	if !ok || !json.Valid(line) {
+		return nil, "", `not a planlock audit record (it must start with "seq" and "prev")`
+	}
+	if seq != wantSeq {
+		return nil, "", fmt.Sprintf("seq %d where %d was expected: a record was removed, inserted or reordered", seq, wantSeq)
+	}
+	if linkedPrev != prev {
+		return nil, "", "prev does not match the hash of the record before: a record was edited, removed, inserted or reordered"
+	}
+	if decode {
+		p = new(parsed)
+		if err := json.Unmarshal(line, p); err != nil {
+			return nil, "", fmt.Sprintf("not a valid record: %v", err)
+		}
+	}
+	return p, hash, ""
+}
+
+// chainHeader reads the `{"seq":N,"prev":"<64 hex>",` that appendLine writes.
+func chainHeader(body []byte) (seq uint64, prev string, ok bool) {
+	const seqField, prevField = `{"seq":`, `,"prev":"`
+	rest, found := bytes.CutPrefix(body, []byte(seqField))
+	if !found {
+		return 0, "", false
+	}
+	i := bytes.IndexByte(rest, ',')
+	if i < 1 || (rest[0] == '0' && i > 1) {
+		return 0, "", false
+	}
+	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	rest, found = bytes.CutPrefix(rest[i:], []byte(prevField))
+	if !found || len(rest) < 66 || rest[64] != '"' || rest[65] != ',' {
+		return 0, "", false
+	}
+	return seq, string(rest[:64]), true
+}
+
+// CanonicalArgs returns the canonical form of tool arguments: objects with
+// sorted keys, no insignificant whitespace, numbers in one spelling (30.0 and
+// 3e1 are 30). Absent arguments (nil, empty or null) are {}. A hold binds to
+// the sha256 of this form.
+func CanonicalArgs(args json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		return []byte("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: arguments are not JSON: %v", ErrInvalidArgument, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: arguments are not one JSON value", ErrInvalidArgument)
+	}
+	var buf bytes.Buffer
+	if err := appendCanonical(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ArgsDigest is the sha256 (hex) of CanonicalArgs(args).
+func ArgsDigest(args json.RawMessage) (string, error) {
+	c, err := CanonicalArgs(args)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func appendCanonical(buf *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeString(buf, k)
+			buf.WriteByte(':')
+			if err := appendCanonical(buf, x[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendCanonical(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case json.Number:
+		buf.WriteString(canonicalNumber(x))
+	case string:
+		writeString(buf, x)
+	case bool:
+		buf.WriteString(strconv.FormatBool(x))
+	case nil:
+		buf.WriteString("null")
+	default:
+		return fmt.Errorf("%w: unexpected JSON value %T", ErrInvalidArgument, v)
+	}
+	return nil
+}
+
+func writeString(buf *bytes.Buffer, s string) {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	buf.Truncate(buf.Len() - 1)
+}
+
+// canonicalNumber spells a JSON number one way: integer literals exactly,
+// other spellings of integers (30.0, 3e1) as integers, the rest by their
+// float64 value.
+func canonicalNumber(n json.Number) string {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if s == "-0" {
+			return "0"
+		}
+		return s // an integer literal: its digits are exact, whatever its size
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}

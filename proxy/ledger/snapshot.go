@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Snapshot is a read-only view of a state directory, read from its journal
+// without taking the lock, so it works while a proxy runs.
+type Snapshot struct {
+	st        *state
+	now       time.Time
+	auditPath string
+	// Records is the number of complete records read.
+	Records int
+	// TornTail is true when the journal ended in a partial line (a write in
+	// progress, or a crash not yet repaired by Open); it was ignored.
+	TornTail bool
+}
+
+// Inspect reads the state of a state directory (Options.Dir, AuditPath as for
+// Open; AuditPath defaults to the journal the directory is bound to). It
+// never writes.
+func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
+	dir, audit, err := resolvePaths(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.AuditPath == "" {
+		b, ok, err := readBinding(dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			audit = b.Audit
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(audit)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no state in %s: audit log %s does not exist", dir, audit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	defer f.Close()
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	st, res, _, err := replayFile(dir, audit, f)
+	s := &Snapshot{st: st, now: now().UTC(), auditPath: audit}
+	var ve *VerifyError
+	switch {
+	case errors.As(err, &ve) && ve.Torn:
+		s.TornTail = true
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", audit, err)
+	}
+	s.Records = res.Records
+	return s, nil
+}
+
+// AuditPath is the journal the snapshot was read from.
+func (s *Snapshot) AuditPath() string { return s.auditPath }
+
+// ListHolds returns all holds in creation order.
+func (s *Snapshot) ListHolds() []Hold { return s.st.listHolds(s.now) }
+
+// GetHold returns a hold by id.
+func (s *Snapshot) GetHold(id string) (Hold, bool) {
+	h := s.st.holds[id]
+	if h == nil {
+		return Hold{}, false
+	}
+	return view(h, s.now), true
+}
+
+// Progress returns the plan's order state and counts.
+func (s *Snapshot) Progress(planDigest string) Progress { return s.st.progress(planDigest) }
+
+// Newest returns the newest signing time loaded for a plan name.
+func (s *Snapshot) Newest(planName string) (time.Time, bool) {
+	t, ok := s.st.newest[planName]
+	return t, ok
+}

@@ -1,0 +1,159 @@
+package ledger
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// planState is one plan digest's counts and order progress.
+type planState struct {
+	current int
+	used    []int
+	done    []bool
+	held    []bool
+}
+
+func (p *planState) grow(i int) {
+	for len(p.used) <= i {
+		p.used = append(p.used, 0)
+		p.done = append(p.done, false)
+		p.held = append(p.held, false)
+	}
+}
+
+type holdKey struct{ plan, tool, argsSHA string }
+
+// state is what the journal says; it has no lock of its own.
+type state struct {
+	plans  map[string]*planState
+	holds  map[string]*Hold
+	order  []string           // hold ids in creation order
+	byKey  map[holdKey]string // newest hold per exact call
+	newest map[string]time.Time
+}
+
+func newState() *state {
+	return &state{
+		plans:  map[string]*planState{},
+		holds:  map[string]*Hold{},
+		byKey:  map[holdKey]string{},
+		newest: map[string]time.Time{},
+	}
+}
+
+func (s *state) plan(digest string) *planState {
+	p := s.plans[digest]
+	if p == nil {
+		p = &planState{}
+		s.plans[digest] = p
+	}
+	return p
+}
+
+// apply replays one record. Records were checked when written, so apply
+// only rebuilds; it never rejects.
+func (s *state) apply(r *parsed) {
+	switch r.Type {
+	case typeDecision:
+		switch r.Decision {
+		case DecisionAllow:
+			if r.StepIndex == nil || *r.StepIndex < 0 {
+				return
+			}
+			i := *r.StepIndex
+			p := s.plan(r.Plan)
+			p.grow(i)
+			p.used[i]++
+			p.current = max(p.current, i)
+			if h := s.holds[r.Hold]; h != nil {
+				h.State = HoldConsumed
+				h.Updated = r.Time
+				p.held[i] = false
+			}
+		case DecisionHold:
+			if r.HoldState != HoldPending || r.Hold == "" {
+				return // a repeat of an existing hold
+			}
+			h := &Hold{
+				ID: r.Hold, PlanDigest: r.Plan, Step: r.Step, Tool: r.Tool,
+				ArgsSHA256: r.ArgsSHA, Reason: r.Reason, State: HoldPending,
+				Created: r.Time, Updated: r.Time,
+			}
+			if r.StepIndex != nil {
+				h.StepIndex = *r.StepIndex
+			}
+			if len(r.Args) > 0 {
+				h.Args = append(json.RawMessage(nil), r.Args...)
+			}
+			if r.Expires != nil {
+				h.Expires = *r.Expires
+			}
+			h.PRURL = r.PRURL
+			s.addHold(h)
+		}
+	case typeOutcome:
+		if r.StepIndex == nil || *r.StepIndex < 0 {
+			return
+		}
+		p := s.plan(r.Plan)
+		p.grow(*r.StepIndex)
+		if r.OK != nil && *r.OK {
+			p.done[*r.StepIndex] = true
+		}
+		if r.HoldStep {
+			p.held[*r.StepIndex] = true
+		}
+	case typeHoldUpdate:
+		h := s.holds[r.Hold]
+		if h == nil {
+			return
+		}
+		if r.HoldState != "" {
+			h.State = r.HoldState
+		}
+		if r.PRURL != "" {
+			h.PRURL = r.PRURL
+		}
+		h.Updated = r.Time
+	case typePlanLoaded:
+		if r.SignedAt != nil && r.SignedAt.After(s.newest[r.PlanName]) {
+			s.newest[r.PlanName] = *r.SignedAt
+		}
+	}
+}
+
+func (s *state) addHold(h *Hold) {
+	if _, dup := s.holds[h.ID]; !dup {
+		s.order = append(s.order, h.ID)
+	}
+	s.holds[h.ID] = h
+	s.byKey[holdKey{h.PlanDigest, h.Tool, h.ArgsSHA256}] = h.ID
+}
+
+// view returns a copy of h with its state as of now (pending or approved
+// holds past their expiry read as expired).
+func view(h *Hold, now time.Time) Hold {
+	c := *h
+	c.Args = slices.Clone(h.Args)
+	if (c.State == HoldPending || c.State == HoldApproved) && !c.Expires.IsZero() && now.After(c.Expires) {
+		c.State = HoldExpired
+	}
+	return c
+}
+
+func (s *state) progress(digest string) Progress {
+	p := s.plans[digest]
+	if p == nil {
+		return Progress{}
+	}
+	return Progress{Current: p.current, done: slices.Clone(p.done), used: slices.Clone(p.used), held: slices.Clone(p.held)}
+}
+
+func (s *state) listHolds(now time.Time) []Hold {
+	out := make([]Hold, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, view(s.holds[id], now))
+	}
+	return out
+}
