@@ -85,6 +85,8 @@ func commands() []*cli.Command {
 		keygenCommand(),
 		auditCommand(),
 		holdsCommand(),
+		approveCommand(),
+		initCommand(),
 	}
 }
 
