@@ -83,8 +83,13 @@ func commands() []*cli.Command {
 		proxyCommand(),
 		toolsCommand(),
 		mcpConfigCommand(),
+		signCommand(),
+		verifyCommand(),
+		keygenCommand(),
 		auditCommand(),
 		holdsCommand(),
+		approveCommand(),
+		initCommand(),
 	}
 }
 
