@@ -71,6 +71,9 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	return p.forward(ctx, req, call, step, "", false), nil
 }
 
+// onErrorHeld marks the reason of a step held by on_error = "hold".
+const onErrorHeld = "is on hold after a failed call"
+
 // decodeArgs decodes a JSON object with numbers kept exact.
 func decodeArgs(raw []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
@@ -294,13 +297,21 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 	if err := p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}
-	p.heldMu.Lock()
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
-		st.held[step.Index] = fmt.Sprintf("step %q is on hold after a failed call (%s)", step.Name, outcome.Err)
+		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
+		p.heldMu.Lock()
+		st.held[step.Index] = reason
+		p.heldMu.Unlock()
+		// The failed call's own hold keeps the step on hold across restarts;
+		// approving it lets exactly that call run once more.
+		if _, err := p.cfg.State.Hold(context.WithoutCancel(ctx), call, reason, p.cfg.Now().Add(p.cfg.HoldTTL)); err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
+		}
 	} else if outcome.OK {
+		p.heldMu.Lock()
 		delete(st.held, step.Index) // an approved call went through
+		p.heldMu.Unlock()
 	}
-	p.heldMu.Unlock()
 	return result
 }
 

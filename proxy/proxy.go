@@ -35,6 +35,7 @@ type State interface {
 	Block(ctx context.Context, c ledger.Call, reason string) error
 	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
 	FindHold(c ledger.Call) (ledger.Hold, bool)
+	ListHolds() []ledger.Hold
 }
 
 // Config configures a Proxy.
@@ -113,7 +114,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Version = "dev"
 	}
 	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}}
-	p.cur.Store(newPlanState(cfg.Plan))
+	p.cur.Store(p.newPlanState(cfg.Plan))
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy/gate"
+	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // planState is one plan with what the proxy derives from it. It is replaced
@@ -21,8 +23,18 @@ type planState struct {
 	held map[int]string // step index → why the step is on hold (on_error = "hold")
 }
 
-func newPlanState(plan *hclplan.Plan) *planState {
-	return &planState{plan: plan, gate: gate.New(plan), held: map[int]string{}}
+// newPlanState builds the state of plan. A step put on hold by a failed
+// call stays on hold across restarts (and reloads): its pending hold is in
+// the durable state.
+func (p *Proxy) newPlanState(plan *hclplan.Plan) *planState {
+	st := &planState{plan: plan, gate: gate.New(plan), held: map[int]string{}}
+	for _, h := range p.cfg.State.ListHolds() {
+		if h.PlanDigest == plan.Digest && h.State == ledger.HoldPending && strings.Contains(h.Reason, onErrorHeld) &&
+			h.StepIndex >= 0 && h.StepIndex < len(plan.Steps) && plan.Steps[h.StepIndex].Name == h.Step {
+			st.held[h.StepIndex] = h.Reason
+		}
+	}
+	return st
 }
 
 // Plan is the plan the proxy checks new calls against.
@@ -38,7 +50,7 @@ func (p *Proxy) SetPlan(plan *hclplan.Plan) error {
 	if plan == nil {
 		return errors.New("proxy: SetPlan needs a plan")
 	}
-	p.cur.Store(newPlanState(plan))
+	p.cur.Store(p.newPlanState(plan))
 	p.applyTools(nil, false)
 	return nil
 }
