@@ -58,7 +58,7 @@ func planSource(c *cli.Context) (planload.Source, error) {
 	if src.Path == "" {
 		p, err := sign.RepoPath(src.File)
 		if err != nil {
-			return src, usageErrorf("--plan %v; give it with --path", err)
+			return src, usageErrorf("--plan: %v with --path", err)
 		}
 		src.Path = p
 	}
@@ -127,7 +127,7 @@ func trustArgs(c *cli.Context, planFile string) ([]string, error) {
 	if path == "" {
 		p, err := sign.RepoPath(planFile)
 		if err != nil {
-			return nil, usageErrorf("--plan %v; give it with --path", err)
+			return nil, usageErrorf("--plan: %v with --path", err)
 		}
 		path = p
 	}
