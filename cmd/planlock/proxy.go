@@ -119,7 +119,8 @@ func runProxy(c *cli.Context) error {
 	}
 	plan := loaded.Plan
 	if loaded.Approval != nil {
-		errw("planlock: verified " + loaded.Describe())
+		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
+			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
 	up, err := upstreamFrom(plan, c.Args().Slice(), c.String("upstream-url"), c.StringSlice("env"))
 	if err != nil {

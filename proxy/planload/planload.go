@@ -86,7 +86,7 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 	} else {
 		b, a, err := s.Policy.VerifyFile(ctx, sign.FileInput{File: s.File, Bundle: s.Bundle, Path: s.Path, Kind: sign.KindPlan})
 		if err != nil {
-			return nil, &refusal{kind: ErrNotVerified, cause: err, msg: "plan not verified: " + err.Error()}
+			return nil, &refusal{kind: ErrNotVerified, cause: err, msg: "plan " + s.File + " refused: " + err.Error()}
 		}
 		src, approval = b, a
 	}

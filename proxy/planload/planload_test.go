@@ -51,9 +51,9 @@ func TestReadRefusals(t *testing.T) {
 		line   string // the error, as a regexp-free substring
 	}{
 		{"unsigned", planV1, nil, k.policy, []error{ErrNotVerified, sign.ErrBundleMissing},
-			"plan not verified: plans/refund.hcl: bundle missing: no "},
+			"refused: plans/refund.hcl: bundle missing: no "},
 		{"one byte changed", strings.Replace(planV1, "4711", "4712", 1), good, k.policy, []error{ErrNotVerified, sign.ErrDigestMismatch},
-			"plan not verified: plans/refund.hcl: digest mismatch: the file has sha256 "},
+			"refused: plans/refund.hcl: digest mismatch: the file has sha256 "},
 		{"bundle of another plan", planV1, k.signBytes(t, []byte(planV2), "plans/refund.hcl", t0), k.policy, []error{ErrNotVerified, sign.ErrDigestMismatch},
 			"digest mismatch"},
 		{"bundle for another path", planV1, k.signBytes(t, []byte(planV1), "plans/other.hcl", t0), k.policy, []error{ErrNotVerified, sign.ErrPathMismatch},

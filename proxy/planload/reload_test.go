@@ -134,13 +134,13 @@ func TestReloaderKeepsServingWhenTheNewPlanFails(t *testing.T) {
 		want   string
 	}{
 		{"plan edited, bundle not", func() { replace(t, r.file, []byte(strings.Replace(planV1, "max_calls = 1", "max_calls = 9", 1))) },
-			"plan not verified: plans/refund.hcl: digest mismatch"},
+			"refused: plans/refund.hcl: digest mismatch"},
 		{"bundle removed", func() {
 			replace(t, r.file, []byte(planV1+"\n"))
 			if err := os.Remove(sign.BundlePath(r.file)); err != nil {
 				t.Fatal(err)
 			}
-		}, "plan not verified: plans/refund.hcl: bundle missing"},
+		}, "refused: plans/refund.hcl: bundle missing"},
 		{"signed by another key", func() {
 			other := opensslKeys(t, t.TempDir(), "other")
 			replace(t, r.file, []byte(planV2))
