@@ -102,11 +102,16 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 
 // Describe says in a few words what was loaded, for the log.
 func (l *Loaded) Describe() string {
-	s := fmt.Sprintf("plan %q (%s)", l.Plan.Name, shortDigest(l.Plan.Digest))
+	s := l.short()
 	if l.Approval == nil {
 		return s + ", NOT verified"
 	}
 	return s + fmt.Sprintf(", signed by %s at %s", l.Approval.Signer.Identity, l.Approval.SignedAt.UTC().Format(time.RFC3339))
+}
+
+// short names the plan and its digest.
+func (l *Loaded) short() string {
+	return fmt.Sprintf("plan %q (%s)", l.Plan.Name, shortDigest(l.Plan.Digest))
 }
 
 func shortDigest(d string) string {

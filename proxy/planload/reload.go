@@ -132,7 +132,7 @@ func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
 	}
 	keep := func(why error) *Loaded {
 		r.log(fmt.Sprintf("planlock: %s changed on disk but was NOT loaded; still serving %s: %s",
-			r.Source.File, current.Describe(), oneLine(why.Error())))
+			r.Source.File, current.short(), oneLine(why.Error())))
 		return nil
 	}
 	l, err := r.Source.Read(ctx, now())
@@ -159,7 +159,7 @@ func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
 	if err := r.Swap(l); err != nil {
 		return keep(err)
 	}
-	r.log(fmt.Sprintf("planlock: reloaded %s: now serving %s (new counts; it replaces %s)", r.Source.File, l.Describe(), current.Describe()))
+	r.log(fmt.Sprintf("planlock: reloaded %s: now serving %s; it replaces %s, whose counts do not carry over", r.Source.File, l.Describe(), current.short()))
 	return l
 }
 

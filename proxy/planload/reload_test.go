@@ -114,7 +114,7 @@ func TestReloaderSwapsAVerifiedNewPlan(t *testing.T) {
 		t.Fatalf("swapped in %s", got.Describe())
 	}
 	line := r.logUntil("reloaded")
-	if !strings.HasPrefix(line, "planlock: reloaded "+r.file+": now serving "+got.Describe()+" (new counts; it replaces "+v1.Describe()+")") {
+	if !strings.HasPrefix(line, "planlock: reloaded "+r.file+": now serving "+got.Describe()+"; it replaces "+v1.short()+", whose counts do not carry over") {
 		t.Fatalf("log: %q", line)
 	}
 }
@@ -127,7 +127,7 @@ func TestReloaderKeepsServingWhenTheNewPlanFails(t *testing.T) {
 		}
 		return nil
 	})
-	still := "changed on disk but was NOT loaded; still serving " + v1.Describe() + ": "
+	still := "changed on disk but was NOT loaded; still serving " + v1.short() + ": "
 	cases := []struct {
 		name   string
 		change func()
