@@ -161,3 +161,32 @@ func TestReloaderKeepsServingWhenTheNewPlanFails(t *testing.T) {
 		r.noSwap()
 	}
 }
+
+func TestReloaderWarnsOnEveryUnverifiedReload(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "refund.hcl")
+	writeFile(t, file, []byte(planV1))
+	src := Source{File: file}
+	cur, err := src.Read(context.Background(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := make(chan string, 16)
+	swapped := make(chan *Loaded, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	rl := &Reloader{Source: src, Interval: 5 * time.Millisecond, Swap: func(l *Loaded) error { swapped <- l; return nil },
+		Log: func(s string) { logs <- s }}
+	go func() { defer close(done); rl.Run(ctx, cur) }()
+	defer func() { cancel(); <-done }()
+	replace(t, file, []byte(planV2)) // no bundle at all
+	r := &reloadRig{t: t, logs: logs, swapped: swapped}
+	if l := r.nextSwap(); l.Approval != nil || len(l.Plan.Steps) != 2 {
+		t.Fatalf("swapped in %s", l.Describe())
+	}
+	if line := r.nextLog(); line != InsecureWarning(file) {
+		t.Fatalf("first line %q, want the warning", line)
+	}
+	if line := r.nextLog(); !strings.Contains(line, "reloaded") || !strings.Contains(line, "NOT verified") {
+		t.Fatalf("second line %q", line)
+	}
+}
