@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,4 +137,46 @@ func (h *harness) toolDescription(name string) string {
 		}
 	}
 	return ""
+}
+
+// Calls racing with plan swaps: each call runs under one plan, and no plan's
+// max_calls is exceeded (run with -race).
+func TestSetPlanDuringCallsKeepsEachPlansLimits(t *testing.T) {
+	h := newHarness(t, swapPlanV1, harnessOpts{})
+	v1 := h.plan
+	v2, diags := hclplan.Parse("plan.hcl", []byte(strings.ReplaceAll(swapPlanV2, "4712", "4711")))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20 {
+			plan := v1
+			if i%2 == 0 {
+				plan = v2
+			}
+			if err := h.proxy.SetPlan(plan); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, isErr := h.call("get_order", `{"order_id":"4711"}`)
+			if isErr && !strings.Contains(text, "used up") {
+				t.Errorf("unexpected answer: %q", text)
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	c1, c2 := h.ledger.Progress(v1.Digest).Calls(0), h.ledger.Progress(v2.Digest).Calls(0)
+	if c1 > 1 || c2 > 2 || h.upstreamCalls()["get_order"] != c1+c2 {
+		t.Fatalf("counted %d under v1 (max 1) and %d under v2 (max 2); upstream received %d", c1, c2, h.upstreamCalls()["get_order"])
+	}
 }
