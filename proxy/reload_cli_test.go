@@ -237,7 +237,7 @@ func TestSignedPlanServesAndReloadsOnChange(t *testing.T) {
 
 	// Putting the older v1 back (validly signed) is a downgrade.
 	signPlan(t, dir, "live.hcl", livePlanV1, t1, priv)
-	lp.waitLog("refusing a downgrade")
+	lp.waitLog(`plan "live" signed at 2026-11-01T00:00:00Z is not newer than the plan being served (signed at 2026-11-01T01:00:00Z); refusing to replace it`)
 	if text, isErr := lp.call("close_ticket", `{"ticket_id":"T-4711","comment":"done"}`); isErr {
 		t.Fatalf("v2 still serves close_ticket: %s", text)
 	}

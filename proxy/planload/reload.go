@@ -145,6 +145,13 @@ func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
 	if r.Source.Policy == nil {
 		r.log(InsecureWarning(r.Source.File))
 	}
+	// Signing times have a resolution of one second, and the ledger takes
+	// an equal time for a restart of the same plan. Replacing the plan being
+	// served needs a strictly newer one.
+	if a, c := l.Approval, current.Approval; a != nil && c != nil && l.Plan.Name == current.Plan.Name && !a.SignedAt.After(c.SignedAt) {
+		return keep(fmt.Errorf("plan %q signed at %s is not newer than the plan being served (signed at %s); refusing to replace it",
+			l.Plan.Name, a.SignedAt.UTC().Format(time.RFC3339), c.SignedAt.UTC().Format(time.RFC3339)))
+	}
 	if r.Accept != nil {
 		if err := r.Accept(l.Plan); err != nil {
 			return keep(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -22,6 +23,7 @@ type reloadRig struct {
 	file    string
 	swapped chan *Loaded
 	logs    chan string
+	ledger  *ledger.Ledger
 }
 
 func newReloadRig(t *testing.T, accept func(*hclplan.Plan) error) (*reloadRig, *Loaded) {
@@ -35,6 +37,7 @@ func newReloadRig(t *testing.T, accept func(*hclplan.Plan) error) (*reloadRig, *
 		t.Fatal(err)
 	}
 	l := openLedger(t, filepath.Join(dir, "state"))
+	r.ledger = l
 	if err := Admit(context.Background(), l, cur); err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +149,18 @@ func TestReloaderKeepsServingWhenTheNewPlanFails(t *testing.T) {
 			replace(t, r.file, []byte(planV2))
 			replace(t, sign.BundlePath(r.file), other.signBytes(t, []byte(planV2), "plans/refund.hcl", t0.Add(time.Hour)))
 		}, "key mismatch"},
-		{"older than the plan served", func() { r.write(planV2, t0.Add(-time.Hour)) }, "refusing a downgrade"},
+		{"older than the plan served", func() { r.write(planV2, t0.Add(-time.Hour)) }, "is not newer than the plan being served"},
+		{"signed in the same second as the plan served", func() { r.write(planV2, t0) }, `plan "refund" signed at 2026-11-01T10:00:00Z is not newer than the plan being served (signed at 2026-11-01T10:00:00Z); refusing to replace it`},
 		{"expired", func() {
 			r.write(strings.Replace(planV2, "goal  =", "expires = \"2026-11-01T11:00:00Z\"\n  goal  =", 1), t0.Add(time.Hour))
 		}, "expired at 2026-11-01T11:00:00Z"},
+		{"another plan name, older than that name's newest", func() {
+			// A plan named "renamed" was run, signed at t0+3h.
+			if err := r.ledger.LoadPlan(context.Background(), ledger.PlanLoad{Name: "renamed", Digest: "sha256:00", SignedAt: t0.Add(3 * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			r.write(strings.Replace(planV2, `plan "refund"`, `plan "renamed"`, 1), t0.Add(time.Hour))
+		}, `plan "renamed" signed at 2026-11-01T11:00:00Z is older than the one already loaded (signed at 2026-11-01T13:00:00Z); refusing a downgrade`},
 		{"refused by the proxy", func() { refuseUpstream.Store(true); r.write(planV2, t0.Add(time.Hour)) }, "plan names another upstream"},
 	}
 	for _, c := range cases {
