@@ -65,3 +65,19 @@ func BenchmarkReadKeyless(b *testing.B) {
 	writeFile(b, sign.BundlePath(file), s.Bundle)
 	benchRead(b, Source{File: file, Path: "plans/refund.hcl", Policy: policy})
 }
+
+// BenchmarkPoll is one look at an unchanged plan and bundle: what the
+// running proxy spends per reload interval.
+func BenchmarkPoll(b *testing.B) {
+	dir := b.TempDir()
+	k := opensslKeys(b, dir, "release")
+	file := filepath.Join(dir, "refund.hcl")
+	writeFile(b, file, []byte(planV2))
+	writeFile(b, sign.BundlePath(file), k.signBytes(b, []byte(planV2), "plans/refund.hcl", time.Now()))
+	r := &Reloader{Source: Source{File: file}}
+	prev := r.look(filesState{}, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		prev = r.look(prev, false)
+	}
+}

@@ -201,3 +201,38 @@ func TestReloaderWarnsOnEveryUnverifiedReload(t *testing.T) {
 		t.Fatalf("second line %q", line)
 	}
 }
+
+func TestLookSeesContentChangesMetadataHides(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "refund.hcl")
+	writeFile(t, file, []byte(planV1))
+	first := look(file, fileState{}, true)
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same size, same modification time, same inode, other bytes: what a
+	// rewrite within the file system's timestamp resolution looks like.
+	f, err := os.OpenFile(file, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("P"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(file, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if cheap := look(file, first, false); cheap != first {
+		t.Fatalf("a metadata-only look rehashed: %+v", cheap)
+	}
+	if full := look(file, first, true); full.sum == first.sum || !full.exists {
+		t.Fatal("the periodic rehash did not see the new content")
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if gone := look(file, first, false); gone.exists {
+		t.Fatal("a removed file still exists")
+	}
+}
