@@ -40,8 +40,10 @@ type Loaded struct {
 	Approval *sign.Approval
 }
 
-// Refusals. Every error Read returns wraps one of them (errors.Is) and is
-// one line; ErrNotVerified also wraps the sign package's sentinel.
+// Refusals. Every error Read returns is one line and, except an unverified
+// plan file that cannot be read, wraps one of them (errors.Is);
+// ErrNotVerified also wraps the sign package's sentinel (a verified plan
+// that cannot be read is not verified).
 var (
 	ErrNotVerified = errors.New("plan not verified")
 	ErrInvalid     = errors.New("plan not valid")
