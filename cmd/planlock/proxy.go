@@ -25,7 +25,7 @@ func proxyCommand() *cli.Command {
 forwards to the upstream given after -- (stdio), by --upstream-url, or by the
 plan's upstream block. Only the plan's tools are shown; every call is checked
 against the plan and counted durably in --state before it is forwarded.`,
-		Flags: []cli.Flag{
+		Flags: withHoldFlags([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL)", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
@@ -35,7 +35,7 @@ against the plan and counted durably in --state before it is forwarded.`,
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
-		},
+		}),
 		Action: runProxy,
 	}
 }
@@ -139,8 +139,15 @@ func runProxy(c *cli.Context) error {
 		return failf("%v", err)
 	}
 	defer l.Close()
+	appr, err := holdApprovals(c, c.String("plan"), l, errw) // proxy_holds.go
+	if err != nil {
+		return err
+	}
+	if appr != nil {
+		defer appr.Close() // before the ledger closes
+	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		Log: c.App.ErrWriter, Version: version})
+		Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
 	if err != nil {
 		return failf("%v", err)
 	}
