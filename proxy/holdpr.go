@@ -19,9 +19,10 @@ type HoldApprover interface {
 
 // holdByPR answers a held call when holds are approval pull requests: a new
 // hold opens one and the call returns at once; the repeated identical call
-// runs once when its approval verified, and is blocked when it was refused
-// or cannot be checked now.
-func (p *Proxy) holdByPR(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason, observedPin string) *mcp.CallToolResult {
+// runs once when its approval verified (past order and max_calls only for a
+// violation hold, as in hold), and is blocked when it was refused or cannot
+// be checked now.
+func (p *Proxy) holdByPR(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool, observedPin string) *mcp.CallToolResult {
 	d := p.cfg.Approvals.Decide(ctx, approvals.Request{
 		PlanName:    p.holdPlanName(ctx),
 		Call:        call,
@@ -34,7 +35,7 @@ func (p *Proxy) holdByPR(ctx context.Context, req mcp.CallToolRequest, call ledg
 		if step == nil {
 			return p.block(ctx, call, fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", d.Hold.ID, call.Tool))
 		}
-		return p.forward(ctx, req, call, step, d.Hold.ID, true)
+		return p.forward(ctx, req, call, step, d.Hold.ID, violation)
 	case approvals.Refused:
 		return p.block(ctx, call, d.Message)
 	}

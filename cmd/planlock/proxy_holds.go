@@ -22,8 +22,8 @@ import (
 
 const holdsCategory = "Holds as pull requests"
 
-// withHoldFlags adds the hold pull request flags and the trust policy flags
-// (which verify hold approvals) to the proxy's flags, once each.
+// withHoldFlags adds the hold pull request flags to the proxy's flags, once
+// each. The trust policy flags that verify plans also verify hold approvals.
 func withHoldFlags(flags []cli.Flag) []cli.Flag {
 	have := map[string]bool{}
 	for _, f := range flags {
@@ -31,7 +31,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 			have[n] = true
 		}
 	}
-	extra := append([]cli.Flag{
+	extra := []cli.Flag{
 		&cli.StringFlag{Name: "plans-repo", Usage: "Git checkout `DIR` the plan lives in (default: the one containing --plan)", TakesFile: true, Category: holdsCategory},
 		&cli.StringFlag{Name: "git-remote", Usage: "push hold requests to this remote `URL` (default: the checkout's origin)", Category: holdsCategory},
 		&cli.StringFlag{Name: "holds-base", Usage: "`BRANCH` hold pull requests merge into (default: the remote's default branch)", Category: holdsCategory},
@@ -40,7 +40,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
 		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
 		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state only (no Git, no pull requests)", Category: holdsCategory},
-	}, trustFlags()...)
+	}
 	for _, f := range extra {
 		if !have[f.Names()[0]] {
 			flags = append(flags, f)
@@ -103,7 +103,7 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 		}
 		policy = p
 	} else {
-		errw("planlock: WARNING: no trust policy (--key or --certificate-identity): hold pull requests are opened, but no merged hold can run until one is given")
+		errw("planlock: WARNING: no trust policy (--insecure-skip-verify): hold pull requests are opened, but no merged hold can run")
 	}
 	token := gitapprove.TokenFromEnv(os.Getenv)
 	forge, why, err := holdForge(c, remote, token)

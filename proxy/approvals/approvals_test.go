@@ -185,8 +185,14 @@ func TestSlowOpenAnswersAtOnceAndFinishesInBackground(t *testing.T) {
 	if d.Outcome != Held || !strings.Contains(d.Message, "still being opened") || !strings.Contains(d.Message, "planlock holds show "+d.Hold.ID) {
 		t.Fatalf("slow open: %v %q", d.Outcome, d.Message)
 	}
+	e.a.mu.Lock()
+	f := e.a.opening[d.Hold.ID]
+	e.a.mu.Unlock()
+	if f == nil {
+		t.Fatal("no opening in the background")
+	}
 	close(e.forge.release)
-	e.a.Close() // waits for the background opening
+	<-f.done
 	h, _ := e.led.GetHold(d.Hold.ID)
 	if h.PRURL == "" {
 		t.Fatal("the background opening did not record the pull request")

@@ -121,11 +121,6 @@ func newLoop(t *testing.T) *loop {
 	rgit(t, root, "clone", "-q", l.origin, l.work)
 	rgit(t, l.work, "checkout", "-q", "-b", "main")
 	writeFile(t, filepath.Join(l.work, "plans", "refund.hcl"), loopPlan)
-	rgit(t, l.work, "add", "-A")
-	rgit(t, l.work, "commit", "-q", "-m", "refund plan")
-	rgit(t, l.work, "push", "-q", "origin", "main")
-	rgit(t, root, "clone", "-q", l.origin, l.reviewer)
-
 	// CI's signing key (the operator trusts its public half, ci.pub beside
 	// it) and a key nobody trusts.
 	for _, k := range []*string{&l.ciKey, &l.otherKey} {
@@ -139,11 +134,23 @@ func newLoop(t *testing.T) *loop {
 		writeFile(t, filepath.Join(dir, "ci.pub"), string(pub))
 	}
 
+	// The plan as approved: merged and signed by CI with the same key.
+	sign := exec.Command(l.planlock, "sign", "--kind", "plan", "--key", l.ciKey, filepath.Join("plans", "refund.hcl"))
+	sign.Dir = l.work
+	sign.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	if out, err := sign.CombinedOutput(); err != nil {
+		t.Fatalf("planlock sign the plan: %v\n%s", err, out)
+	}
+	rgit(t, l.work, "add", "-A")
+	rgit(t, l.work, "commit", "-q", "-m", "refund plan")
+	rgit(t, l.work, "push", "-q", "origin", "main")
+	rgit(t, root, "clone", "-q", l.origin, l.reviewer)
+
 	l.gh = githubfake.New(t, "acme", "plans", ghToken)
 	l.refund = peers.NewRefund(t, bins[peers.PkgRefundServer])
 	// The upstream records its whole environment before it starts serving.
 	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
-	args := append([]string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"), "--insecure-skip-verify",
+	args := append([]string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"),
 		"--key", filepath.Join(filepath.Dir(l.ciKey), "ci.pub"), "--state", l.state,
 		"--github-api", l.gh.URL(), "--github-repo", "acme/plans",
 		// Deterministic in a test: the held call waits for its pull request.
