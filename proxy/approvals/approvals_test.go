@@ -406,3 +406,36 @@ func TestLazyRetriesAfterFailure(t *testing.T) {
 		t.Fatalf("opened %d times, want 2: %v", calls, err)
 	}
 }
+
+// An expired hold is checked again: the identical call gets a new hold and
+// a new pull request; the expired one is not asked about.
+func TestExpiredHoldOpensANewOne(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	led, err := ledger.Open(t.Context(), ledger.Options{Dir: t.TempDir(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	forge := &scriptedForge{}
+	a, err := New(Config{Store: led, Forge: forge, OpenWait: time.Hour, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	r := req(`{"n":10}`)
+	r.Expires = now.Add(time.Hour)
+	first := a.Decide(t.Context(), r)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	r.Expires = clock().Add(time.Hour)
+	second := a.Decide(t.Context(), r)
+	if second.Outcome != Held || second.Hold.ID == first.Hold.ID || forge.opens.Load() != 2 || forge.status.Load() != 0 {
+		t.Fatalf("after expiry: %v %q opens=%d status=%d", second.Outcome, second.Message, forge.opens.Load(), forge.status.Load())
+	}
+	if h, _ := led.GetHold(first.Hold.ID); h.State != ledger.HoldExpired {
+		t.Fatalf("first hold is %s, want expired", h.State)
+	}
+}
