@@ -336,6 +336,9 @@ func (a *Approvals) check(ctx context.Context, r Request, h ledger.Hold) Decisio
 	switch st.State {
 	case gitapprove.HoldRejected:
 		note := "pull request closed without merging"
+		if st.PR == nil {
+			note = "hold branch deleted without merging"
+		}
 		nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, ledger.HoldUpdate{State: ledger.HoldRejected, Note: note})
 		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
 			return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, note, oneLine(err.Error()))}
@@ -422,8 +425,11 @@ func pending(h ledger.Hold, signing bool) Decision {
 
 func rejected(h ledger.Hold) Decision {
 	where := ""
-	if h.PRURL != "" {
+	switch {
+	case PRNumber(h.PRURL) > 0:
 		where = " (" + h.PRURL + " was closed without merging)"
+	case h.PRURL != "":
+		where = " (its branch was deleted without merging)"
 	}
 	return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("rejected: hold %s for exactly this call was refused%s; do not retry this call", h.ID, where)}
 }

@@ -105,7 +105,9 @@ type loop struct {
 	agent                  *client.Client
 }
 
-func newLoop(t *testing.T) *loop {
+// newLoop starts the set-up; without github the proxy has no token and
+// works from Git alone.
+func newLoop(t *testing.T, github bool) *loop {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -150,16 +152,21 @@ func newLoop(t *testing.T) *loop {
 	l.refund = peers.NewRefund(t, bins[peers.PkgRefundServer])
 	// The upstream records its whole environment before it starts serving.
 	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
-	args := append([]string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"),
+	args := []string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"),
 		"--key", filepath.Join(filepath.Dir(l.ciKey), "ci.pub"), "--state", l.state,
-		"--github-api", l.gh.URL(), "--github-repo", "acme/plans",
 		// Deterministic in a test: the held call waits for its pull request.
-		"--hold-open-wait", "10m", "--"}, upstream...)
+		"--hold-open-wait", "10m"}
+	token := ""
+	if github {
+		args = append(args, "--github-api", l.gh.URL(), "--github-repo", "acme/plans")
+		token = ghToken
+	}
+	args = append(append(args, "--"), upstream...)
 	tr := transport.NewStdioWithOptions(l.planlock, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
 			home := t.TempDir()
-			cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+ghToken, "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+filepath.Join(home, ".gitconfig"))
+			cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+token, "GH_TOKEN=", "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+filepath.Join(home, ".gitconfig"))
 			cmd.Stderr = &testWriter{t: t}
 			return cmd, nil
 		}))
@@ -298,7 +305,7 @@ func (l *loop) holdsCLI(args ...string) string {
 }
 
 func TestHoldLoop(t *testing.T) {
-	l := newLoop(t)
+	l := newLoop(t, true)
 	refundArgs := map[string]any{"order_id": "4711", "amount": 30, "currency": "EUR"}
 	const prURL = "https://github.example/acme/plans/pull/"
 
@@ -463,5 +470,48 @@ func TestHoldLoop(t *testing.T) {
 	}
 	if strings.Contains(string(env), ghToken) || strings.Contains(string(env), "GITHUB_TOKEN") {
 		t.Fatalf("the upstream's environment holds the GitHub token:\n%s", env)
+	}
+}
+
+// Without a GitHub token the proxy decides from Git alone: it pushes the
+// hold branch and says where to open the pull request; merged means the
+// hold file reached main (and CI signed it); a hold branch deleted without
+// merging means refused.
+func TestHoldLoopGitOnly(t *testing.T) {
+	l := newLoop(t, false)
+	args := map[string]any{"to": "customer-4711@example.com", "body": "git only"}
+	text, isErr := l.call("send_email", args)
+	l.expect("git only hold", text, isErr, "needs approval", "open a pull request from it into main", "repeat exactly the same call")
+	id := holdID(t, text)
+	branch, path := "planlock/hold/refund-4711/"+id, "holds/refund-4711/"+id+".hcl"
+	if !strings.Contains(text, "pushed branch "+branch) {
+		t.Fatalf("the answer does not name the pushed branch: %s", text)
+	}
+	rgit(t, l.origin, "rev-parse", "--verify", "refs/heads/"+branch)
+
+	l.merge(branch)
+	text, isErr = l.call("send_email", args)
+	l.expect("merged, unsigned", text, isErr, "not published yet")
+	l.ciSign(path, 0, l.ciKey)
+	if text, isErr = l.call("send_email", args); isErr {
+		t.Fatalf("approved call: %s", text)
+	}
+	text, isErr = l.call("send_email", args)
+	l.expect("after consumption", text, isErr, "needs approval")
+	if again := holdID(t, text); again == id {
+		t.Fatalf("the consumed hold %s was offered again", id)
+	}
+
+	// Refused: the reviewer deletes the hold branch without merging.
+	rej := map[string]any{"to": "customer-4711@example.com", "body": "refuse me"}
+	text, isErr = l.call("send_email", rej)
+	rejID := holdID(t, text)
+	rgit(t, l.reviewer, "push", "-q", "origin", "--delete", "planlock/hold/refund-4711/"+rejID)
+	text, isErr = l.call("send_email", rej)
+	l.expect("branch deleted", text, isErr, "blocked", "rejected", "its branch was deleted without merging", "do not retry", rejID)
+
+	got := l.calls("send_email")
+	if len(got) != 1 || !strings.Contains(string(got[0].Arguments), "git only") {
+		t.Fatalf("upstream got %+v, want the approved call once", got)
 	}
 }
