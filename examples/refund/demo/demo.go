@@ -29,6 +29,10 @@ type options struct {
 	Dir string
 	// Keep leaves the temporary directory in place (and names it).
 	Keep bool
+	// editPlan, when set, changes the plan before it is approved: the test
+	// uses it to prove that an outcome other than the expected one fails
+	// the run.
+	editPlan func(string) string
 }
 
 const (
@@ -131,6 +135,7 @@ type world struct {
 	planBundle                           string
 	hashFile, callsLog, auditLog, state  string
 	proxyLog                             string
+	opts                                 options
 }
 
 func run(ctx context.Context, out io.Writer, opts options) (err error) {
@@ -148,7 +153,7 @@ func run(ctx context.Context, out io.Writer, opts options) (err error) {
 			defer os.RemoveAll(dir)
 		}
 	}
-	w := &world{dir: dir, home: filepath.Join(dir, "home"),
+	w := &world{opts: opts, dir: dir, home: filepath.Join(dir, "home"),
 		origin: filepath.Join(dir, "origin.git"), author: filepath.Join(dir, "alice"), reviewer: filepath.Join(dir, "bob"),
 		ci: filepath.Join(dir, "ci"), deploy: filepath.Join(dir, "operator", "plans"),
 		hashFile: filepath.Join(dir, "refund-system", "script.hash"), callsLog: filepath.Join(dir, "refund-system", "calls.jsonl"),
@@ -248,6 +253,9 @@ func (w *world) approvePlan(ctx context.Context, s *story) error {
 
 	expires := time.Now().Add(7 * 24 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	plan := fmt.Sprintf(planTemplate, strconv.Quote(expires), strconv.Quote(w.server), strconv.Quote(w.hashFile), strconv.Quote(w.callsLog), approvedHash)
+	if w.opts.editPlan != nil {
+		plan = w.opts.editPlan(plan)
+	}
 	if err := os.MkdirAll(filepath.Join(w.author, "plans"), 0o755); err != nil {
 		return err
 	}
@@ -410,8 +418,11 @@ func (o outcome) kind() string {
 		return "forwarded"
 	case strings.Contains(o.text, "needs approval"):
 		return "held"
-	default:
+	case strings.HasPrefix(o.text, "blocked"):
 		return "blocked"
+	default:
+		// Forwarded, and the refund system answered with an error.
+		return "failed upstream"
 	}
 }
 
@@ -563,7 +574,16 @@ func (w *world) agentStory(ctx context.Context, s *story) error {
 func (w *world) checkAudit(ctx context.Context, s *story) {
 	s.section("4. What happened, checked")
 	got, err := w.cmd(ctx, "Auditor", w.dir, w.planlock, "audit", "verify", w.auditLog)
-	s.step(err == nil, "auditor: planlock audit verify "+filepath.Base(w.auditLog), lastLine(got))
+	s.step(err == nil, "auditor: planlock audit verify "+filepath.Base(w.auditLog), strings.ReplaceAll(got, "\n", ", "))
+
+	decisions, err := readDecisions(w.auditLog)
+	wantDecisions := "allow get_order, block refund_customer, block refund_customer, block send_email, allow refund_customer, " +
+		"hold refund_customer, allow refund_customer, block refund_customer"
+	answer := strings.Join(decisions, ", ")
+	if err != nil {
+		answer = err.Error()
+	}
+	s.step(err == nil && answer == wantDecisions, "auditor: the audit log records every decision, in order", answer)
 
 	calls, pins, err := readCalls(w.callsLog)
 	want := []string{
@@ -572,7 +592,7 @@ func (w *world) checkAudit(ctx context.Context, s *story) {
 		`refund_customer {"amount":20,"currency":"EUR","order_id":"4711"}`,
 	}
 	good := err == nil && strings.Join(calls, "\n") == strings.Join(want, "\n")
-	answer := fmt.Sprintf("%d agent calls reached it (plus %d pin reads by planlock itself)", len(calls), pins)
+	answer = fmt.Sprintf("%d agent calls reached it (plus %d pin reads by planlock itself)", len(calls), pins)
 	if err != nil {
 		answer = err.Error()
 	}
@@ -580,6 +600,32 @@ func (w *world) checkAudit(ctx context.Context, s *story) {
 	for _, c := range calls {
 		fmt.Fprintf(s.out, "      %s\n", c)
 	}
+}
+
+// readDecisions lists the audit log's decisions as "decision tool".
+func readDecisions(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Type     string `json:"type"`
+			Decision string `json:"decision"`
+			Tool     string `json:"tool"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("audit log line %q: %w", sc.Text(), err)
+		}
+		if rec.Type == "decision" {
+			out = append(out, rec.Decision+" "+rec.Tool)
+		}
+	}
+	return out, sc.Err()
 }
 
 // readCalls reads the refund server's calls log: the agent's calls as
