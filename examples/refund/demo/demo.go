@@ -465,7 +465,14 @@ func (w *world) try(ctx context.Context, s *story, a *agent, at attempt) (outcom
 	for _, f := range at.has {
 		good = good && strings.Contains(o.text, f)
 	}
-	s.step(good, fmt.Sprintf("agent: %s (expected: %s)", at.what, at.want), o.kind()+": "+firstLine(o.text))
+	answer := firstLine(o.text)
+	if o.kind() == "held" {
+		answer = strings.TrimSpace(o.text) // what the model is told to do, in full
+	}
+	if !strings.HasPrefix(answer, o.kind()) {
+		answer = o.kind() + ": " + answer
+	}
+	s.step(good, fmt.Sprintf("agent: %s (expected: %s)", at.what, at.want), answer)
 	return o, nil
 }
 
@@ -538,9 +545,24 @@ func (w *world) agentStory(ctx context.Context, s *story) error {
 		return err
 	}
 
+	// The agent is impatient: the same call while the pull request is open
+	// gets the same hold back, and no second branch.
+	if _, err := w.try(ctx, s, a, attempt{what: "repeats the call before anyone reviewed it", tool: "refund_customer", args: second,
+		want: "held", has: []string{"hold " + id, "Ask the user to review and merge it"}}); err != nil {
+		return err
+	}
+	heads, err := w.git(ctx, "Bob", w.origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/planlock/hold/")
+	s.step(err == nil && heads == branch, "origin: still exactly one hold branch", heads)
+
 	merge, err := w.merge(ctx, branch, 2)
 	s.step(err == nil, "bob (reviewer): checks the new script, merges pull request #2: git merge --no-ff origin/"+branch, "main is now "+short(merge))
 	if err != nil {
+		return err
+	}
+	// Merged is not enough: the proxy runs the call only once CI's
+	// signature over the merged hold file is published.
+	if _, err := w.try(ctx, s, a, attempt{what: "repeats the call right after the merge, before CI signed it", tool: "refund_customer", args: second,
+		want: "held", has: []string{"hold " + id, "not published yet"}}); err != nil {
 		return err
 	}
 	signed, err := w.ciSign(ctx, "hold", holdPath, 2, merge)
@@ -562,6 +584,8 @@ func (w *world) agentStory(ctx context.Context, s *story) error {
 	if _, err := w.try(ctx, s, a, attempt{what: "repeats it once more", tool: "refund_customer", args: second, want: "blocked"}); err != nil {
 		return err
 	}
+	list, err := w.cmd(ctx, "Operator", w.dir, w.planlock, "holds", "list", "--state", w.state)
+	s.step(err == nil && strings.Contains(list, id+"  consumed"), "operator: planlock holds list", holdRow(list, id))
 	closed = true
 	if err := a.c.Close(); err != nil {
 		return fmt.Errorf("stop the proxy: %w", err)
@@ -694,6 +718,16 @@ func holdLine(src, name string) string {
 		}
 	}
 	return firstLine(src)
+}
+
+// holdRow is the line of planlock holds list about hold id.
+func holdRow(list, id string) string {
+	for _, l := range strings.Split(list, "\n") {
+		if strings.Contains(l, id) {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	return firstLine(list)
 }
 
 func short(sha string) string {
