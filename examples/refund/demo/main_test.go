@@ -2,10 +2,34 @@ package main
 
 import (
 	"context"
+	"flag"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/story.golden")
+
+// normalize replaces what changes from run to run (the directory, hashes,
+// hold IDs, commits, times) so that the story can be compared with a golden
+// file.
+func normalize(out, dir string) string {
+	out = strings.ReplaceAll(out, dir, "$DIR")
+	// The two script hashes are part of the story: keep them.
+	out = strings.NewReplacer(approvedHash, "\x00approved", changedHash, "\x00changed").Replace(out)
+	for _, r := range []struct{ re, with string }{
+		{`\b[0-9a-f]{64}\b`, "<sha256>"},
+		{`\b[0-9a-f]{16}\b`, "<hold-id>"},
+		{`\b[0-9a-f]{12}\b`, "<commit>"},
+		{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, "<time>"},
+	} {
+		out = regexp.MustCompile(r.re).ReplaceAllString(out, r.with)
+	}
+	return strings.NewReplacer("\x00approved", approvedHash, "\x00changed", changedHash).Replace(out)
+}
 
 // The demo's story is the test: real git (bare origin, clones, merges), the
 // planlock binary (approve, keygen, sign, verify, proxy, audit verify), the
@@ -23,12 +47,29 @@ func needGit(t *testing.T) {
 func TestDemo(t *testing.T) {
 	needGit(t)
 	var out strings.Builder
-	err := run(context.Background(), &out, options{Dir: t.TempDir()})
+	dir := t.TempDir()
+	err := run(context.Background(), &out, options{Dir: dir})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatalf("the demo failed: %v", err)
 	}
 	got := out.String()
+	golden := filepath.Join("testdata", "story.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(normalize(got, dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if norm := normalize(got, dir); norm != string(want) {
+		t.Errorf("the story differs from %s (go test -update rewrites it):\n%s", golden, norm)
+	}
 	if strings.Contains(got, "✘") {
 		t.Fatalf("a step is marked ✘ but run returned no error")
 	}
