@@ -147,11 +147,15 @@ func run(ctx context.Context, out io.Writer, opts options) (err error) {
 		if dir, err = os.MkdirTemp("", "planlock-demo-"); err != nil {
 			return fmt.Errorf("temporary directory: %w", err)
 		}
-		if opts.Keep {
-			defer fmt.Fprintf(out, "\nEverything is kept in %s\n", dir)
-		} else {
-			defer os.RemoveAll(dir)
-		}
+		// A failed run keeps its directory: the proxy log, the state and
+		// the repositories say what happened.
+		defer func() {
+			if opts.Keep || err != nil {
+				fmt.Fprintf(out, "\nEverything is kept in %s (the proxy's log: operator/proxy.log)\n", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		}()
 	}
 	w := &world{opts: opts, dir: dir, home: filepath.Join(dir, "home"),
 		origin: filepath.Join(dir, "origin.git"), author: filepath.Join(dir, "alice"), reviewer: filepath.Join(dir, "bob"),
@@ -162,6 +166,7 @@ func run(ctx context.Context, out io.Writer, opts options) (err error) {
 	s := &story{out: out}
 
 	fmt.Fprintln(out, "planlock demo: an agent may refund order 4711 (at most 30 EUR per refund), nothing else.")
+	fmt.Fprintln(out, "Alice writes the plan, Bob reviews and merges, CI signs, the operator runs planlock proxy in front of the refund system, and the agent is a scripted MCP client.")
 	fmt.Fprintln(out, "Building planlock and the example refund server ...")
 	bins, err := peers.BuildCommands(filepath.Join(dir, "bin"), "./cmd/planlock", peers.PkgRefundServer)
 	if err != nil {
@@ -191,7 +196,7 @@ func run(ctx context.Context, out io.Writer, opts options) (err error) {
 
 	fmt.Fprintf(out, "\nSummary: %d of %d steps went as expected.\n", s.ok, s.ok+s.failed)
 	if s.failed > 0 {
-		return fmt.Errorf("%d step(s) differ from the expected outcome (proxy log: %s; run with --keep to inspect)", s.failed, w.proxyLog)
+		return fmt.Errorf("%d step(s) differ from the expected outcome", s.failed)
 	}
 	fmt.Fprintln(out, "Nothing outside the approved plan reached the refund system; the one extra refund ran after a human merged its hold, exactly once.")
 	return nil
@@ -364,7 +369,17 @@ func (w *world) ciSign(ctx context.Context, kind, path string, pr int, commit st
 
 // agent is the scripted MCP client, talking to the proxy over stdio.
 type agent struct {
-	c *client.Client
+	c   *client.Client
+	log *os.File // the proxy's stderr
+}
+
+// stop ends the proxy (closing its stdin) and closes its log.
+func (a *agent) stop() error {
+	err := a.c.Close()
+	if cerr := a.log.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (w *world) startAgent(ctx context.Context) (*agent, error) {
@@ -403,7 +418,7 @@ func (w *world) startAgent(ctx context.Context) (*agent, error) {
 		log, _ := os.ReadFile(w.proxyLog)
 		return nil, fmt.Errorf("the proxy did not start: %w\n%s", err, log)
 	}
-	return &agent{c: c}, nil
+	return &agent{c: c, log: logf}, nil
 }
 
 // outcome of one call as the agent sees it.
@@ -488,7 +503,7 @@ func (w *world) agentStory(ctx context.Context, s *story) error {
 	closed := false
 	defer func() {
 		if !closed {
-			a.c.Close()
+			a.stop()
 		}
 	}()
 	s.step(true, "operator: planlock proxy --plan "+planPath+" --key ci.pub --state ... --audit ... (upstream: the refund server, from the plan)", "plan verified and loaded")
@@ -587,7 +602,7 @@ func (w *world) agentStory(ctx context.Context, s *story) error {
 	list, err := w.cmd(ctx, "Operator", w.dir, w.planlock, "holds", "list", "--state", w.state)
 	s.step(err == nil && strings.Contains(list, id+"  consumed"), "operator: planlock holds list", holdRow(list, id))
 	closed = true
-	if err := a.c.Close(); err != nil {
+	if err := a.stop(); err != nil {
 		return fmt.Errorf("stop the proxy: %w", err)
 	}
 	return nil
