@@ -43,7 +43,7 @@ func (p *Proxy) holdByPR(ctx context.Context, req mcp.CallToolRequest, call ledg
 }
 
 // holdPlanName is the name of the plan the call was checked against.
-func (p *Proxy) holdPlanName(context.Context) string { return p.cfg.Plan.Name }
+func (p *Proxy) holdPlanName(ctx context.Context) string { return p.current(ctx).plan.Name }
 
 // pinText is a pin value as a hold request records it and a pin change
 // writes it into the plan: a string as itself, anything else as JSON.

@@ -35,7 +35,7 @@ When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
 verified plan keeps serving.`,
 		Flags: withHoldFlags(append([]cli.Flag{
-			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL)", Required: true},
+			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
 			&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true},
 			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},

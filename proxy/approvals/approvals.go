@@ -87,6 +87,7 @@ type Approvals struct {
 	mu      sync.Mutex
 	opening map[string]*flight // hold id → the attempt to open its pull request
 	keys    map[string]*keyLock
+	closed  bool
 
 	bg     sync.WaitGroup
 	ctx    context.Context // background work; cancelled by Close
@@ -131,6 +132,9 @@ func New(cfg Config) (*Approvals, error) {
 
 // Close stops background openings and waits for them.
 func (a *Approvals) Close() {
+	a.mu.Lock()
+	a.closed = true // no background work starts after this
+	a.mu.Unlock()
 	a.cancel()
 	a.bg.Wait()
 }
@@ -292,6 +296,11 @@ func (a *Approvals) startOpen(hr *gitapprove.HoldRequest, pin *gitapprove.PinCha
 		return f
 	}
 	f := &flight{done: make(chan struct{})}
+	if a.closed {
+		f.err = errors.New("the proxy is shutting down")
+		close(f.done)
+		return f
+	}
 	a.opening[hr.ID] = f
 	a.bg.Add(1)
 	go func() {

@@ -439,3 +439,12 @@ func TestExpiredHoldOpensANewOne(t *testing.T) {
 		t.Fatalf("first hold is %s, want expired", h.State)
 	}
 }
+
+func TestDecideAfterCloseStartsNothing(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.a.Close()
+	d := e.a.Decide(t.Context(), req(`{"n":11}`))
+	if d.Outcome != Refused || !strings.Contains(d.Message, "shutting down") || !strings.Contains(d.Message, "hold is kept") || e.forge.opens.Load() != 0 {
+		t.Fatalf("%v %q opens=%d", d.Outcome, d.Message, e.forge.opens.Load())
+	}
+}
