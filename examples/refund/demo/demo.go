@@ -219,7 +219,11 @@ func (w *world) cmd(ctx context.Context, who, dir, name string, args ...string) 
 	c.Env = w.env(who)
 	out, err := c.CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("%s %s (in %s): %w\n%s", filepath.Base(name), strings.Join(args, " "), dir, err, out)
+		msg := strings.TrimSpace(string(out))
+		if msg != "" {
+			msg = "\n" + msg
+		}
+		return string(out), fmt.Errorf("%s %s (in %s): %w%s", filepath.Base(name), strings.Join(args, " "), dir, err, msg)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
