@@ -201,10 +201,18 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 		case ledger.HoldRejected:
 			return rejected(h)
 		case ledger.HoldPending:
+			var d Decision
 			if h.PRURL == "" {
-				return a.open(ctx, r, h)
+				d = a.open(ctx, r, h)
+			} else {
+				d = a.check(ctx, r, h)
 			}
-			return a.check(ctx, r, h)
+			if d.Outcome == Held {
+				// A repeated call that stays held is a decision of its
+				// own: the ledger audits it against the existing hold.
+				_, _ = a.cfg.Store.Hold(context.WithoutCancel(ctx), r.Call, r.Reason, r.Expires)
+			}
+			return d
 		}
 		// Consumed or expired: this call needs a new approval.
 	}

@@ -621,7 +621,7 @@ func (w *world) checkAudit(ctx context.Context, s *story) {
 
 	decisions, err := readDecisions(w.auditLog)
 	wantDecisions := "allow get_order, block refund_customer, block refund_customer, block send_email, allow refund_customer, " +
-		"hold refund_customer, allow refund_customer, block refund_customer"
+		"hold refund_customer, hold refund_customer, hold refund_customer, allow refund_customer, block refund_customer"
 	answer := strings.Join(decisions, ", ")
 	if err != nil {
 		answer = err.Error()

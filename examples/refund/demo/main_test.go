@@ -80,7 +80,7 @@ func TestDemo(t *testing.T) {
 		`held: step "refund": pin get_script_by_path.hash = "0c1f2e3d4b5a6978", want "9f86d081884c7d65"`,
 		`max_calls 2 used up (2 calls forwarded)`,
 		"shown: close_ticket, get_order, refund_customer, send_email",
-		"ok: 14 records",
+		"ok: 16 records",
 		"not published yet (CI signs merged holds)",
 		"consumed refund refund_customer",
 		"Summary: 28 of 28 steps went as expected.",
