@@ -19,7 +19,7 @@ import (
 func main() {
 	machine := flag.String("machine", "", "the machine the figures come from (printed above the table)")
 	flag.Parse()
-	res, err := parse(os.Stdin)
+	res, cpu, err := parse(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "table:", err)
 		os.Exit(1)
@@ -29,11 +29,18 @@ func main() {
 		os.Exit(1)
 	}
 	if *machine != "" {
+		if cpu != "" {
+			*machine += " (CPUID: " + cpu + ")"
+		}
 		fmt.Println(*machine)
 		fmt.Println()
 	}
 	write(os.Stdout, res)
 }
+
+// cpuLine is go test's own name for the CPU (its CPUID brand string), which
+// may differ from /proc/cpuinfo's model name on a virtual machine.
+var cpuLine = regexp.MustCompile(`^cpu: (.*\S)\s*$`)
 
 // results maps a benchmark's name (without the -GOMAXPROCS suffix) to its
 // metrics by unit.
@@ -42,10 +49,15 @@ type results map[string]map[string]float64
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // parse reads go test -bench output; lines that are not results are skipped.
-func parse(r io.Reader) (results, error) {
-	res := results{}
+// cpu is go test's cpu line, if any.
+func parse(r io.Reader) (res results, cpu string, err error) {
+	res = results{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
+		if m := cpuLine.FindStringSubmatch(sc.Text()); m != nil {
+			cpu = m[1]
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
 			continue
@@ -58,13 +70,13 @@ func parse(r io.Reader) (results, error) {
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s: metric %q: %w", name, f[i], err)
+				return nil, "", fmt.Errorf("%s: metric %q: %w", name, f[i], err)
 			}
 			m[f[i+1]] = v
 		}
 		res[name] = m
 	}
-	return res, sc.Err()
+	return res, cpu, sc.Err()
 }
 
 // get returns a metric, ok false when that benchmark did not run.
