@@ -146,6 +146,15 @@ func write(w io.Writer, r results) {
 		row(fmt.Sprintf("%s, 16 concurrent clients (calls/s)", tr.label), num(d, dok), num(p, pok), num(l, lok), ratio(l, lok, p, pok), target)
 	}
 	row("one 400 B append + fdatasync (µs)", "", num(sync, syncOK), "", "", "the floor for a durable count")
+	for _, v := range []struct{ name, label string }{{"Reserve", "1 caller"}, {"ReserveParallel16", "16 callers"}} {
+		x, xok := r.get(v.name, "ns/op")
+		s, sok := r.get(v.name, "syncs/op")
+		target := ""
+		if sok {
+			target = fmt.Sprintf("%.2f fdatasync per call (≤ 1: %s)", s, verdict(s <= 1))
+		}
+		row("ledger: count + audit record durable, then outcome, "+v.label+" (µs per call)", "", num(sync, syncOK && xok), num(x/1e3, xok), ratio(x/1e3, xok, sync, syncOK), target)
+	}
 
 	g, gok := r.get("Check", "ns/op")
 	target := ""
