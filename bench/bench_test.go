@@ -6,13 +6,20 @@
 //     library (no policy, no state): the floor for one extra hop;
 //  3. planlock: through planlock proxy with its state and audit log on.
 //
-// Run from the repository root:
+// bench/run runs these with the other benchmarks of the repository and prints
+// one table. By hand, from the repository root:
 //
-//	go test ./bench -run '^$' -bench . -benchtime 2000x
+//	go test ./bench -run '^$' -bench Latency -benchtime 2000x
 //
-// BenchmarkStdioLatency reports p50 latency (p50-µs) of sequential calls over
-// stdio; BenchmarkHTTPThroughput reports calls/s with 16 concurrent clients
-// over streamable HTTP. The gate's own check is BenchmarkCheck in proxy/gate.
+// BenchmarkLatency reports p50 and p99 latency (p50-µs, p99-µs) of one
+// client's sequential calls, BenchmarkThroughput16 calls/s with 16 concurrent
+// clients, each over stdio and streamable HTTP. BenchmarkFdatasync is the
+// disk's floor for one durable record; cli_test.go compares plan fmt and plan
+// validate with hclfmt. The gate's own check is BenchmarkCheck in proxy/gate.
+//
+// PLANLOCK_BENCH_BIN names a directory holding testupstream, passthrough,
+// planlock and hclfmt already built (bench/run builds them once); otherwise
+// TestMain builds them.
 package bench
 
 import (
@@ -23,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -36,22 +44,35 @@ import (
 var bin = map[string]string{}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "planlock-bench")
-	if err != nil {
-		panic(err)
+	dir := os.Getenv("PLANLOCK_BENCH_BIN")
+	prebuilt := dir != ""
+	if !prebuilt {
+		var err error
+		if dir, err = os.MkdirTemp("", "planlock-bench"); err != nil {
+			panic(err)
+		}
 	}
 	for name, pkg := range map[string]string{
-		"testupstream": "internal/testupstream/cmd/testupstream",
-		"passthrough":  "bench/passthrough",
-		"planlock":     "cmd/planlock",
+		"testupstream": "github.com/planlock/planlock/internal/testupstream/cmd/testupstream",
+		"passthrough":  "github.com/planlock/planlock/bench/passthrough",
+		"planlock":     "github.com/planlock/planlock/cmd/planlock",
+		"hclfmt":       "github.com/hashicorp/hcl/v2/cmd/hclfmt",
 	} {
 		bin[name] = filepath.Join(dir, name)
-		if out, err := exec.Command("go", "build", "-o", bin[name], "github.com/planlock/planlock/"+pkg).CombinedOutput(); err != nil {
+		if prebuilt {
+			if _, err := os.Stat(bin[name]); err != nil {
+				panic(fmt.Sprintf("PLANLOCK_BENCH_BIN: %v", err))
+			}
+			continue
+		}
+		if out, err := exec.Command("go", "build", "-o", bin[name], pkg).CombinedOutput(); err != nil {
 			panic(fmt.Sprintf("build %s: %v\n%s", pkg, err, out))
 		}
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if !prebuilt {
+		os.RemoveAll(dir)
+	}
 	os.Exit(code)
 }
 
@@ -108,40 +129,62 @@ func connect(b *testing.B, tr transport.Interface) *client.Client {
 	return c
 }
 
+// echo makes one call; it reports a failure with Error (it also runs on
+// goroutines of its own) and stops the calling goroutine.
 func echo(b *testing.B, c *client.Client) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "echo"
 	req.Params.Arguments = map[string]any{"message": "hello"}
 	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		b.Fatal(err)
+	if err == nil && res.IsError {
+		err = fmt.Errorf("echo failed: %+v", res.Content)
 	}
-	if res.IsError {
-		b.Fatalf("echo failed: %+v", res.Content)
+	if err != nil {
+		b.Error(err)
+		runtime.Goexit()
 	}
 }
 
-func BenchmarkStdioLatency(b *testing.B) {
-	for _, kind := range []string{"direct", "passthrough", "planlock"} {
-		b.Run(kind, func(b *testing.B) {
-			cmd := stdioCommand(b, kind)
-			c := connect(b, transport.NewStdio(cmd[0], nil, cmd[1:]...))
-			defer c.Close()
-			for range 50 { // warm up
-				echo(b, c)
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				echo(b, c)
-				lat = append(lat, time.Since(start))
-			}
-			b.StopTimer()
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-		})
+var kinds = []string{"direct", "passthrough", "planlock"}
+
+// dial connects one client to a fresh setup of kind over transport tr
+// ("stdio" or "http").
+func dial(b *testing.B, tr, kind string) *client.Client {
+	b.Helper()
+	if tr == "stdio" {
+		cmd := stdioCommand(b, kind)
+		return connect(b, transport.NewStdio(cmd[0], nil, cmd[1:]...))
+	}
+	t, err := transport.NewStreamableHTTP(serveHTTP(b, kind))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return connect(b, t)
+}
+
+// BenchmarkLatency is one client's sequential calls.
+func BenchmarkLatency(b *testing.B) {
+	for _, tr := range []string{"stdio", "http"} {
+		for _, kind := range kinds {
+			b.Run(tr+"/"+kind, func(b *testing.B) {
+				c := dial(b, tr, kind)
+				defer c.Close()
+				for range 50 { // warm up
+					echo(b, c)
+				}
+				lat := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					start := time.Now()
+					echo(b, c)
+					lat = append(lat, time.Since(start))
+				}
+				b.StopTimer()
+				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+			})
+		}
 	}
 }
 
@@ -191,37 +234,52 @@ func startURL(b *testing.B, name string, args ...string) string {
 	return ""
 }
 
-func BenchmarkHTTPThroughput(b *testing.B) {
+// BenchmarkThroughput16 is 16 clients calling at once. Over HTTP each client
+// has its own session; over stdio there is one pipe (one agent process), so
+// the 16 share one session with calls in flight concurrently.
+func BenchmarkThroughput16(b *testing.B) {
 	const clients = 16
-	for _, kind := range []string{"direct", "passthrough", "planlock"} {
-		b.Run(kind, func(b *testing.B) {
-			url := serveHTTP(b, kind)
-			cs := make([]*client.Client, clients)
-			for i := range cs {
-				tr, err := transport.NewStreamableHTTP(url)
-				if err != nil {
-					b.Fatal(err)
-				}
-				cs[i] = connect(b, tr)
-				defer cs[i].Close()
-				echo(b, cs[i])
-			}
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			per := (b.N + clients - 1) / clients
-			for _, c := range cs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range per {
-						echo(b, c)
+	for _, tr := range []string{"stdio", "http"} {
+		for _, kind := range kinds {
+			b.Run(tr+"/"+kind, func(b *testing.B) {
+				cs := make([]*client.Client, clients)
+				if tr == "stdio" {
+					c := dial(b, tr, kind)
+					defer c.Close()
+					for i := range cs {
+						cs[i] = c
 					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(per*clients)/time.Since(start).Seconds(), "calls/s")
-		})
+				} else {
+					url := serveHTTP(b, kind)
+					for i := range cs {
+						t, err := transport.NewStreamableHTTP(url)
+						if err != nil {
+							b.Fatal(err)
+						}
+						cs[i] = connect(b, t)
+						defer cs[i].Close()
+					}
+				}
+				for _, c := range cs { // warm up
+					echo(b, c)
+				}
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				per := (b.N + clients - 1) / clients
+				for _, c := range cs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range per {
+							echo(b, c)
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				b.ReportMetric(float64(per*clients)/time.Since(start).Seconds(), "calls/s")
+			})
+		}
 	}
 }

@@ -106,6 +106,7 @@ plan "bench" {
 		cs[i] = c
 		call(c)
 	}
+	before := l.Stats()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	per := (b.N + clients - 1) / clients
@@ -119,6 +120,13 @@ plan "bench" {
 		}()
 	}
 	wg.Wait()
+	b.StopTimer()
+	if st == State(l) {
+		// How well group commit shares the fdatasyncs among the clients.
+		after := l.Stats()
+		b.ReportMetric(float64(after.Syncs-before.Syncs)/float64(per*clients), "syncs/call")
+		b.ReportMetric(float64(after.Records-before.Records)/float64(after.Batches-before.Batches), "records/write")
+	}
 }
 
 // BenchmarkProxyStdio is one client's sequential calls over stdio pipes, in

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// The table of a recorded run of bench/run's benchmarks, against its golden
+// file: every figure lands in its row, ratios and verdicts are computed.
+func TestWriteGolden(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "raw.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, cpu, err := parse(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu != "Oxide Virtual Turin-like Processor" {
+		t.Errorf("cpu = %q", cpu)
+	}
+	var out bytes.Buffer
+	write(&out, res)
+	golden := filepath.Join("testdata", "table.md")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		name, in string
+		want     map[string]map[string]float64
+		err      string
+	}{
+		{"suffix stripped, metrics by unit", "BenchmarkLatency/http/direct-16 \t 300\t 687451 ns/op\t 533.4 p50-µs\n",
+			map[string]map[string]float64{"Latency/http/direct": {"ns/op": 687451, "p50-µs": 533.4}}, ""},
+		{"no suffix", "BenchmarkCheck 10 704.2 ns/op\n", map[string]map[string]float64{"Check": {"ns/op": 704.2}}, ""},
+		{"other lines skipped", "goos: linux\nPASS\nok  \tpkg\t1.2s\n--- FAIL: BenchmarkX\nBenchmarkY-2 \tFAIL x y\n", map[string]map[string]float64{}, ""},
+		{"bad figure", "BenchmarkCheck-2 10 7x4 ns/op\n", nil, `Check: metric "7x4"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := parse(strings.NewReader(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for name, m := range tt.want {
+				for unit, v := range m {
+					if got[name][unit] != v {
+						t.Errorf("%s %s = %v, want %v", name, unit, got[name][unit], v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A missing benchmark leaves a dash, not a zero or a verdict.
+func TestWriteMissing(t *testing.T) {
+	var out bytes.Buffer
+	write(&out, results{"Latency/stdio/planlock": {"p50-µs": 900}})
+	s := out.String()
+	if strings.Contains(s, "met") {
+		t.Errorf("verdict without its figures:\n%s", s)
+	}
+	if !strings.Contains(s, "| — | — | 900 | — |") {
+		t.Errorf("stdio p50 row:\n%s", s)
+	}
+}
