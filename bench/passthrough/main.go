@@ -7,7 +7,11 @@
 // Downstream: stdio by default, streamable HTTP at http://ADDR/mcp with --http.
 // Upstream: the command after "--" over stdio, or --upstream-url.
 // It relays tools/list (read raw, every page) and tools/call (raw arguments,
-// raw result); nothing else is exposed.
+// raw result); nothing else is exposed, and notifications and server-to-client
+// requests are not relayed.
+//
+// Benchmarks against the direct upstream (sequential p50, and 16 concurrent
+// HTTP clients): go test -run NONE -bench . ./bench/passthrough
 package main
 
 import (

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -141,7 +144,8 @@ func TestRunRejectsBadUpstreams(t *testing.T) {
 }
 
 // The benchmarks measure one tools/call echo round trip directly and through
-// the pass-through, over stdio and HTTP: the floor for one extra hop.
+// the pass-through, over stdio and HTTP: the floor for one extra hop. Besides
+// ns/op (the mean) they report the median as p50-µs.
 func BenchmarkEcho(b *testing.B) {
 	up, pt := bins[peers.PkgTestUpstream], bins[peers.PkgPassthrough]
 	setups := []struct {
@@ -153,15 +157,116 @@ func BenchmarkEcho(b *testing.B) {
 		{"direct/http", func(b *testing.B) *rawClient { return connect(b, nil, peers.StartHTTP(b, up)) }},
 		{"passthrough/http", func(b *testing.B) *rawClient { return connect(b, nil, peers.StartHTTP(b, pt, "--", up)) }},
 	}
-	call := map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello"}}
 	for _, s := range setups {
 		b.Run(s.name, func(b *testing.B) {
 			c := s.connect(b)
-			c.request(b, "tools/call", call)
-			b.ResetTimer()
+			c.request(b, "tools/call", echoCall)
+			var lat []time.Duration
 			for b.Loop() {
-				c.request(b, "tools/call", call)
+				start := time.Now()
+				c.request(b, "tools/call", echoCall)
+				lat = append(lat, time.Since(start))
 			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		})
+	}
+}
+
+var echoCall = map[string]any{"name": "echo", "arguments": map[string]any{"message": "hello"}}
+
+// BenchmarkEchoConcurrentHTTP runs 16 clients, each with its own HTTP
+// session, calling echo concurrently; it reports calls per second.
+func BenchmarkEchoConcurrentHTTP(b *testing.B) {
+	const clients = 16
+	up, pt := bins[peers.PkgTestUpstream], bins[peers.PkgPassthrough]
+	setups := []struct {
+		name string
+		url  func(b *testing.B) string
+	}{
+		{"direct", func(b *testing.B) string { return peers.StartHTTP(b, up) }},
+		{"passthrough", func(b *testing.B) string { return peers.StartHTTP(b, pt, "--", up) }},
+	}
+	for _, s := range setups {
+		b.Run(s.name, func(b *testing.B) {
+			url := s.url(b)
+			cs := make([]*rawClient, clients)
+			for i := range cs {
+				cs[i] = connect(b, nil, url)
+				cs[i].request(b, "tools/call", echoCall)
+			}
+			var next atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, c := range cs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						c.requestErr("tools/call", echoCall)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+		})
+	}
+}
+
+// requestErr is request for goroutines other than the benchmark's own, where
+// Fatal must not be called; a failure panics the benchmark.
+func (r *rawClient) requestErr(method string, params any) {
+	id := mcp.NewRequestId("t-" + strconv.FormatInt(r.ids.Add(1), 10))
+	resp, err := r.c.GetTransport().SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", method, err))
+	}
+	if resp.Error != nil {
+		panic(fmt.Sprintf("%s: JSON-RPC error %d %s", method, resp.Error.Code, resp.Error.Message))
+	}
+}
+
+// TestConformanceContentScenarios runs the conformance scenarios about tool
+// listing and result content through the pass-through in front of the test
+// upstream: one extra hop on mcp-go must not lose them. (The bare
+// pass-through does not relay notifications or server-to-client requests, so
+// the logging, progress, sampling and elicitation scenarios are out of its
+// scope; planlock's proxy must pass every scenario of the baseline.)
+func TestConformanceContentScenarios(t *testing.T) {
+	upstream := peers.StartHTTP(t, bins[peers.PkgTestUpstream], "--conformance")
+	url := peers.StartHTTP(t, bins[peers.PkgPassthrough], "--upstream-url", upstream)
+	scenarios := []string{
+		"tools-list", "json-schema-2020-12", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
+		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
+	}
+	tools := peers.Baseline(t).TestUpstream.Tools
+	res := peers.Conformance(t, url, scenarios...)
+	for _, name := range scenarios {
+		if !slices.Contains(tools, name) {
+			t.Errorf("%s is not a baseline tool scenario of the test upstream", name)
+		}
+		if !res[name].OK() {
+			t.Errorf("through the pass-through: %s", res[name])
+		}
+	}
+}
+
+// TestAgentThroughPassthrough drives server-everything over stdio through the
+// pass-through with the official SDK client.
+func TestAgentThroughPassthrough(t *testing.T) {
+	argv := append([]string{bins[peers.PkgPassthrough], "--"}, peers.EverythingStdio(t)...)
+	tr := peers.RunAgent(t, peers.Stdio(argv...), peers.Script{Steps: []peers.Step{
+		peers.ListTools(),
+		peers.CallTool("get-sum", map[string]any{"a": 20, "b": 22}),
+	}})
+	if !tr.Connect.OK {
+		t.Fatalf("connect:\n%s", tr)
+	}
+	if tools := tr.Step(t, "0").Tools; !slices.Contains(tools, "echo") {
+		t.Errorf("tools = %v", tools)
+	}
+	if r := tr.Step(t, "1"); r.Text != "The sum of 20 and 22 is 42." {
+		t.Errorf("get-sum = %q", r.Text)
 	}
 }

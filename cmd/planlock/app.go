@@ -83,6 +83,9 @@ func commands() []*cli.Command {
 		proxyCommand(),
 		toolsCommand(),
 		mcpConfigCommand(),
+		signCommand(),
+		verifyCommand(),
+		keygenCommand(),
 		auditCommand(),
 		holdsCommand(),
 	}

@@ -31,7 +31,7 @@ func TestScript(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
-			return nil
+			return setupSigstore(env)
 		},
 	})
 }

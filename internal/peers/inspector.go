@@ -6,19 +6,21 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
 
 // Inspector runs the MCP Inspector in CLI mode against target, as
-// `npx @modelcontextprotocol/inspector --cli TARGET ARGS...` from the pinned
-// test/peers install, e.g. Inspector(t, peers.Stdio(bin), "--method", "tools/list").
+// `npx @modelcontextprotocol/inspector --cli TARGET ARGS...` would from the
+// pinned test/peers install (it runs the package's bin with node directly,
+// sparing npx's start-up), e.g. Inspector(t, peers.Stdio(bin), "--method", "tools/list").
 // It returns the Inspector's stdout (JSON for successful methods); err carries
 // the exit status and stderr when it fails.
 func Inspector(t testing.TB, target Target, args ...string) (string, error) {
 	t.Helper()
 	dir := Dir(t)
-	cli := []string{"--no-install", "@modelcontextprotocol/inspector", "--cli"}
+	cli := []string{filepath.Join(dir, "node_modules/@modelcontextprotocol/inspector/cli/build/cli.js"), "--cli"}
 	switch {
 	case target.URL != "":
 		cli = append(cli, target.URL, "--transport", "http")
@@ -33,7 +35,7 @@ func Inspector(t testing.TB, target Target, args ...string) (string, error) {
 	cli = append(cli, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "npx", cli...)
+	cmd := exec.CommandContext(ctx, Node(t), cli...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), target.Env...)
 	var stdout, stderr bytes.Buffer

@@ -139,13 +139,7 @@ func StartEverythingHTTP(t testing.TB) string {
 // announces. The process is stopped when the test ends.
 func StartHTTP(t testing.TB, bin string, args ...string) string {
 	t.Helper()
-	argv := append([]string{bin, "--http", "127.0.0.1:0"}, args...)
-	p, err := startProcess(t, argv, nil, "listening on http://")
-	if err != nil {
-		t.Fatalf("peers: start %s: %v", filepath.Base(bin), err)
-	}
-	i := strings.Index(p.readyLine, "listening on ")
-	return strings.TrimSpace(p.readyLine[i+len("listening on "):])
+	return StartListening(t, append([]string{bin, "--http", "127.0.0.1:0"}, args...), nil)
 }
 
 // BuildCommands builds the given main packages (e.g. PkgTestUpstream) of the

@@ -1,9 +1,12 @@
 package peers_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,43 +117,15 @@ func TestAgentAgainstServerFilesystem(t *testing.T) {
 	}
 }
 
-func readCalls(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var calls []map[string]any
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var c map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("calls log line %q: %v", sc.Text(), err)
-		}
-		calls = append(calls, c)
-	}
-	return calls
-}
-
 func TestAgentAgainstRefundServer(t *testing.T) {
 	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			hashFile := filepath.Join(dir, "hash")
-			callsLog := filepath.Join(dir, "calls.jsonl")
-			if err := os.WriteFile(hashFile, []byte("9f86d081884c7d65\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"--hash-file", hashFile, "--calls-log", callsLog}
-			target := peers.Stdio(append([]string{bins[peers.PkgRefundServer]}, args...)...)
+			refund := peers.NewRefund(t, bins[peers.PkgRefundServer])
+			target := peers.Stdio(refund.Argv()...)
 			if transport == "http" {
-				target = peers.HTTP(peers.StartHTTP(t, bins[peers.PkgRefundServer], args...), "")
+				target = peers.HTTP(refund.StartHTTP(t), "")
 			}
 			pin := peers.CallTool("get_script_by_path", map[string]any{"path": "f/support/refund_customer"})
 			tr := peers.RunAgent(t, target, peers.Script{Steps: []peers.Step{
@@ -170,25 +145,25 @@ func TestAgentAgainstRefundServer(t *testing.T) {
 			if r := tr.Step(t, "3"); r.IsError || !strings.Contains(r.Text, `"status":"refunded"`) {
 				t.Errorf("refund: isError=%v %q", r.IsError, r.Text)
 			}
-			calls := readCalls(t, callsLog)
 			var tools []string
-			for _, c := range calls {
-				tools = append(tools, c["tool"].(string))
+			for _, c := range refund.Calls(t) {
+				tools = append(tools, c.Tool)
 			}
 			if !slices.Equal(tools, []string{"get_order", "get_script_by_path", "refund_customer"}) {
 				t.Errorf("calls log = %v", tools)
 			}
+			if got := string(refund.Calls(t)[2].Arguments); got != `{"amount":30,"currency":"EUR","order_id":"4711"}` {
+				t.Errorf("refund arguments logged as %s", got)
+			}
 
 			// A colleague changes the script: the next pin read sees it.
-			if err := os.WriteFile(hashFile, []byte("c0ffee0000000000\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			refund.SetHash(t, "c0ffee0000000000")
 			tr = peers.RunAgent(t, target, peers.Script{Steps: []peers.Step{pin}})
 			mustConnect(t, tr)
 			if r := tr.Step(t, "0"); r.Text != `{"hash":"c0ffee0000000000","path":"f/support/refund_customer"}` {
 				t.Errorf("pin read after the change = %q", r.Text)
 			}
-			if n := len(readCalls(t, callsLog)); n != 4 {
+			if n := len(refund.Calls(t)); n != 4 {
 				t.Errorf("calls log has %d records, want 4", n)
 			}
 		})
@@ -248,25 +223,45 @@ func TestInspectorReportsUnreachableServer(t *testing.T) {
 	}
 }
 
-// TestConformanceBaseline runs the conformance suite against server-everything
-// and checks that exactly the scenarios of test/peers/conformance-baseline.json
-// pass. The proxy tests reuse that list: through the proxy, the same pass.
+// TestConformanceBaseline runs the conformance suite against each upstream
+// directly and checks that exactly the scenarios of
+// test/peers/conformance-baseline.json pass. The proxy tests reuse those
+// lists: through the proxy, the same must pass.
 func TestConformanceBaseline(t *testing.T) {
 	t.Parallel()
-	url := peers.StartEverythingHTTP(t)
-	res := peers.Conformance(t, url)
-	got := peers.PassingScenarios(res)
 	bl := peers.Baseline(t)
-	if !slices.Equal(got, sortedCopy(bl.Passing)) {
-		t.Fatalf("scenarios passing against server-everything = %q\nbaseline = %q\n(update test/peers/conformance-baseline.json if the pinned peers changed)", got, bl.Passing)
+	tests := []struct {
+		name  string
+		set   peers.ConformanceSet
+		start func(t *testing.T) string
+	}{
+		{"server-everything", bl.Everything, func(t *testing.T) string { return peers.StartEverythingHTTP(t) }},
+		{"testupstream", bl.TestUpstream, func(t *testing.T) string {
+			return peers.StartHTTP(t, bins[peers.PkgTestUpstream], "--conformance")
+		}},
 	}
-	for _, tool := range bl.Tools {
-		if !slices.Contains(bl.Passing, tool) {
-			t.Errorf("baseline tool scenario %s is not in the passing list", tool)
-		}
-	}
-	if len(bl.Tools) == 0 {
-		t.Error("baseline names no tool scenario")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url := tt.start(t)
+			res := peers.Conformance(t, url)
+			// json-schema-2020-12 is outside the suite's default set: run it by name.
+			for name, s := range peers.Conformance(t, url, "json-schema-2020-12") {
+				res[name] = s
+			}
+			got := peers.PassingScenarios(res)
+			if !slices.Equal(got, sortedCopy(tt.set.Passing)) {
+				t.Fatalf("scenarios passing directly = %q\nbaseline = %q\n(update test/peers/conformance-baseline.json if the pinned peers changed)", got, tt.set.Passing)
+			}
+			for _, tool := range append(slices.Clone(tt.set.Tools), tt.set.Vacuous...) {
+				if !slices.Contains(tt.set.Passing, tool) {
+					t.Errorf("baseline scenario %s is not in the passing list", tool)
+				}
+			}
+			if len(tt.set.Tools) == 0 {
+				t.Error("baseline names no tool scenario")
+			}
+		})
 	}
 }
 
@@ -396,8 +391,60 @@ func TestTestUpstreamFaultModes(t *testing.T) {
 			} else if r.OK || r.Error == nil || !strings.Contains(r.Error.Message, tt.wantErr) {
 				t.Fatalf("call: want an error containing %q\n%s", tt.wantErr, tr)
 			}
-			if n := len(readCalls(t, calls)); n != 1 {
+			if n := len(peers.ReadCalls(t, calls)); n != 1 {
 				t.Errorf("upstream received %d calls, want 1", n)
+			}
+		})
+	}
+}
+
+// tokenGate fronts url with a reverse proxy that answers 401 unless the
+// request carries "Authorization: Bearer <token>", the way a proxy's HTTP
+// side with PLANLOCK_LISTEN_TOKEN behaves.
+func tokenGate(t *testing.T, url, token string) string {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := target.Path
+	target.Path = ""
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + path
+}
+
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	url := tokenGate(t, peers.StartHTTP(t, bins[peers.PkgTestUpstream]), "s3cret")
+	tests := []struct {
+		name, token string
+		wantOK      bool
+	}{
+		{"right token", "s3cret", true},
+		{"wrong token", "guess", false},
+		{"no token", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tr := peers.RunAgent(t, peers.HTTP(url, tt.token), peers.Script{Steps: []peers.Step{peers.CallTool("echo", map[string]any{"message": "hi"})}})
+			if tr.Connect.OK != tt.wantOK {
+				t.Fatalf("agent connect ok = %v, want %v\n%s", tr.Connect.OK, tt.wantOK, tr)
+			}
+			if tt.wantOK && tr.Step(t, "0").Text != "hi" {
+				t.Errorf("echo through the gate:\n%s", tr)
+			}
+			_, err := peers.Inspector(t, peers.HTTP(url, tt.token), "--method", "tools/list")
+			if (err == nil) != tt.wantOK {
+				t.Errorf("inspector error = %v, want ok=%v", err, tt.wantOK)
 			}
 		})
 	}

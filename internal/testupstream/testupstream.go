@@ -56,6 +56,8 @@ type Config struct {
 	ExitAfter int    // ExitMidCall: exit on this tools/call (1-based); 0 means 1
 	CallsLog  string // append every tools/call received as a JSON line; "" = none
 	HTTPAddr  string // "" = stdio
+	// Conformance adds the tools the conformance suite's server scenarios call.
+	Conformance bool
 	// Exit ends the process; tests may replace it. Defaults to os.Exit.
 	Exit func(code int)
 }
@@ -210,6 +212,9 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 		mcp.WithString("prompt", mcp.Required())), t.sample)
 	s.AddTool(mcp.NewTool("elicit", mcp.WithDescription("Ask the client to elicit input from the user (server-to-client request) and return the answer."),
 		mcp.WithString("message", mcp.Required())), t.elicit)
+	if cfg.Conformance {
+		addConformanceTools(s, t)
+	}
 	return s
 }
 

@@ -71,13 +71,21 @@ func (cp *checkpoint) state() *state {
 	return s
 }
 
-// writeCheckpoint stores the state as of the journal's current end. Call
-// only when every record is written and synced and the state matches them.
-func writeCheckpoint(dir string, cp checkpoint) error {
+// encodeCheckpoint is the state as of the journal's end. Call with mu held,
+// from the writer or after it stopped, when no record is queued.
+func (l *Ledger) encodeCheckpoint() []byte {
+	cp := l.st.checkpoint()
+	cp.Audit, cp.Records, cp.Head = l.auditPath, int(l.seq), l.head
+	cp.Offset, cp.LastStart = l.end.size, l.end.lastStart
 	data, err := json.Marshal(cp)
 	if err != nil {
-		return err
+		return nil // only plain data: cannot happen
 	}
+	return data
+}
+
+// writeCheckpoint replaces the checkpoint atomically.
+func writeCheckpoint(dir string, data []byte) error {
 	tmp := filepath.Join(dir, checkpointName+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

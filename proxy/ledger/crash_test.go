@@ -39,6 +39,10 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
 	}
+	// Checkpoint often, so kills also land during and after checkpoints.
+	l.mu.Lock()
+	l.checkpointEvery = 7
+	l.mu.Unlock()
 	var (
 		out sync.Mutex
 		wg  sync.WaitGroup

@@ -57,8 +57,12 @@ type Ledger struct {
 	closed  bool       // Close was called
 	failed  error      // a write or fsync failed: the ledger refuses further work
 	stats   Stats      // written by the writer under mu
-	kick    chan struct{}
-	stopped chan struct{}
+	// checkpointEvery is how many records the writer lets pass between
+	// checkpoints while running, which bounds the replay after a crash.
+	checkpointEvery uint64
+	checkpointAt    uint64 // stats.Records at the last checkpoint
+	kick            chan struct{}
+	stopped         chan struct{}
 }
 
 type entry struct {
@@ -87,6 +91,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	l := &Ledger{
 		dir: dir, auditPath: audit, redact: o.Redact, now: o.Now, flushEvery: o.FlushInterval,
 		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+		checkpointEvery: 20_000,
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -296,15 +301,15 @@ func (l *Ledger) Close() error {
 	l.signal()
 	<-l.stopped
 	l.mu.Lock()
-	failed := l.failed
-	cp := l.st.checkpoint()
-	l.mu.Unlock()
-	var err error
-	if failed == nil && l.seq > 0 {
+	var cp []byte
+	if l.failed == nil && l.seq > 0 {
 		// Everything is written and synced and the state matches it
 		// exactly: the next Open can start here.
-		cp.Audit, cp.Records, cp.Head = l.auditPath, int(l.seq), l.head
-		cp.Offset, cp.LastStart = l.end.size, l.end.lastStart
+		cp = l.encodeCheckpoint()
+	}
+	l.mu.Unlock()
+	var err error
+	if cp != nil {
 		if cerr := writeCheckpoint(l.dir, cp); cerr != nil {
 			err = fmt.Errorf("write checkpoint: %w", cerr)
 		}
@@ -430,10 +435,23 @@ func (l *Ledger) writer() {
 		if err != nil && l.failed == nil {
 			l.failed = err
 		}
+		var cp []byte
+		if err == nil && synced && !closing && len(l.pending) == 0 &&
+			l.checkpointEvery > 0 && l.stats.Records-l.checkpointAt >= l.checkpointEvery {
+			// Nothing is queued, so the state is exactly what the journal
+			// holds up to l.end: every change of it is made together with
+			// the enqueue of its record, under mu.
+			cp = l.encodeCheckpoint()
+			l.checkpointAt = l.stats.Records
+		}
 		l.mu.Unlock()
 		if b != nil {
 			b.err = err
 			close(b.done)
+		}
+		if cp != nil {
+			// A cache: failing to write it costs only replay time.
+			_ = writeCheckpoint(l.dir, cp)
 		}
 		clear(entries)
 		spare = entries

@@ -782,6 +782,7 @@ func TestCheckpointMatchesReplay(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	l := openT(t, Options{Dir: dir})
+	l.checkpointEvery = 37 // also checkpoint while running
 	rng := rand.New(rand.NewPCG(1, 2))
 	var holds []string
 	holdCall := map[string]Call{}
@@ -815,6 +816,16 @@ func TestCheckpointMatchesReplay(t *testing.T) {
 			_ = l.LoadPlan(ctx, PlanLoad{Name: "p" + strconv.Itoa(step), SignedAt: time.Unix(int64(rng.IntN(1000)), 0)})
 		}
 	}
+	// The last checkpoint taken while running: what a crash now would
+	// start from, replaying the records after it.
+	running, err := os.ReadFile(filepath.Join(dir, checkpointName))
+	if err != nil {
+		t.Fatalf("no checkpoint while running: %v", err)
+	}
+	var rcp checkpoint
+	if err := json.Unmarshal(running, &rcp); err != nil || rcp.Records < 37 || uint64(rcp.Records) >= l.Stats().Records {
+		t.Fatalf("running checkpoint at record %d of %d (%v)", rcp.Records, l.Stats().Records, err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -828,9 +839,17 @@ func TestCheckpointMatchesReplay(t *testing.T) {
 		return string(b)
 	}
 	fromCheckpoint := stateJSON()
+	if err := os.WriteFile(filepath.Join(dir, checkpointName), running, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromRunning := stateJSON()
 	os.Remove(filepath.Join(dir, checkpointName))
-	if full := stateJSON(); full != fromCheckpoint {
-		t.Fatalf("state from the checkpoint differs from a full replay:\n%s\n%s", fromCheckpoint, full)
+	full := stateJSON()
+	if full != fromCheckpoint {
+		t.Fatalf("state from the checkpoint of Close differs from a full replay:\n%.2000s\n%.2000s", fromCheckpoint, full)
+	}
+	if full != fromRunning {
+		t.Fatalf("state from a running checkpoint plus the tail differs from a full replay:\n%.2000s\n%.2000s", fromRunning, full)
 	}
 	if !strings.Contains(fromCheckpoint, `"consumed"`) || !strings.Contains(fromCheckpoint, `"held":[`) {
 		t.Fatalf("the random run did not reach consumed holds and step holds: %.300s", fromCheckpoint)

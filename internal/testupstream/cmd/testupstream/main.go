@@ -1,7 +1,7 @@
 // Command testupstream is the MCP upstream of planlock's fault and benchmark
 // tests. See package testupstream for the tools and the modes.
 //
-//	testupstream [--mode M] [--exit-after N] [--calls-log F] [--http ADDR]
+//	testupstream [--mode M] [--exit-after N] [--calls-log F] [--conformance] [--http ADDR]
 //
 // The mode may also come from TESTUPSTREAM_MODE (the flag wins).
 package main
@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/planlock/planlock/internal/testupstream"
 )
@@ -23,6 +24,7 @@ func main() {
 	exitAfter := fs.Int("exit-after", 1, "exit-mid-call: exit when the `N`th tools/call arrives")
 	callsLog := fs.String("calls-log", "", "append every tools/call received to `FILE` (JSON Lines)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
+	conformance := fs.Bool("conformance", false, "add the tools the conformance suite's server scenarios call")
 	_ = fs.Parse(os.Args[1:])
 	m, err := testupstream.ParseMode(*mode)
 	if err != nil {
@@ -31,7 +33,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := testupstream.Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr}
+	// The hanging modes keep handlers blocked for good, which would hold a
+	// graceful shutdown forever: once asked to stop, leave soon regardless.
+	go func() {
+		<-ctx.Done()
+		time.Sleep(time.Second)
+		os.Exit(0)
+	}()
+	cfg := testupstream.Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance}
 	if err := testupstream.Run(ctx, cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		os.Exit(1)

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// setupSigstore gives each script an in-process fake Fulcio, Rekor and TSA (the
+// real services cannot run offline; see package fakesigstore for what is
+// faithful), its trusted_root.json at $WORK/trusted_root.json, and OIDC
+// tokens for several GitHub Actions identities:
+//
+//	$FULCIO_URL $REKOR_URL $TSA_URL $IDENTITY
+//	$TOKEN_MAIN          acme/plans, .github/workflows/sign.yml, refs/heads/main
+//	$TOKEN_BRANCH        same workflow on refs/heads/feature
+//	$TOKEN_OTHER_REPO    acme/other
+//	$TOKEN_OTHER_WF      acme/plans, .github/workflows/evil.yml
+//	$TOKEN_OTHER_ISSUER  acme/plans main, issued by https://accounts.example.com
+//	$TOKEN_EVIL          acme/plans-evil
+func setupSigstore(env *testscript.Env) error {
+	fs, err := fakesigstore.New()
+	if err != nil {
+		return err
+	}
+	env.Defer(fs.Close)
+	tr, err := fs.TrustedRootJSON()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(env.WorkDir, "trusted_root.json"), tr, 0o644); err != nil {
+		return err
+	}
+	const wf, main = ".github/workflows/sign.yml", "refs/heads/main"
+	good := fakesigstore.GitHub("acme/plans", wf, main)
+	otherIssuer := good
+	otherIssuer.Issuer = "https://accounts.example.com"
+	env.Setenv("FULCIO_URL", fs.Fulcio.URL)
+	env.Setenv("REKOR_URL", fs.Rekor.URL)
+	env.Setenv("TSA_URL", fs.TSA.URL)
+	env.Setenv("IDENTITY", good.Identity())
+	env.Setenv("TOKEN_MAIN", good.Token())
+	env.Setenv("TOKEN_BRANCH", fakesigstore.GitHub("acme/plans", wf, "refs/heads/feature").Token())
+	env.Setenv("TOKEN_OTHER_REPO", fakesigstore.GitHub("acme/other", wf, main).Token())
+	env.Setenv("TOKEN_OTHER_WF", fakesigstore.GitHub("acme/plans", ".github/workflows/evil.yml", main).Token())
+	env.Setenv("TOKEN_OTHER_ISSUER", otherIssuer.Token())
+	env.Setenv("TOKEN_EVIL", fakesigstore.GitHub("acme/plans-evil", wf, main).Token())
+	return nil
+}
