@@ -35,6 +35,7 @@ against the plan and counted durably in --state before it is forwarded.`,
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
+			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
 		},
 		Action: runProxy,
 	}
@@ -102,6 +103,9 @@ func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func runProxy(c *cli.Context) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
+	if c.Int("max-message-bytes") < 1024 {
+		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
+	}
 	plan, err := loadPlan(c.String("plan"), c.Bool("insecure-skip-verify"), errw)
 	if err != nil {
 		return err
@@ -140,7 +144,7 @@ func runProxy(c *cli.Context) error {
 	}
 	defer l.Close()
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		Log: c.App.ErrWriter, Version: version})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version})
 	if err != nil {
 		return failf("%v", err)
 	}
