@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -144,16 +146,18 @@ func enumString(vals []Value) string {
 }
 
 // describe renders an argument value for a reason line, cut short so a huge
-// argument cannot flood the message.
+// argument can neither flood the message nor be copied whole to render it.
 func describe(v any) string {
 	const max = 80
-	b, err := CanonicalJSON(v)
-	if err != nil {
+	var b bytes.Buffer
+	err := writeCanonical(&b, v, 4*max)
+	if err != nil && !errors.Is(err, errCapped) {
 		return fmt.Sprintf("%T", v)
 	}
-	if utf8.RuneCount(b) <= max {
-		return string(b)
+	out := b.Bytes()
+	if err == nil && utf8.RuneCount(out) <= max {
+		return string(out)
 	}
-	r := []rune(string(b))
-	return string(r[:max]) + "…"
+	r := []rune(string(out))
+	return string(r[:min(max, len(r))]) + "…"
 }

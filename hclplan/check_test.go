@@ -230,3 +230,21 @@ func TestCanonicalJSON(t *testing.T) {
 		t.Fatalf("CanonicalJSON = %s, want %s", got, want)
 	}
 }
+
+func TestDescribeCutsHugeArraysWithoutCopyingThem(t *testing.T) {
+	big := make([]any, 1<<20)
+	for i := range big {
+		big[i] = "item"
+	}
+	s := stepFrom(t, `arg "a" { eq = "x" }`)
+	var err error
+	allocs := testing.AllocsPerRun(3, func() { err = s.Check(map[string]any{"a": big}) })
+	if err == nil || !strings.HasSuffix(err.Error(), "…, want \"x\"") {
+		t.Fatalf("violation = %v", err)
+	}
+	// Rendering stops after a few hundred bytes: a handful of allocations,
+	// not one per element.
+	if allocs > 1000 {
+		t.Fatalf("describing a 1M-item array took %.0f allocations", allocs)
+	}
+}

@@ -3,12 +3,14 @@ package hclplan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Value is a JSON value from a plan: nil, bool, string, json.Number, []any or
@@ -33,7 +35,7 @@ func (v Value) Interface() any { return v.v }
 // insignificant space, numbers as written in the plan.
 func (v Value) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
-	if err := writeCanonical(&b, v.v); err != nil {
+	if err := writeCanonical(&b, v.v, 0); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -105,13 +107,21 @@ func normalize(v any, depth int) (any, error) {
 // is what a hold approval binds to.
 func CanonicalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
-	if err := writeCanonical(&b, v); err != nil {
+	if err := writeCanonical(&b, v, 0); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
-func writeCanonical(b *bytes.Buffer, v any) error {
+// errCapped stops writeCanonical once the output reached its limit.
+var errCapped = errors.New("value longer than the rendering limit")
+
+// writeCanonical writes v canonically; with limit > 0 it stops with
+// errCapped after about limit bytes, without first copying a huge value.
+func writeCanonical(b *bytes.Buffer, v any, limit int) error {
+	if limit > 0 && b.Len() >= limit {
+		return errCapped
+	}
 	switch t := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -122,11 +132,22 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 			b.WriteString("false")
 		}
 	case string:
+		capped := false
+		if limit > 0 && len(t) > limit {
+			cut := limit
+			for cut > 0 && !utf8.RuneStart(t[cut]) {
+				cut--
+			}
+			t, capped = t[:cut], true
+		}
 		enc, err := marshalNoEscape(t)
 		if err != nil {
 			return err
 		}
 		b.Write(enc)
+		if capped {
+			return errCapped
+		}
 	case json.Number:
 		n, err := ParseNumber(string(t))
 		if err != nil {
@@ -148,7 +169,7 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := writeCanonical(b, e); err != nil {
+			if err := writeCanonical(b, e, limit); err != nil {
 				return err
 			}
 		}
@@ -170,13 +191,13 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 			}
 			b.Write(enc)
 			b.WriteByte(':')
-			if err := writeCanonical(b, t[k]); err != nil {
+			if err := writeCanonical(b, t[k], limit); err != nil {
 				return err
 			}
 		}
 		b.WriteByte('}')
 	case Value:
-		return writeCanonical(b, t.v)
+		return writeCanonical(b, t.v, limit)
 	default:
 		return fmt.Errorf("unsupported value of type %T", v)
 	}

@@ -46,7 +46,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			call.Step, call.StepIndex = fail.Step.Name, fail.Step.Index
 		}
 		if fail.Rule != gate.RuleExpired && plan.OnViolation == hclplan.ViolationHold {
-			return p.hold(ctx, req, call, fail.Step, fail.Reason), nil
+			return p.hold(ctx, req, call, fail.Step, fail.Reason, true), nil
 		}
 		return p.block(ctx, call, fail.Reason), nil
 	}
@@ -54,21 +54,24 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 
 	// Approval and pin: these may Hold.
 	if step.Approval == hclplan.ApprovalEach {
-		return p.hold(ctx, req, call, step, fmt.Sprintf("step %q needs a human approval for each call", step.Name)), nil
+		return p.hold(ctx, req, call, step, fmt.Sprintf("step %q needs a human approval for each call", step.Name), false), nil
 	}
 	p.heldMu.Lock()
 	why, stepHeld := p.held[step.Index]
 	p.heldMu.Unlock()
 	if stepHeld {
-		return p.hold(ctx, req, call, step, why), nil
+		return p.hold(ctx, req, call, step, why, false), nil
 	}
 	if step.Pin != nil {
 		if reason := p.checkPin(ctx, step); reason != "" {
-			return p.hold(ctx, req, call, step, reason), nil
+			return p.hold(ctx, req, call, step, reason, false), nil
 		}
 	}
 	return p.forward(ctx, req, call, step, "", false), nil
 }
+
+// onErrorHeld marks the reason of a step held by on_error = "hold".
+const onErrorHeld = "is on hold after a failed call"
 
 func jsonKind(v any) string {
 	switch v.(type) {
@@ -100,15 +103,18 @@ func (p *Proxy) block(ctx context.Context, call ledger.Call, reason string) *mcp
 
 // hold answers a call that needs a human. An approved hold for exactly this
 // call runs it once; a rejected one blocks; otherwise the hold is recorded
-// (or found again) and the call returns at once.
-func (p *Proxy) hold(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string) *mcp.CallToolResult {
+// (or found again) and the call returns at once. violation says the hold
+// stands for a broken rule (on_violation = "hold"): its approval lets the
+// call past the plan's order and max_calls. Approval, pin and on_error holds
+// do not: the call still obeys them, atomically with its count.
+func (p *Proxy) hold(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool) *mcp.CallToolResult {
 	if h, ok := p.cfg.State.FindHold(call); ok {
 		switch h.State {
 		case ledger.HoldApproved:
 			if step == nil {
 				return p.block(ctx, call, fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", h.ID, call.Tool))
 			}
-			return p.forward(ctx, req, call, step, h.ID, true)
+			return p.forward(ctx, req, call, step, h.ID, violation)
 		case ledger.HoldRejected:
 			return p.block(ctx, call, fmt.Sprintf("hold %s for exactly this call was rejected; do not retry it", h.ID))
 		}
@@ -193,14 +199,15 @@ func resultDocument(raw json.RawMessage) (any, error) {
 }
 
 // forward counts the call durably, then sends it upstream and records the
-// outcome. holdID, when set, consumes that approved hold in the same record.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, holdID string, approved bool) *mcp.CallToolResult {
+// outcome. holdID, when set, consumes that approved hold in the same record;
+// overrule lets a human-approved violation past order and max_calls.
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, holdID string, overrule bool) *mcp.CallToolResult {
 	if ok, why := p.up.Ready(); !ok {
 		// Not counted: nothing was sent.
 		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded and not counted: %v", why))
 	}
-	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls, HoldID: holdID, OverLimit: approved && holdID != ""}
-	if holdID == "" {
+	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls, HoldID: holdID, OverLimit: overrule && holdID != ""}
+	if !rv.OverLimit {
 		// The order and max_calls checks again, atomic with the count.
 		rv.Check = func(pr ledger.Progress) error {
 			if f := p.gate.Recheck(step, ledgerProgress{&pr}); f != nil {
@@ -219,12 +226,15 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 			reason = f.Reason
 		case errors.As(err, &ex):
 			reason = ex.Error()
+		case holdID != "" && errors.Is(err, ledger.ErrHoldState):
+			// An identical call consumed the approval first.
+			return p.hold(ctx, req, call, step, "the approval of this call was used by an identical call", overrule)
 		default:
 			// Fail closed: without a durable count there is no call.
 			return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error())))
 		}
 		if p.cfg.Plan.OnViolation == hclplan.ViolationHold && holdID == "" {
-			return p.hold(ctx, req, call, step, reason)
+			return p.hold(ctx, req, call, step, reason, true)
 		}
 		return p.block(ctx, call, reason)
 	}
@@ -274,13 +284,21 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 	if err := p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}
-	p.heldMu.Lock()
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
-		p.held[step.Index] = fmt.Sprintf("step %q is on hold after a failed call (%s)", step.Name, outcome.Err)
+		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
+		p.heldMu.Lock()
+		p.held[step.Index] = reason
+		p.heldMu.Unlock()
+		// The failed call's own hold keeps the step on hold across restarts;
+		// approving it lets exactly that call run once more.
+		if _, err := p.cfg.State.Hold(context.WithoutCancel(ctx), call, reason, p.cfg.Now().Add(p.cfg.HoldTTL)); err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
+		}
 	} else if outcome.OK {
+		p.heldMu.Lock()
 		delete(p.held, step.Index) // an approved call went through
+		p.heldMu.Unlock()
 	}
-	p.heldMu.Unlock()
 	return result
 }
 

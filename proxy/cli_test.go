@@ -95,4 +95,15 @@ func TestMCPConfigCommand(t *testing.T) {
 	if !ok || s.Command != planlockBin || strings.Join(s.Args, " ") != "proxy --plan "+plan+" --insecure-skip-verify -- node server.js" {
 		t.Fatalf("snippet:\n%s", b)
 	}
+	// The trust policy is passed on, with absolute file paths.
+	cmd := exec.Command(planlockBin, "mcp-config", "--plan", plan, "--key", "release.pub", "--certificate-github-workflow-ref", "refs/heads/main", "--", "node", "server.js")
+	cmd.Dir = filepath.Dir(plan)
+	if b, err = cmd.Output(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"--key",
+        "`+filepath.Join(filepath.Dir(plan), "release.pub")+`"`) || !strings.Contains(string(b), `"--certificate-github-workflow-ref",
+        "refs/heads/main"`) {
+		t.Fatalf("snippet with a trust policy:\n%s", b)
+	}
 }

@@ -1,13 +1,20 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"io"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // testPlan allows the test upstream's tools in any order.
@@ -180,5 +187,74 @@ func TestClientCancellationCancelsTheUpstreamCall(t *testing.T) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRestartedHTTPUpstreamGetsAFreshSession(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	callsLog := dir + "/calls.jsonl"
+	start := func() *exec.Cmd {
+		cmd := exec.Command(refundBin, "--http", "127.0.0.1:"+port, "--calls-log", callsLog)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() && !strings.Contains(sc.Text(), "http://") {
+		}
+		go io.Copy(io.Discard, stderr)
+		return cmd
+	}
+	up := start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(anyOrder(refundPlan)))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	l, err := ledger.Open(ctx, ledger.Options{Dir: dir + "/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p, err := New(Config{Plan: plan, State: l, Upstream: UpstreamConfig{URL: "http://127.0.0.1:" + port + "/mcp"}, Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Run(ctx)
+	if err := p.WaitUpstream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	call := func() *mcp.CallToolResult {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "get_order"
+		req.Params.Arguments = json.RawMessage(`{"order_id":"4711"}`)
+		req.Params.RawArguments = json.RawMessage(`{"order_id":"4711"}`)
+		res, err := p.handleCall(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(); res.IsError {
+		t.Fatalf("first call: %+v", res.Content)
+	}
+	// The upstream restarts: the proxy's session is gone.
+	_ = up.Process.Kill()
+	_ = up.Wait()
+	up = start()
+	defer func() { _ = up.Process.Kill(); _ = up.Wait() }()
+	if res := call(); res.IsError {
+		t.Fatalf("call after the upstream restarted: %+v", res.Content)
+	}
+	if n := strings.Count(readString(callsLog), `"get_order"`); n != 2 {
+		t.Fatalf("upstream received %d calls, want 2", n)
+	}
+	if got := l.Progress(plan.Digest).Calls(0); got != 2 {
+		t.Fatalf("counted %d, want 2", got)
 	}
 }

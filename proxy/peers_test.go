@@ -39,12 +39,13 @@ func peersDir(t *testing.T) string {
 }
 
 type agentLine struct {
-	Step   string          `json:"step"`
-	Op     string          `json:"op"`
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result"`
-	Text   string          `json:"text"`
-	Error  *struct {
+	Step     string            `json:"step"`
+	Op       string            `json:"op"`
+	OK       bool              `json:"ok"`
+	Result   json.RawMessage   `json:"result"`
+	Text     string            `json:"text"`
+	Progress []json.RawMessage `json:"progress"`
+	Error    *struct {
 		Code    *int   `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
@@ -475,5 +476,41 @@ plan "conformance" {
 		if out, ok := runConformance(t, proxied, sc); !ok {
 			t.Errorf("%s passes directly but fails through the proxy:\n%s", sc, out)
 		}
+	}
+}
+
+func TestSDKAgentOverHTTPGetsProgressCancellationAndNoHangingSampling(t *testing.T) {
+	peersDir(t)
+	dir := t.TempDir()
+	plan := writePlan(t, testPlan)
+	proxyURL := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", plan, "--insecure-skip-verify",
+		"--state", filepath.Join(dir, "state"), "--listen", "127.0.0.1:0", "--", testUpstreamBin)
+	script := `{"sampling":{"text":"from the agent"},"steps":[
+ {"op":"callTool","name":"progress","arguments":{"steps":3},"progress":true},
+ {"op":"callTool","name":"progress","arguments":{"steps":2},"progress":true},
+ {"op":"callTool","name":"slow","arguments":{"ms":3600000},"cancelAfterMs":300},
+ {"op":"callTool","name":"sample","arguments":{"prompt":"hi"}}
+]}`
+	lines := runAgent(t, nil, script, "--url", proxyURL)
+	// Sequential calls: mcp-go v1.2.1 queues an HTTP session's
+	// notifications in one channel shared by its concurrent requests, so
+	// progress of parallel calls in one session can land on the wrong
+	// stream.
+	for step, want := range map[string]int{"0": 3, "1": 2} {
+		if l := lines[step]; !l.OK || len(l.Progress) != want {
+			t.Fatalf("step %s: ok=%v %d progress notifications, want %d: %+v", step, l.OK, len(l.Progress), want, l)
+		}
+	}
+	if l := lines["2"]; l.OK {
+		t.Fatalf("the cancelled call succeeded: %+v", l)
+	}
+	// The upstream's sampling request is refused at once (planlock does
+	// not relay it), so the call ends with an error instead of hanging.
+	if l := lines["3"]; l.OK && !strings.Contains(string(l.Result), `"isError":true`) {
+		t.Fatalf("sample: %+v", l)
+	}
+	// The cancellation reached the proxy's upstream call.
+	for !strings.Contains(readString(filepath.Join(dir, "state", "audit.jsonl")), `"cancelled by the client"`) {
+		time.Sleep(20 * time.Millisecond)
 	}
 }

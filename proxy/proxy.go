@@ -36,6 +36,7 @@ type State interface {
 	Block(ctx context.Context, c ledger.Call, reason string) error
 	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
 	FindHold(c ledger.Call) (ledger.Hold, bool)
+	ListHolds() []ledger.Hold
 }
 
 // Config configures a Proxy.
@@ -86,6 +87,7 @@ type Proxy struct {
 type progressRoute struct {
 	ctx   context.Context
 	token mcp.ProgressToken
+	sent  *atomic.Int64 // notifications queued for this call
 }
 
 // New builds the proxy; nothing runs until Run.
@@ -112,6 +114,14 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Version = "dev"
 	}
 	p := &Proxy{cfg: cfg, gate: gate.New(cfg.Plan), progs: map[string]progressRoute{}, held: map[int]string{}}
+	// A step put on hold by a failed call stays on hold across restarts:
+	// its pending hold is in the state.
+	for _, h := range cfg.State.ListHolds() {
+		if h.PlanDigest == cfg.Plan.Digest && h.State == ledger.HoldPending && strings.Contains(h.Reason, onErrorHeld) &&
+			h.StepIndex >= 0 && h.StepIndex < len(cfg.Plan.Steps) && cfg.Plan.Steps[h.StepIndex].Name == h.Step {
+			p.held[h.StepIndex] = h.Reason
+		}
+	}
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)
@@ -315,6 +325,7 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 		params["progressToken"] = route.token
 		if err := p.srv.SendNotificationToClient(route.ctx, n.Method, params); err == nil {
 			p.progQueued.Add(1)
+			route.sent.Add(1)
 		}
 	case "notifications/message":
 		params := map[string]any{}
@@ -341,27 +352,45 @@ func (p *Proxy) progressFor(ctx context.Context, req mcp.CallToolRequest) (strin
 		return "", func() {}
 	}
 	tok := fmt.Sprintf("planlock-%d", p.progN.Add(1))
+	route := progressRoute{ctx: ctx, token: req.Params.Meta.ProgressToken, sent: new(atomic.Int64)}
 	p.progMu.Lock()
-	p.progs[tok] = progressRoute{ctx: ctx, token: req.Params.Meta.ProgressToken}
+	p.progs[tok] = route
 	p.progMu.Unlock()
 	return tok, func() {
-		p.waitProgressWritten()
+		p.waitProgressWritten(ctx, route)
 		p.progMu.Lock()
 		delete(p.progs, tok)
 		p.progMu.Unlock()
 	}
 }
 
-// waitProgressWritten waits (a bounded time) until every progress
-// notification queued so far is written to a stdio client.
-func (p *Proxy) waitProgressWritten() {
-	if p.progWritten == nil {
+// waitProgressWritten waits (a bounded time) until the progress queued for
+// a call has reached its client, so that the answer does not overtake it
+// (a client drops progress that comes after the answer). Over stdio the
+// written notifications are counted; over HTTP mcp-go drains the session's
+// queue into the response stream, but a notification its forwarder already
+// took can still lose the race with the response, so the queue is awaited
+// empty and the forwarder given a moment to write.
+func (p *Proxy) waitProgressWritten(ctx context.Context, route progressRoute) {
+	if route.sent.Load() == 0 {
 		return
 	}
-	want := p.progQueued.Load()
-	for i := 0; i < 200 && p.progWritten.Load() < want; i++ {
+	if p.progWritten != nil {
+		want := p.progQueued.Load()
+		for i := 0; i < 200 && p.progWritten.Load() < want; i++ {
+			time.Sleep(time.Millisecond)
+		}
+		return
+	}
+	session := server.ClientSessionFromContext(ctx)
+	if session == nil {
+		return
+	}
+	ch := session.NotificationChannel()
+	for i := 0; i < 200 && len(ch) > 0; i++ {
 		time.Sleep(time.Millisecond)
 	}
+	time.Sleep(2 * time.Millisecond)
 }
 
 // progressCounter counts the progress notifications written to the client.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -489,6 +490,21 @@ plan "onerr" {
 	if p := h.ledger.Progress(h.plan.Digest); p.Calls(0) != 1 {
 		t.Fatalf("counted %d calls, want 1", p.Calls(0))
 	}
+	// After a restart (a new proxy on the same state) the step is still on hold.
+	p2, err := New(Config{Plan: h.plan, State: h.ledger, Upstream: UpstreamConfig{Command: []string{"/nonexistent"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "refund_customer"
+	req.Params.RawArguments = json.RawMessage(`{"order_id":"4712","amount":5,"currency":"EUR"}`)
+	res, err := p2.handleCall(h.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(mcp.TextContent).Text; !res.IsError || !strings.HasPrefix(text, `held: step "refund" is on hold after a failed call (tool error: order "9999" not found)`) {
+		t.Fatalf("after restart: %q", text)
+	}
 }
 
 func TestParallelCallsAgainstMaxCallsOneForwardExactlyOne(t *testing.T) {
@@ -537,4 +553,58 @@ func TestToolUnknownToPlanAndUpstreamIsAnErrorAndAudited(t *testing.T) {
 	if b, _ := os.ReadFile(h.audit); !strings.Contains(string(b), `tool \"rm_rf\" is not in plan \"refund-4711\" (and the upstream does not offer it)`) {
 		t.Fatalf("audit lacks the attempt:\n%s", b)
 	}
+}
+
+func TestMalformedJSONRPCGetsAnErrorAndTheProxyKeepsRunning(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan, _ := hclplan.Parse("plan.hcl", []byte(refundPlan))
+	l, err := ledger.Open(ctx, ledger.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	env, _ := UpstreamEnv(nil, os.LookupEnv)
+	p, err := New(Config{Plan: plan, State: l, Upstream: UpstreamConfig{Command: []string{refundBin}, Env: env}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Join([]string{
+		`this is not JSON`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"not an object"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n"
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = io.WriteString(pw, in)
+	}()
+	out, ow := io.Pipe()
+	go func() { _ = p.ServeStdio(ctx, pr, ow) }()
+	got := map[string]string{}
+	sc := bufio.NewScanner(out)
+	for len(got) < 5 && sc.Scan() {
+		var r struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("proxy wrote non-JSON: %q", sc.Text())
+		}
+		code := "ok"
+		if r.Error != nil {
+			code = strconv.Itoa(r.Error.Code)
+		}
+		got[string(r.ID)] = code
+	}
+	want := map[string]string{"null": "-32700", "1": "-32600", "2": "-32601", "3": "-32601", "4": "ok"}
+	for id, code := range want {
+		if got[id] != code {
+			t.Errorf("id %s: got %q, want %q (all: %v)", id, got[id], code, got)
+		}
+	}
+	pw.Close()
 }

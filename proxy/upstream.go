@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -106,13 +107,12 @@ func (u *Upstream) Run(ctx context.Context) {
 		}
 		backoff = 100 * time.Millisecond
 		u.setConn(c, nil)
+		var why error
 		select {
 		case <-ctx.Done():
+			why = ctx.Err()
 		case <-c.dead:
-		}
-		why := c.why
-		if why == nil {
-			why = errors.New("connection closed")
+			why = c.why // written before dead was closed
 		}
 		u.setConn(nil, fmt.Errorf("restarting after: %w", why))
 		_ = c.tr.Close()
@@ -129,6 +129,12 @@ func (u *Upstream) setConn(c *upConn, err error) {
 	close(u.changed)
 	u.changed = make(chan struct{})
 	u.mu.Unlock()
+}
+
+// logger sends the transport's warnings and errors to the upstream's stderr
+// destination; its chatter stays out.
+func (u *Upstream) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(u.cfg.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // FirstAttempt is closed once the first connection attempt succeeded or failed.
@@ -159,7 +165,7 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	var tr transport.Interface
 	var started *exec.Cmd
 	if u.cfg.URL != "" {
-		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening())
+		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()))
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)
 		}
@@ -175,7 +181,8 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 				started = cmd
 				return cmd, nil
 			}),
-			transport.WithCommandStderrWriter(u.cfg.Stderr))
+			transport.WithCommandStderrWriter(u.cfg.Stderr),
+			transport.WithCommandLogger(u.logger()))
 	}
 	c := &upConn{tr: tr, dead: make(chan struct{})}
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
@@ -279,7 +286,23 @@ func (u *Upstream) Request(ctx context.Context, method string, params any) (json
 	if c == nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
 	}
-	return u.send(ctx, c, method, params)
+	res, err := u.send(ctx, c, method, params)
+	if errors.Is(err, transport.ErrSessionTerminated) {
+		// An HTTP upstream that restarted answers 404 to the old session:
+		// the request was not processed, so it is sent once more on a
+		// fresh session (at most once still holds).
+		if werr := u.WaitReady(ctx); werr != nil {
+			return nil, err
+		}
+		u.mu.Lock()
+		c = u.conn
+		u.mu.Unlock()
+		if c == nil {
+			return nil, err
+		}
+		return u.send(ctx, c, method, params)
+	}
+	return res, err
 }
 
 func (u *Upstream) send(ctx context.Context, c *upConn, method string, params any) (json.RawMessage, error) {
@@ -296,7 +319,11 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 			cancel()
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, transport.ErrSessionTerminated) {
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			c.kill(err)
+			return nil, err
+		}
+		if errors.Is(err, transport.ErrTransportClosed) {
 			c.kill(err)
 			return nil, fmt.Errorf("upstream connection lost: %w", err)
 		}

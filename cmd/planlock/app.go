@@ -88,6 +88,8 @@ func commands() []*cli.Command {
 		keygenCommand(),
 		auditCommand(),
 		holdsCommand(),
+		approveCommand(),
+		initCommand(),
 	}
 }
 

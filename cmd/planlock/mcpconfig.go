@@ -18,12 +18,12 @@ func mcpConfigCommand() *cli.Command {
 		Description: `Paste the "mcpServers" entry into claude_desktop_config.json, .cursor/mcp.json
 or .mcp.json (Claude Code). Paths are made absolute, since clients start
 servers from another directory.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE`", Required: true},
 			&cli.StringFlag{Name: "name", Usage: "server `NAME` in the client (default: the plan's name)"},
 			&cli.StringFlag{Name: "state", Usage: "state `DIR` to pass to the proxy"},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "pass --insecure-skip-verify to the proxy (unsafe)"},
-		},
+		}, trustFlags()...),
 		Action: func(c *cli.Context) error {
 			planPath, err := filepath.Abs(c.String("plan"))
 			if err != nil {
@@ -51,6 +51,20 @@ servers from another directory.`,
 			var extra []string
 			if c.Bool("insecure-skip-verify") {
 				extra = append(extra, "--insecure-skip-verify")
+			}
+			// The trust policy goes with the proxy; file paths made absolute.
+			for _, f := range trustFlags() {
+				name := f.Names()[0]
+				if !c.IsSet(name) {
+					continue
+				}
+				v := c.String(name)
+				if sf, ok := f.(*cli.StringFlag); ok && sf.TakesFile {
+					if v, err = filepath.Abs(v); err != nil {
+						return failf("%v", err)
+					}
+				}
+				extra = append(extra, "--"+name, v)
 			}
 			if d := c.String("state"); d != "" {
 				abs, err := filepath.Abs(d)

@@ -14,6 +14,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/sign"
 )
 
 func proxyCommand() *cli.Command {
@@ -25,9 +26,11 @@ func proxyCommand() *cli.Command {
 forwards to the upstream given after -- (stdio), by --upstream-url, or by the
 plan's upstream block. Only the plan's tools are shown; every call is checked
 against the plan and counted durably in --state before it is forwarded.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL)", Required: true},
-			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe)"},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
+			&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true},
+			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
+			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; warns on every start)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
@@ -36,7 +39,7 @@ against the plan and counted durably in --state before it is forwarded.`,
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		},
+		}, trustFlags()...),
 		Action: runProxy,
 	}
 }
@@ -81,22 +84,41 @@ func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []stri
 	return up, nil
 }
 
-// loadPlan reads the plan file once; the signature (when verified) and the
-// parser see the same bytes.
-func loadPlan(path string, skipVerify bool, errw func(string)) (*hclplan.Plan, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, failf("read plan: %v", err)
+// loadPlan reads the plan file once; the signature check and the parser see
+// the same bytes. It returns the signing time (zero when not verified).
+func loadPlan(c *cli.Context, errw func(string)) (*hclplan.Plan, time.Time, error) {
+	path := c.String("plan")
+	var src []byte
+	var signedAt time.Time
+	if c.Bool("insecure-skip-verify") {
+		for _, f := range trustFlags() {
+			if c.IsSet(f.Names()[0]) {
+				return nil, signedAt, usageErrorf("--insecure-skip-verify and --%s contradict each other: verify, or do not", f.Names()[0])
+			}
+		}
+		errw("planlock: WARNING: --insecure-skip-verify: running plan " + path + " WITHOUT verifying its signature; anyone who can edit this file controls what the agent may do")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, signedAt, failf("read plan: %v", err)
+		}
+		src = b
+	} else {
+		policy, err := policyFromFlags(c)
+		if err != nil {
+			return nil, signedAt, err
+		}
+		b, a, err := policy.VerifyFile(c.Context, sign.FileInput{File: path, Bundle: c.String("bundle"), Path: c.String("path"), Kind: sign.KindPlan})
+		if err != nil {
+			return nil, signedAt, failf("plan %s refused: %v", path, err)
+		}
+		src, signedAt = b, a.SignedAt
+		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s", path, a.Signer.Identity, a.SignedAt.UTC().Format(time.RFC3339)))
 	}
-	if !skipVerify {
-		return nil, failf("plan %s: signature verification is not available in this build; run with --insecure-skip-verify to run an unverified plan", path)
-	}
-	errw("planlock: WARNING: --insecure-skip-verify: running plan " + path + " WITHOUT verifying its signature; anyone who can edit this file controls what the agent may do")
 	plan, diags := hclplan.Parse(path, src)
 	if diags.HasErrors() {
-		return nil, failf("plan %s is not valid: %s", path, oneLineDiags(diags.Error()))
+		return nil, signedAt, failf("plan %s is not valid: %s", path, oneLineDiags(diags.Error()))
 	}
-	return plan, nil
+	return plan, signedAt, nil
 }
 
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
@@ -106,7 +128,7 @@ func runProxy(c *cli.Context) error {
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
 	}
-	plan, err := loadPlan(c.String("plan"), c.Bool("insecure-skip-verify"), errw)
+	plan, signedAt, err := loadPlan(c, errw)
 	if err != nil {
 		return err
 	}
@@ -143,6 +165,13 @@ func runProxy(c *cli.Context) error {
 		return failf("%v", err)
 	}
 	defer l.Close()
+	if !signedAt.IsZero() {
+		// No downgrade: refuse a plan signed before the newest one of the
+		// same name this state has run.
+		if err := l.LoadPlan(ctx, ledger.PlanLoad{Name: plan.Name, Digest: plan.Digest, SignedAt: signedAt}); err != nil {
+			return failf("%v", err)
+		}
+	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
 		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version})
 	if err != nil {

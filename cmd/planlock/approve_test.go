@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/planlock/planlock/gitapprove/githubfake"
+)
+
+// gitRun runs the real git, isolated from the machine's configuration.
+func gitRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+filepath.Join(home, "gitconfig"),
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// approveRepo is a clone of a bare origin (both made by the real git) with
+// the refund example plan in plans/.
+func approveRepo(t *testing.T) (work, origin string) {
+	t.Helper()
+	root := t.TempDir()
+	origin, work = filepath.Join(root, "origin.git"), filepath.Join(root, "work")
+	gitRun(t, root, "init", "-q", "--bare", "-b", "main", origin)
+	gitRun(t, root, "clone", "-q", origin, work)
+	gitRun(t, work, "checkout", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("plans\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, work, "add", "README.md")
+	gitRun(t, work, "commit", "-q", "-m", "init")
+	gitRun(t, work, "push", "-q", "origin", "main")
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "refund", "refund.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(work, "plans"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "plans", "refund.hcl"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return work, origin
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"planlock"}, args...), streams{in: strings.NewReader(""), out: &out, err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func TestApproveCommand(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "tok")
+	t.Setenv("GH_TOKEN", "")
+	work, _ := approveRepo(t)
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	plan := filepath.Join(work, "plans", "refund.hcl")
+	args := []string{"approve", "--github-api", gh.URL(), "--github-repo", "acme/plans", plan}
+
+	code, out, errOut := runCLI(t, args...)
+	if code != 0 || out != "https://github.example/acme/plans/pull/1\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Idempotent: the same PR, no second one.
+	code, out, _ = runCLI(t, append([]string{"approve", "--json"}, args[1:]...)...)
+	var res struct {
+		Branch  string `json:"branch"`
+		Base    string `json:"base"`
+		Changed bool   `json:"changed"`
+		PR      struct {
+			Number int    `json:"number"`
+			State  string `json:"state"`
+		} `json:"pull_request"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	if res.Branch != "planlock/approve/refund-4711" || res.Base != "main" || res.Changed || res.PR.Number != 1 || res.PR.State != "open" || gh.Count() != 1 {
+		t.Errorf("second run: %+v (%d PRs)", res, gh.Count())
+	}
+	if body := gh.Pull(1).Body; !strings.Contains(body, "## Plan `refund-4711`") {
+		t.Errorf("PR body:\n%s", body)
+	}
+	// The user's work tree is left as it was: the plan is still untracked.
+	if st := gitRun(t, work, "status", "--porcelain"); st != "?? plans/" {
+		t.Errorf("git status = %q", st)
+	}
+}
+
+func TestApproveCommandWithoutToken(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("GH_TOKEN", "")
+	work, origin := approveRepo(t)
+	code, out, errOut := runCLI(t, "approve", filepath.Join(work, "plans", "refund.hcl"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "no GITHUB_TOKEN or GH_TOKEN set: pushing the branch only") || !strings.Contains(out, "pushed branch planlock/approve/refund-4711 to origin; open a pull request from it into main") {
+		t.Errorf("stdout %q stderr %q", out, errOut)
+	}
+	if got := gitRun(t, origin, "cat-file", "-p", "planlock/approve/refund-4711:plans/refund.hcl"); !strings.Contains(got, `plan "refund-4711"`) {
+		t.Errorf("branch content: %s", got)
+	}
+}
+
+func TestApproveCommandFailures(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("GH_TOKEN", "")
+	work, _ := approveRepo(t)
+	bad := filepath.Join(work, "plans", "bad.hcl")
+	if err := os.WriteFile(bad, []byte(`plan "x" { goal = 1`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "p.hcl")
+	src, _ := os.ReadFile(filepath.Join(work, "plans", "refund.hcl"))
+	if err := os.WriteFile(outside, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no path", []string{"approve"}, 2, "give exactly one plan file"},
+		{"missing file", []string{"approve", filepath.Join(work, "nope.hcl")}, 1, "no such file"},
+		{"invalid plan", []string{"approve", bad}, 1, "is not a valid plan"},
+		{"not in a repository", []string{"approve", outside}, 1, "open the git repository"},
+		{"unknown base", []string{"approve", "--base", "release", filepath.Join(work, "plans", "refund.hcl")}, 1, `base branch "release" does not exist`},
+		{"forge flags without a token push only", []string{"approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")}, 0, "no GITHUB_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q)", code, tc.code, errOut, tc.want)
+			}
+		})
+	}
+	t.Setenv("GITHUB_TOKEN", "tok")
+	if code, _, errOut := runCLI(t, "approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")); code != 2 || !strings.Contains(errOut, "OWNER/REPO") {
+		t.Errorf("--github-repo acme: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "approve", "--github-api", "http://example.com", "--github-repo", "a/b", filepath.Join(work, "plans", "refund.hcl")); code != 2 || !strings.Contains(errOut, "https") {
+		t.Errorf("plain-http API: exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,571 @@
+package gitapprove
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// ErrUnavailable marks failures to reach the Git remote or the forge. A hold
+// that meets it is kept and retried: the call is blocked for now, nothing is lost.
+var ErrUnavailable = errors.New("git remote or forge unreachable")
+
+// unavailable wraps err so that errors.Is(err, ErrUnavailable) holds.
+func unavailable(op string, err error) error {
+	return &UnavailableError{Op: op, Err: err}
+}
+
+// UnavailableError is returned when the remote or the forge cannot be reached
+// or refuses the credentials.
+type UnavailableError struct {
+	Op  string
+	Err error
+}
+
+func (e *UnavailableError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *UnavailableError) Unwrap() []error {
+	return []error{ErrUnavailable, e.Err}
+}
+
+// Options configures how a repository is opened.
+type Options struct {
+	// Remote is the remote to push to and fetch from; "origin" when empty.
+	Remote string
+	// Token is a GitHub token used as HTTP basic auth (x-access-token) for
+	// https remotes. Empty: anonymous https, ssh agent for ssh remotes.
+	Token string
+	// Author signs the commits planlock makes; from the Git config when empty.
+	Author *object.Signature
+	// Now gives the commit time; time.Now when nil.
+	Now func() time.Time
+	// CABundle adds PEM CA certificates for an https remote (e.g. a GitHub
+	// Enterprise server with a private CA).
+	CABundle []byte
+}
+
+// Repo is a Git repository planlock commits approval branches into. Its
+// methods are safe for concurrent use: one operation runs at a time, since
+// go-git's on-disk storage is not safe for concurrent writers.
+type Repo struct {
+	mu     sync.Mutex
+	repo   *git.Repository
+	root   string
+	remote string
+	token  string
+	caPEM  []byte
+	author *object.Signature
+	now    func() time.Time
+}
+
+// TokenFromEnv returns GITHUB_TOKEN, else GH_TOKEN, read through getenv so
+// callers decide where the environment comes from.
+func TokenFromEnv(getenv func(string) string) string {
+	if t := getenv("GITHUB_TOKEN"); t != "" {
+		return t
+	}
+	return getenv("GH_TOKEN")
+}
+
+// Open opens the repository that contains path, walking up to the .git
+// directory (worktrees included).
+func Open(p string, o Options) (*Repo, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", p, err)
+	}
+	dir := abs
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		dir = filepath.Dir(abs)
+	}
+	r, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("open the git repository containing %s: %w", p, err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("repository containing %s has no work tree: %w", p, err)
+	}
+	return newRepo(r, wt.Filesystem.Root(), o), nil
+}
+
+func newRepo(r *git.Repository, root string, o Options) *Repo {
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	rp := &Repo{repo: r, root: root, remote: o.Remote, token: o.Token, caPEM: o.CABundle, author: o.Author, now: o.Now}
+	if rp.remote == "" {
+		rp.remote = "origin"
+	}
+	if rp.now == nil {
+		rp.now = time.Now
+	}
+	return rp
+}
+
+// OpenCache opens the bare repository at dir, or clones url there (bare)
+// when dir does not exist yet: a private copy for a long-running process
+// such as the proxy, which only needs remote branches, never a work tree.
+func OpenCache(ctx context.Context, url, dir string, o Options) (*Repo, error) {
+	if o.Remote == "" {
+		o.Remote = "origin"
+	}
+	r, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		rp := newRepo(nil, dir, o)
+		rp.mu.Lock()
+		defer rp.mu.Unlock()
+		auth, aerr := authFor(url, o.Token)
+		if aerr != nil {
+			return nil, aerr
+		}
+		r, err = git.PlainCloneContext(ctx, dir, true, &git.CloneOptions{URL: url, RemoteName: o.Remote, Auth: auth, NoCheckout: true, CABundle: o.CABundle})
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			r, err = git.PlainOpen(dir)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, unavailable("clone "+url, err)
+		}
+		rp.repo = r
+		return rp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	rp := newRepo(r, dir, o)
+	if got, err := rp.RemoteURL(); err != nil || got != url {
+		return nil, fmt.Errorf("%s is a clone of %q, not %q: remove it or use another directory", dir, got, url)
+	}
+	return rp, nil
+}
+
+// Root is the work tree's top directory.
+func (r *Repo) Root() string { return r.root }
+
+// RemoteName is the remote planlock pushes to.
+func (r *Repo) RemoteName() string { return r.remote }
+
+// RelPath gives p relative to the work tree root, slash-separated, and
+// refuses paths outside the repository.
+func (r *Repo) RelPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", p, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	rel, err := filepath.Rel(r.root, abs)
+	if err != nil || rel == "." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || rel == ".." {
+		return "", fmt.Errorf("%s is not inside the repository %s", p, r.root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// RemoteURL is the first URL of the remote.
+func (r *Repo) RemoteURL() (string, error) {
+	rem, err := r.repo.Remote(r.remote)
+	if err != nil {
+		return "", fmt.Errorf("remote %q: %w", r.remote, err)
+	}
+	urls := rem.Config().URLs
+	if len(urls) == 0 {
+		return "", fmt.Errorf("remote %q has no URL", r.remote)
+	}
+	return urls[0], nil
+}
+
+// auth picks credentials for the remote URL.
+func (r *Repo) auth() (transport.AuthMethod, error) {
+	u, err := r.RemoteURL()
+	if err != nil {
+		return nil, err
+	}
+	return authFor(u, r.token)
+}
+
+// authFor gives the token as basic auth for https only (a token never goes
+// to a plain-http or unknown endpoint); nil lets go-git use the ssh agent
+// or the local transport.
+func authFor(u, token string) (transport.AuthMethod, error) {
+	ep, err := transport.NewEndpoint(u)
+	if err != nil {
+		return nil, fmt.Errorf("remote URL %q: %w", u, err)
+	}
+	if ep.Protocol == "https" && token != "" {
+		return &http.BasicAuth{Username: "x-access-token", Password: token}, nil
+	}
+	return nil, nil
+}
+
+// remoteRef is where the remote's branch is tracked locally.
+func (r *Repo) remoteRef(branch string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(r.remote, branch)
+}
+
+// Fetch updates every remote-tracking branch. An empty remote is not an error.
+func (r *Repo) Fetch(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	auth, err := r.auth()
+	if err != nil {
+		return err
+	}
+	spec := config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", r.remote))
+	err = r.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, Prune: true, CABundle: r.caPEM})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return nil
+	default:
+		return unavailable("fetch "+r.remote, err)
+	}
+}
+
+// DefaultBranch asks the remote which branch its HEAD points at, and falls
+// back to the branch checked out locally.
+func (r *Repo) DefaultBranch(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	auth, err := r.auth()
+	if err != nil {
+		return "", err
+	}
+	rem, err := r.repo.Remote(r.remote)
+	if err != nil {
+		return "", fmt.Errorf("remote %q: %w", r.remote, err)
+	}
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: r.caPEM})
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return "", unavailable("list "+r.remote, err)
+	}
+	for _, ref := range refs {
+		if ref.Name() == plumbing.HEAD && ref.Type() == plumbing.SymbolicReference && ref.Target().IsBranch() {
+			return ref.Target().Short(), nil
+		}
+	}
+	head, err := r.repo.Head()
+	if err != nil || !head.Name().IsBranch() {
+		return "", fmt.Errorf("cannot tell the base branch (remote HEAD unknown, no branch checked out): give --base")
+	}
+	return head.Name().Short(), nil
+}
+
+// RemoteBranchHash is the fetched tip of the remote's branch, ok=false when
+// the remote has no such branch (as of the last Fetch).
+func (r *Repo) RemoteBranchHash(branch string) (plumbing.Hash, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.remoteBranchHash(branch)
+}
+
+func (r *Repo) remoteBranchHash(branch string) (plumbing.Hash, bool, error) {
+	ref, err := r.repo.Reference(r.remoteRef(branch), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, false, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("read %s: %w", r.remoteRef(branch), err)
+	}
+	return ref.Hash(), true, nil
+}
+
+// ReadFile reads path at the fetched tip of the remote's branch.
+// ok=false when the branch or the file does not exist there.
+func (r *Repo) ReadFile(branch, p string) ([]byte, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok, err := r.remoteBranchHash(branch)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return r.readFileAt(h, p)
+}
+
+// ReadFileAt reads path in the given commit.
+func (r *Repo) ReadFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.readFileAt(commit, p)
+}
+
+func (r *Repo) readFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) {
+	c, err := r.repo.CommitObject(commit)
+	if err != nil {
+		return nil, false, fmt.Errorf("read commit %s: %w", commit, err)
+	}
+	f, err := c.File(p)
+	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", p, commit, err)
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", p, commit, err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", p, commit, err)
+	}
+	return b, true, nil
+}
+
+// IsAncestor reports whether commit a is reachable from commit b.
+func (r *Repo) IsAncestor(a, b plumbing.Hash) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ca, err := r.repo.CommitObject(a)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", a, err)
+	}
+	cb, err := r.repo.CommitObject(b)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", b, err)
+	}
+	return ca.IsAncestor(cb)
+}
+
+// CommitRequest describes one commit on a planlock branch.
+type CommitRequest struct {
+	// Branch receives the commit (e.g. planlock/approve/refund).
+	Branch string
+	// Base is the branch a new Branch starts from.
+	Base string
+	// Files maps repository paths (slash-separated) to their new content.
+	Files   map[string][]byte
+	Message string
+}
+
+// CommitResult tells what CommitFiles did.
+type CommitResult struct {
+	Commit plumbing.Hash
+	// Changed is false when the branch already held exactly these files.
+	Changed bool
+}
+
+// CommitFiles commits Files onto the remote's Branch (or a new branch from
+// Base) without touching the work tree, the index or any local branch; Push
+// then sends the commit. Call Fetch first. The commit goes on top of the
+// existing remote branch so a reviewer's history is kept and the push
+// fast-forwards.
+func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p := range req.Files {
+		if err := checkRepoPath(p); err != nil {
+			return CommitResult{}, err
+		}
+	}
+	parent, ok, err := r.remoteBranchHash(req.Branch)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	if !ok {
+		parent, ok, err = r.remoteBranchHash(req.Base)
+		if err != nil {
+			return CommitResult{}, err
+		}
+		if !ok {
+			return CommitResult{}, fmt.Errorf("base branch %q not found on remote %q (fetch first, or give another base)", req.Base, r.remote)
+		}
+	}
+	pc, err := r.repo.CommitObject(parent)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("read commit %s: %w", parent, err)
+	}
+	tree, err := pc.Tree()
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("read tree of %s: %w", parent, err)
+	}
+	newTree, err := r.putFiles(tree, req.Files)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	if newTree == tree.Hash {
+		return CommitResult{Commit: parent}, nil
+	}
+	sig, err := r.signature()
+	if err != nil {
+		return CommitResult{}, err
+	}
+	c := &object.Commit{Author: *sig, Committer: *sig, Message: req.Message, TreeHash: newTree, ParentHashes: []plumbing.Hash{parent}}
+	obj := r.repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return CommitResult{}, fmt.Errorf("encode commit: %w", err)
+	}
+	h, err := r.repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("store commit: %w", err)
+	}
+	return CommitResult{Commit: h, Changed: true}, nil
+}
+
+// Push sends commit to the remote's branch. It only fast-forwards: a
+// branch someone rewrote meanwhile is not overwritten.
+func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	auth, err := r.auth()
+	if err != nil {
+		return err
+	}
+	spec := config.RefSpec(commit.String() + ":" + plumbing.NewBranchReferenceName(branch).String())
+	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, CABundle: r.caPEM})
+	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+		// Keep the tracking ref in step so a later read sees what was pushed.
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.remoteRef(branch), commit)); err != nil {
+			return fmt.Errorf("update %s: %w", r.remoteRef(branch), err)
+		}
+		return nil
+	}
+	if errors.Is(err, git.ErrNonFastForwardUpdate) || strings.Contains(err.Error(), "non-fast-forward") {
+		return fmt.Errorf("push %s to %s: the remote branch moved meanwhile; run again: %w", branch, r.remote, err)
+	}
+	return unavailable("push "+branch+" to "+r.remote, err)
+}
+
+func (r *Repo) signature() (*object.Signature, error) {
+	if r.author != nil {
+		s := *r.author
+		s.When = r.now()
+		return &s, nil
+	}
+	name, email := "planlock", "planlock@localhost"
+	if cfg, err := r.repo.ConfigScoped(config.GlobalScope); err == nil {
+		if cfg.User.Name != "" {
+			name = cfg.User.Name
+		}
+		if cfg.User.Email != "" {
+			email = cfg.User.Email
+		}
+	}
+	return &object.Signature{Name: name, Email: email, When: r.now()}, nil
+}
+
+// checkRepoPath refuses paths that would escape the tree or touch .git.
+func checkRepoPath(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p {
+		return fmt.Errorf("invalid repository path %q", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." || part == "." || strings.EqualFold(part, ".git") {
+			return fmt.Errorf("invalid repository path %q", p)
+		}
+	}
+	return nil
+}
+
+// putFiles writes blobs for files and returns the hash of tree with them in.
+func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Hash, error) {
+	// Group by first path element so each subtree is rebuilt once.
+	here := map[string][]byte{}
+	sub := map[string]map[string][]byte{}
+	for p, b := range files {
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			if sub[p[:i]] == nil {
+				sub[p[:i]] = map[string][]byte{}
+			}
+			sub[p[:i]][p[i+1:]] = b
+		} else {
+			here[p] = b
+		}
+	}
+	entries := map[string]object.TreeEntry{}
+	if tree != nil {
+		for _, e := range tree.Entries {
+			entries[e.Name] = e
+		}
+	}
+	for name, b := range here {
+		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+			return plumbing.ZeroHash, fmt.Errorf("%s is a directory in the repository", name)
+		}
+		h, err := r.storeBlob(b)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		mode := filemode.Regular
+		if e, ok := entries[name]; ok && e.Mode == filemode.Executable {
+			mode = e.Mode
+		}
+		entries[name] = object.TreeEntry{Name: name, Mode: mode, Hash: h}
+	}
+	for name, fs := range sub {
+		var child *object.Tree
+		if e, ok := entries[name]; ok {
+			if e.Mode != filemode.Dir {
+				return plumbing.ZeroHash, fmt.Errorf("%s is a file in the repository", name)
+			}
+			t, err := r.repo.TreeObject(e.Hash)
+			if err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", name, err)
+			}
+			child = t
+		}
+		h, err := r.putFiles(child, fs)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+	}
+	nt := &object.Tree{}
+	for _, e := range entries {
+		nt.Entries = append(nt.Entries, e)
+	}
+	// Git's order: directories compare as if their name ended in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(nt.Entries, func(i, j int) bool { return key(nt.Entries[i]) < key(nt.Entries[j]) })
+	obj := r.repo.Storer.NewEncodedObject()
+	if err := nt.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	h, err := r.repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store tree: %w", err)
+	}
+	return h, nil
+}
+
+func (r *Repo) storeBlob(b []byte) (plumbing.Hash, error) {
+	obj := r.repo.Storer.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store blob: %w", err)
+	}
+	if _, err := io.Copy(w, bytes.NewReader(b)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store blob: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store blob: %w", err)
+	}
+	h, err := r.repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store blob: %w", err)
+	}
+	return h, nil
+}

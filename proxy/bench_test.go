@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// BenchmarkProxyHTTP16 runs the proxy in process (for profiling: go test
+// -cpuprofile) with 16 concurrent HTTP clients in front of the test upstream.
+// bench/ compares it with a bare relay.
+func BenchmarkProxyHTTP16(b *testing.B) {
+	b.Run("ledger", func(b *testing.B) { benchHTTP16(b, nil) })
+	// Without durable state: the cost of the relay and the gate alone.
+	b.Run("nostate", func(b *testing.B) { benchHTTP16(b, noState{}) })
+}
+
+// noState counts nothing and writes nothing: only for measuring.
+type noState struct{}
+
+func (noState) Progress(string) ledger.Progress { return ledger.Progress{} }
+func (noState) Reserve(context.Context, ledger.Reservation) (ledger.Ticket, error) {
+	return ledger.Ticket{}, nil
+}
+func (noState) Complete(context.Context, ledger.Ticket, ledger.Outcome) error { return nil }
+func (noState) Block(context.Context, ledger.Call, string) error              { return nil }
+func (noState) Hold(context.Context, ledger.Call, string, time.Time) (ledger.Hold, error) {
+	return ledger.Hold{}, nil
+}
+func (noState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }
+func (noState) ListHolds() []ledger.Hold                 { return nil }
+
+func benchHTTP16(b *testing.B, st State) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(`
+plan "bench" {
+  goal  = "echo"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 1000000000
+    arg "message" { max_length = 100 }
+  }
+}`))
+	if diags.HasErrors() {
+		b.Fatal(diags)
+	}
+	l, err := ledger.Open(ctx, ledger.Options{Dir: filepath.Join(b.TempDir(), "state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	if st == nil {
+		st = l
+	}
+	env, _ := UpstreamEnv(nil, func(k string) (string, bool) { return "", false })
+	p, err := New(Config{Plan: plan, State: st, Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.ServeHTTP(ctx, ln, "")
+	url := "http://" + ln.Addr().String() + "/mcp"
+	const clients = 16
+	cs := make([]*client.Client, clients)
+	call := func(c *client.Client) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "echo"
+		req.Params.Arguments = map[string]any{"message": "hello"}
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			b.Errorf("echo: %v %+v", err, res)
+		}
+	}
+	for i := range cs {
+		tr, err := transport.NewStreamableHTTP(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := client.NewClient(tr)
+		if err := c.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+		if _, err := c.Initialize(ctx, init); err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		cs[i] = c
+		call(c)
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	per := (b.N + clients - 1) / clients
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				call(c)
+			}
+		}()
+	}
+	wg.Wait()
+}
