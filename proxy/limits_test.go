@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +175,52 @@ func TestEndlessNotificationsKeepMemoryBounded(t *testing.T) {
 	t.Logf("ABUSE endless notifications: proxy peak RSS after %s", strings.Join(peaks, ", "))
 	if peak := c.peakRSS(); peak > 256*mib {
 		t.Fatalf("peak RSS %.1f MiB after 200k notifications, want < 256 MiB", float64(peak)/mib)
+	}
+}
+
+// TestHTTPBodyOverTheLimit: over streamable HTTP, a body larger than
+// --max-message-bytes is refused with 413 and the reason, before the MCP
+// server reads it; the next request is served.
+func TestHTTPBodyOverTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	callsLog := filepath.Join(dir, "calls.jsonl")
+	url := startLogged(t, nil, `serving plan "limits" on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", writePlan(t, limitsPlan),
+		"--insecure-skip-verify", "--state", filepath.Join(dir, "state"), "--listen", "127.0.0.1:0", "--max-message-bytes", "65536",
+		"--", testUpstreamBin, "--calls-log", callsLog)
+	post := func(body []byte, chunked bool) (int, string) {
+		t.Helper()
+		var r io.Reader = bytes.NewReader(body)
+		if chunked {
+			r = io.MultiReader(r) // no length known: sent chunked
+		}
+		req, err := http.NewRequest(http.MethodPost, url, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	big := bigCall(1, 100000, "")
+	code, text := post(big, false)
+	if want := fmt.Sprintf("planlock: request body of %d bytes is larger than the limit of 65536 bytes (--max-message-bytes)", len(big)); code != http.StatusRequestEntityTooLarge || text != want {
+		t.Fatalf("got %d %q\nwant 413 %q", code, text, want)
+	}
+	// Without a Content-Length the body is cut at the limit while read.
+	if code, text := post(big, true); code < 400 {
+		t.Fatalf("a chunked over-long body got %d %q", code, text)
+	}
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"abuse","version":"1"}}}`)
+	if code, text := post(init, false); code != http.StatusOK || !strings.Contains(text, `"serverInfo"`) {
+		t.Fatalf("initialize after the refusals: %d %q", code, text)
+	}
+	if n := len(loggedCalls(t, callsLog)); n != 0 {
+		t.Fatalf("the upstream received %d calls", n)
 	}
 }
