@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +119,70 @@ plan "bench" {
 		}()
 	}
 	wg.Wait()
+}
+
+// BenchmarkProxyStdio is one client's sequential calls over stdio pipes, in
+// process, with the ledger and without state: the difference is the cost of
+// the durable count and the audit records on the call path.
+func BenchmarkProxyStdio(b *testing.B) {
+	b.Run("ledger", func(b *testing.B) { benchStdio(b, nil) })
+	b.Run("nostate", func(b *testing.B) { benchStdio(b, noState{}) })
+}
+
+func benchStdio(b *testing.B, st State) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plan, _ := hclplan.Parse("plan.hcl", []byte(`
+plan "bench" {
+  goal  = "echo"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 1000000000
+    arg "message" { max_length = 100 }
+  }
+}`))
+	l, err := ledger.Open(ctx, ledger.Options{Dir: filepath.Join(b.TempDir(), "state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	if st == nil {
+		st = l
+	}
+	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
+	p, err := New(Config{Plan: plan, State: st, Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	go func() { _ = p.ServeStdio(ctx, cr, cw) }()
+	c := client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))))
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"message": "hello"}
+	for range 20 {
+		if _, err := c.CallTool(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			b.Fatalf("echo: %v %+v", err, res)
+		}
+	}
+	b.StopTimer()
+	c.Close()
+	pw.Close()
 }
