@@ -26,7 +26,8 @@ func (l ledgerProgress) Calls(i int) int { return l.p.Calls(i) }
 // handleCall is every tools/call: the gate in the contract's order, then the
 // durable count, then the upstream.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	plan := p.cfg.Plan
+	ctx, st := p.withPlan(ctx)
+	plan := st.plan
 	tool := req.Params.Name
 	raw := bytes.TrimSpace(req.Params.RawArguments)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -40,7 +41,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 
 	prog := p.cfg.State.Progress(plan.Digest)
-	step, fail := p.gate.Check(p.cfg.Now(), tool, args, ledgerProgress{&prog})
+	step, fail := st.gate.Check(p.cfg.Now(), tool, args, ledgerProgress{&prog})
 	if fail != nil {
 		if fail.Step != nil {
 			call.Step, call.StepIndex = fail.Step.Name, fail.Step.Index
@@ -57,7 +58,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return p.hold(ctx, req, call, step, fmt.Sprintf("step %q needs a human approval for each call", step.Name), false), nil
 	}
 	p.heldMu.Lock()
-	why, stepHeld := p.held[step.Index]
+	why, stepHeld := st.held[step.Index]
 	p.heldMu.Unlock()
 	if stepHeld {
 		return p.hold(ctx, req, call, step, why, false), nil
@@ -98,7 +99,7 @@ func (p *Proxy) block(ctx context.Context, call ledger.Call, reason string) *mcp
 	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}
-	return errorResult(fmt.Sprintf("blocked by plan %q: %s", p.cfg.Plan.Name, reason))
+	return errorResult(fmt.Sprintf("blocked by plan %q: %s", p.current(ctx).plan.Name, reason))
 }
 
 // hold answers a call that needs a human. An approved hold for exactly this
@@ -206,11 +207,12 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 		// Not counted: nothing was sent.
 		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded and not counted: %v", why))
 	}
+	st := p.current(ctx)
 	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls, HoldID: holdID, OverLimit: overrule && holdID != ""}
 	if !rv.OverLimit {
 		// The order and max_calls checks again, atomic with the count.
 		rv.Check = func(pr ledger.Progress) error {
-			if f := p.gate.Recheck(step, ledgerProgress{&pr}); f != nil {
+			if f := st.gate.Recheck(step, ledgerProgress{&pr}); f != nil {
 				return f
 			}
 			return nil
@@ -233,7 +235,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 			// Fail closed: without a durable count there is no call.
 			return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error())))
 		}
-		if p.cfg.Plan.OnViolation == hclplan.ViolationHold && holdID == "" {
+		if st.plan.OnViolation == hclplan.ViolationHold && holdID == "" {
 			return p.hold(ctx, req, call, step, reason, true)
 		}
 		return p.block(ctx, call, reason)
@@ -287,7 +289,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
 		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
 		p.heldMu.Lock()
-		p.held[step.Index] = reason
+		st.held[step.Index] = reason
 		p.heldMu.Unlock()
 		// The failed call's own hold keeps the step on hold across restarts;
 		// approving it lets exactly that call run once more.
@@ -296,7 +298,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 		}
 	} else if outcome.OK {
 		p.heldMu.Lock()
-		delete(p.held, step.Index) // an approved call went through
+		delete(st.held, step.Index) // an approved call went through
 		p.heldMu.Unlock()
 	}
 	return result

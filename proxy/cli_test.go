@@ -96,7 +96,7 @@ func TestMCPConfigCommand(t *testing.T) {
 		t.Fatalf("snippet:\n%s", b)
 	}
 	// The trust policy is passed on, with absolute file paths.
-	cmd := exec.Command(planlockBin, "mcp-config", "--plan", plan, "--key", "release.pub", "--certificate-github-workflow-ref", "refs/heads/main", "--", "node", "server.js")
+	cmd := exec.Command(planlockBin, "mcp-config", "--plan", plan, "--path", "plans/refund.hcl", "--key", "release.pub", "--certificate-github-workflow-ref", "refs/heads/main", "--", "node", "server.js")
 	cmd.Dir = filepath.Dir(plan)
 	if b, err = cmd.Output(); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -61,10 +60,17 @@ type Config struct {
 
 // Proxy is one running gate. Create it with New, then Serve or ServeHTTP.
 type Proxy struct {
-	cfg  Config
-	gate *gate.Gate
-	up   *Upstream
-	srv  *server.MCPServer
+	cfg Config
+	up  *Upstream
+	srv *server.MCPServer
+
+	// cur is the plan calls are checked against; SetPlan swaps it (swap.go).
+	cur atomic.Pointer[planState]
+	// setMu serialises applyTools; raw is the upstream's last tools/list
+	// (listed: there was one).
+	setMu  sync.Mutex
+	raw    []json.RawMessage
+	listed bool
 
 	toolsMu sync.Mutex
 	tools   map[string]bool // tools the upstream reported at its last initialisation; nil before
@@ -78,8 +84,7 @@ type Proxy struct {
 	progQueued  atomic.Int64
 	progWritten *atomic.Int64
 
-	heldMu sync.Mutex
-	held   map[int]string // step index → why the step is on hold (on_error = "hold")
+	heldMu sync.Mutex // guards planState.held
 }
 
 // progressRoute sends an upstream progress token back to the client call
@@ -113,15 +118,8 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	p := &Proxy{cfg: cfg, gate: gate.New(cfg.Plan), progs: map[string]progressRoute{}, held: map[int]string{}}
-	// A step put on hold by a failed call stays on hold across restarts:
-	// its pending hold is in the state.
-	for _, h := range cfg.State.ListHolds() {
-		if h.PlanDigest == cfg.Plan.Digest && h.State == ledger.HoldPending && strings.Contains(h.Reason, onErrorHeld) &&
-			h.StepIndex >= 0 && h.StepIndex < len(cfg.Plan.Steps) && cfg.Plan.Steps[h.StepIndex].Name == h.Step {
-			p.held[h.StepIndex] = h.Reason
-		}
-	}
+	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}}
+	p.cur.Store(p.newPlanState(cfg.Plan))
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)
@@ -138,14 +136,7 @@ func New(cfg Config) (*Proxy, error) {
 	cfg.Upstream.ClientName = "planlock"
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
-	// Until the upstream answers, the planned tools exist with an open
-	// schema so that a call gets a clear "upstream unavailable".
-	var placeholders []server.ServerTool
-	for _, name := range cfg.Plan.Tools() {
-		t := mcp.NewToolWithRawSchema(name, "(upstream not connected yet) "+p.limitsLine(name), json.RawMessage(`{"type":"object"}`))
-		placeholders = append(placeholders, server.ServerTool{Tool: t, Handler: p.handleCall})
-	}
-	p.srv.SetTools(placeholders...)
+	p.srv.SetTools(p.placeholders(cfg.Plan)...)
 	return p, nil
 }
 
@@ -162,7 +153,23 @@ func (p *Proxy) WaitUpstream(ctx context.Context) error { return p.up.WaitReady(
 // their raw schemas byte for byte. Every upstream tool is registered so that
 // a call to an unplanned one reaches the gate (and the audit) instead of
 // failing as unknown; tools/list shows only the planned ones (filterList).
-func (p *Proxy) setTools(raw []json.RawMessage) {
+func (p *Proxy) setTools(raw []json.RawMessage) { p.applyTools(raw, true) }
+
+// applyTools registers the tools under the current plan: raw from the
+// upstream, or (fromUpstream false, after SetPlan) its last list again.
+func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
+	p.setMu.Lock()
+	defer p.setMu.Unlock()
+	if fromUpstream {
+		p.raw, p.listed = raw, true
+	} else {
+		raw = p.raw
+	}
+	st := p.cur.Load()
+	if !p.listed {
+		p.srv.SetTools(p.placeholders(st.plan)...)
+		return
+	}
 	var tools []server.ServerTool
 	names := map[string]bool{}
 	for _, r := range raw {
@@ -172,20 +179,20 @@ func (p *Proxy) setTools(raw []json.RawMessage) {
 			continue
 		}
 		names[t.Name] = true
-		if p.gate.Planned(t.Name) {
+		if st.gate.Planned(t.Name) {
 			if t.Description != "" {
 				t.Description += "\n\n"
 			}
-			t.Description += p.limitsLine(t.Name)
+			t.Description += limitsLine(st.plan, t.Name)
 		}
 		tools = append(tools, server.ServerTool{Tool: t, Handler: p.handleCall})
 	}
-	for _, name := range p.cfg.Plan.Tools() {
+	for _, name := range st.plan.Tools() {
 		if !names[name] {
 			// Not listed, but a call still reaches the gate and, if the plan
 			// allows it, the upstream, which answers as it does.
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: warning: the plan's tool %q is not offered by the upstream\n", name)
-			t := mcp.NewToolWithRawSchema(name, p.limitsLine(name), json.RawMessage(`{"type":"object"}`))
+			t := mcp.NewToolWithRawSchema(name, limitsLine(st.plan, name), json.RawMessage(`{"type":"object"}`))
 			tools = append(tools, server.ServerTool{Tool: t, Handler: p.handleCall})
 		}
 	}
@@ -232,9 +239,10 @@ func (p *Proxy) filterList(_ context.Context, _ any, _ *mcp.ListToolsRequest, re
 	p.toolsMu.Lock()
 	offered := p.tools
 	p.toolsMu.Unlock()
+	g := p.cur.Load().gate
 	kept := res.Tools[:0]
 	for _, t := range res.Tools {
-		if p.gate.Planned(t.Name) && (offered == nil || offered[t.Name]) {
+		if g.Planned(t.Name) && (offered == nil || offered[t.Name]) {
 			kept = append(kept, t)
 		}
 	}
@@ -242,10 +250,10 @@ func (p *Proxy) filterList(_ context.Context, _ any, _ *mcp.ListToolsRequest, re
 }
 
 // limitsLine tells the model the plan's limits for a tool in one line.
-func (p *Proxy) limitsLine(tool string) string {
+func limitsLine(plan *hclplan.Plan, tool string) string {
 	var parts []string
-	for _, s := range p.cfg.Plan.StepsForTool(tool) {
-		parts = append(parts, stepSummary(p.cfg.Plan, s))
+	for _, s := range plan.StepsForTool(tool) {
+		parts = append(parts, stepSummary(plan, s))
 	}
 	return "[planlock] " + strings.Join(parts, " | ")
 }
@@ -420,11 +428,12 @@ func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMetho
 	if !ok {
 		return
 	}
-	call := ledger.Call{PlanDigest: p.cfg.Plan.Digest, Tool: req.Params.Name}
+	plan := p.cur.Load().plan
+	call := ledger.Call{PlanDigest: plan.Digest, Tool: req.Params.Name}
 	if _, derr := decodeArgs(req.Params.RawArguments); derr == nil {
 		call.Args = req.Params.RawArguments
 	}
-	reason := fmt.Sprintf("tool %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, p.cfg.Plan.Name)
+	reason := fmt.Sprintf("tool %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, plan.Name)
 	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}

@@ -17,12 +17,15 @@ func mcpConfigCommand() *cli.Command {
 		ArgsUsage: "[-- UPSTREAM_COMMAND ARGS...]",
 		Description: `Paste the "mcpServers" entry into claude_desktop_config.json, .cursor/mcp.json
 or .mcp.json (Claude Code). Paths are made absolute, since clients start
-servers from another directory.`,
+servers from another directory. The trust flags (as for planlock proxy) are
+passed on, so that the proxy the client starts verifies the plan.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE`", Required: true},
 			&cli.StringFlag{Name: "name", Usage: "server `NAME` in the client (default: the plan's name)"},
 			&cli.StringFlag{Name: "state", Usage: "state `DIR` to pass to the proxy"},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "pass --insecure-skip-verify to the proxy (unsafe)"},
+			&cli.StringFlag{Name: "bundle", Usage: "the plan's bundle `FILE`, passed to the proxy", TakesFile: true},
+			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, passed to the proxy (default: relative to the Git checkout)"},
 		}, trustFlags()...),
 		Action: func(c *cli.Context) error {
 			planPath, err := filepath.Abs(c.String("plan"))
@@ -49,22 +52,19 @@ servers from another directory.`,
 				return failf("find the planlock executable: %v", err)
 			}
 			var extra []string
-			if c.Bool("insecure-skip-verify") {
+			switch {
+			case c.Bool("insecure-skip-verify") && trustGiven(c) != "":
+				return usageErrorf("give either --insecure-skip-verify or the trust flags, not both")
+			case c.Bool("insecure-skip-verify"):
 				extra = append(extra, "--insecure-skip-verify")
-			}
-			// The trust policy goes with the proxy; file paths made absolute.
-			for _, f := range trustFlags() {
-				name := f.Names()[0]
-				if !c.IsSet(name) {
-					continue
+			case trustGiven(c) == "":
+				return usageErrorf("%s", noTrustPolicy)
+			default:
+				args, err := trustArgs(c, c.String("plan"))
+				if err != nil {
+					return err
 				}
-				v := c.String(name)
-				if sf, ok := f.(*cli.StringFlag); ok && sf.TakesFile {
-					if v, err = filepath.Abs(v); err != nil {
-						return failf("%v", err)
-					}
-				}
-				extra = append(extra, "--"+name, v)
+				extra = append(extra, args...)
 			}
 			if d := c.String("state"); d != "" {
 				abs, err := filepath.Abs(d)

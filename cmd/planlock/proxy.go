@@ -14,7 +14,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
-	"github.com/planlock/planlock/sign"
+	"github.com/planlock/planlock/proxy/planload"
 )
 
 func proxyCommand() *cli.Command {
@@ -25,12 +25,21 @@ func proxyCommand() *cli.Command {
 		Description: `Serves the agent over stdio (default) or streamable HTTP (--listen) and
 forwards to the upstream given after -- (stdio), by --upstream-url, or by the
 plan's upstream block. Only the plan's tools are shown; every call is checked
-against the plan and counted durably in --state before it is forwarded.`,
+against the plan and counted durably in --state before it is forwarded.
+
+The plan must carry an approval signature the trust policy accepts (the same
+flags as planlock verify; the bundle is PLAN.sigstore.json or --bundle), must
+not be expired, and must not be older than a plan of the same name already
+loaded. The plan file is read once; those bytes are verified and parsed.
+When the plan or its bundle changes on disk the proxy verifies it again and
+serves the new plan; one that does not verify is logged and the last
+verified plan keeps serving.`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
+			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL)", Required: true},
+			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
 			&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true},
 			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
-			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; warns on every start)"},
+			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for a changed plan or bundle every `DURATION` (0: never reload)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
@@ -84,41 +93,17 @@ func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []stri
 	return up, nil
 }
 
-// loadPlan reads the plan file once; the signature check and the parser see
-// the same bytes. It returns the signing time (zero when not verified).
-func loadPlan(c *cli.Context, errw func(string)) (*hclplan.Plan, time.Time, error) {
-	path := c.String("plan")
-	var src []byte
-	var signedAt time.Time
-	if c.Bool("insecure-skip-verify") {
-		for _, f := range trustFlags() {
-			if c.IsSet(f.Names()[0]) {
-				return nil, signedAt, usageErrorf("--insecure-skip-verify and --%s contradict each other: verify, or do not", f.Names()[0])
-			}
-		}
-		errw("planlock: WARNING: --insecure-skip-verify: running plan " + path + " WITHOUT verifying its signature; anyone who can edit this file controls what the agent may do")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, signedAt, failf("read plan: %v", err)
-		}
-		src = b
-	} else {
-		policy, err := policyFromFlags(c)
-		if err != nil {
-			return nil, signedAt, err
-		}
-		b, a, err := policy.VerifyFile(c.Context, sign.FileInput{File: path, Bundle: c.String("bundle"), Path: c.String("path"), Kind: sign.KindPlan})
-		if err != nil {
-			return nil, signedAt, failf("plan %s refused: %v", path, err)
-		}
-		src, signedAt = b, a.SignedAt
-		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s", path, a.Signer.Identity, a.SignedAt.UTC().Format(time.RFC3339)))
+// loadPlan reads the plan file once; the signature (when verified) and the
+// parser see the same bytes (package planload).
+func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*planload.Loaded, error) {
+	if src.Policy == nil {
+		errw(planload.InsecureWarning(src.File))
 	}
-	plan, diags := hclplan.Parse(path, src)
-	if diags.HasErrors() {
-		return nil, signedAt, failf("plan %s is not valid: %s", path, oneLineDiags(diags.Error()))
+	l, err := src.Read(ctx, time.Now())
+	if err != nil {
+		return nil, failf("%v", err)
 	}
-	return plan, signedAt, nil
+	return l, nil
 }
 
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
@@ -128,18 +113,24 @@ func runProxy(c *cli.Context) error {
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
 	}
-	plan, signedAt, err := loadPlan(c, errw)
+	src, err := planSource(c)
 	if err != nil {
 		return err
+	}
+	loaded, err := loadPlan(c.Context, src, errw)
+	if err != nil {
+		return err
+	}
+	plan := loaded.Plan
+	if loaded.Approval != nil {
+		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
+			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
 	up, err := upstreamFrom(plan, c.Args().Slice(), c.String("upstream-url"), c.StringSlice("env"))
 	if err != nil {
 		return err
 	}
 	up.Stderr = c.App.ErrWriter
-	if plan.Expired(time.Now()) {
-		return failf("plan %q expired at %s; refusing to load it", plan.Name, plan.Expires.UTC().Format(time.RFC3339))
-	}
 	var ln net.Listener
 	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
 	if addr := c.String("listen"); addr != "" {
@@ -165,17 +156,22 @@ func runProxy(c *cli.Context) error {
 		return failf("%v", err)
 	}
 	defer l.Close()
-	if !signedAt.IsZero() {
-		// No downgrade: refuse a plan signed before the newest one of the
-		// same name this state has run.
-		if err := l.LoadPlan(ctx, ledger.PlanLoad{Name: plan.Name, Digest: plan.Digest, SignedAt: signedAt}); err != nil {
-			return failf("%v", err)
-		}
+	if err := planload.Admit(ctx, l, loaded); err != nil {
+		return failf("%v", err)
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
 		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version})
 	if err != nil {
 		return failf("%v", err)
+	}
+	if iv := c.Duration("reload-interval"); iv > 0 {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			reloader(src, l, iv, plan.Upstream, p, errw).Run(rctx, loaded)
+		}()
+		defer func() { cancel(); <-done }() // before the ledger closes
 	}
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))

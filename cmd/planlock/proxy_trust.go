@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/planload"
+	"github.com/planlock/planlock/sign"
+)
+
+// trustFlagNames are the trustFlags; fileTrustFlags name files.
+var (
+	trustFlagNames = []string{"certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer",
+		"certificate-oidc-issuer-regexp", "certificate-github-workflow-repository", "certificate-github-workflow-ref",
+		"key", "trusted-root", "tuf-cache"}
+	fileTrustFlags = []string{"key", "trusted-root", "tuf-cache"}
+)
+
+// trustGiven names the first trust flag set, "" when none is.
+func trustGiven(c *cli.Context) string {
+	for _, n := range trustFlagNames {
+		if c.IsSet(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+const noTrustPolicy = "no trust policy for the plan: give --key PUBLIC_KEY, or --certificate-identity (or -regexp) with --certificate-oidc-issuer, to verify its signature; or --insecure-skip-verify to run it unverified (local experiments only)"
+
+// planSource is the plan and how it is trusted, from the proxy's flags:
+// either a trust policy or the loud --insecure-skip-verify, never both.
+func planSource(c *cli.Context) (planload.Source, error) {
+	src := planload.Source{File: c.String("plan"), Bundle: c.String("bundle"), Path: c.String("path")}
+	flag := trustGiven(c)
+	if c.Bool("insecure-skip-verify") {
+		if flag == "" && src.Bundle != "" {
+			flag = "bundle"
+		}
+		if flag == "" && src.Path != "" {
+			flag = "path"
+		}
+		if flag != "" {
+			return src, usageErrorf("--insecure-skip-verify does not verify the plan, so --%s would be ignored: give one or the other", flag)
+		}
+		return src, nil
+	}
+	if flag == "" {
+		return src, usageErrorf("%s", noTrustPolicy)
+	}
+	if src.Path == "" {
+		p, err := sign.RepoPath(src.File)
+		if err != nil {
+			return src, usageErrorf("--plan: %v with --path", err)
+		}
+		src.Path = p
+	}
+	policy, err := policyFromFlags(c)
+	if err != nil {
+		return src, err
+	}
+	src.Policy = policy
+	return src, nil
+}
+
+// reloader serves a changed plan once it verifies; the upstream cannot
+// change while running, so a plan naming another one is refused.
+func reloader(src planload.Source, l *ledger.Ledger, interval time.Duration, upstream *hclplan.Upstream, p *proxy.Proxy, errw func(string)) *planload.Reloader {
+	return &planload.Reloader{
+		Source:   src,
+		State:    l,
+		Interval: interval,
+		Accept: func(plan *hclplan.Plan) error {
+			if !sameUpstream(upstream, plan.Upstream) {
+				return fmt.Errorf("plan %q names another upstream than the running one; restart the proxy to change the upstream", plan.Name)
+			}
+			return nil
+		},
+		Swap: func(n *planload.Loaded) error { return p.SetPlan(n.Plan) },
+		Log:  errw,
+	}
+}
+
+func sameUpstream(a, b *hclplan.Upstream) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Command, b.Command) && a.URL == b.URL && slices.Equal(a.Env, b.Env)
+}
+
+// trustArgs are the proxy flags that make a pasted MCP configuration verify
+// the plan as given here: the trust flags (files made absolute, since
+// clients start servers from another directory), --bundle and --path.
+func trustArgs(c *cli.Context, planFile string) ([]string, error) {
+	var args []string
+	for _, n := range trustFlagNames {
+		if !c.IsSet(n) {
+			continue
+		}
+		v := c.String(n)
+		if slices.Contains(fileTrustFlags, n) {
+			abs, err := filepath.Abs(v)
+			if err != nil {
+				return nil, failf("--%s: %v", n, err)
+			}
+			v = abs
+		}
+		args = append(args, "--"+n, v)
+	}
+	if b := c.String("bundle"); b != "" {
+		abs, err := filepath.Abs(b)
+		if err != nil {
+			return nil, failf("--bundle: %v", err)
+		}
+		args = append(args, "--bundle", abs)
+	}
+	// The path as signed, from where the plan is now: the proxy sees the
+	// absolute file name, which outside a Git checkout names no repository.
+	path := c.String("path")
+	if path == "" {
+		p, err := sign.RepoPath(planFile)
+		if err != nil {
+			return nil, usageErrorf("--plan: %v with --path", err)
+		}
+		path = p
+	}
+	return append(args, "--path", path), nil
+}
