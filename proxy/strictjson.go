@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"unicode/utf8"
 )
 
@@ -24,20 +23,82 @@ func decodeArgs(raw []byte) (map[string]any, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("invalid UTF-8")
 	}
+	members, depth := shape(raw)
+	if depth > maxArgDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", maxArgDepth)
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	v, err := strictValue(d, 0)
-	if err != nil {
+	var v any
+	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); err != io.EOF {
+	if d.More() {
 		return nil, errors.New("trailing data")
+	}
+	if countKeys(v) != members {
+		// Fewer keys than members: some key repeats. The token walk
+		// (slower, so only now) names it.
+		sd := json.NewDecoder(bytes.NewReader(raw))
+		sd.UseNumber()
+		if _, err := strictValue(sd, 0); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("a key appears twice in one object")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("got %s", jsonKind(v))
 	}
 	return m, nil
+}
+
+// shape counts the object members of a JSON text (the colons outside
+// strings) and its deepest nesting, in one pass over the bytes.
+func shape(raw []byte) (members, depth int) {
+	inString, escaped, cur := false, false, 0
+	for _, c := range raw {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ':':
+			members++
+		case '{', '[':
+			cur++
+			depth = max(depth, cur)
+		case '}', ']':
+			cur--
+		}
+	}
+	return members, depth
+}
+
+// countKeys counts the keys of every object in a decoded JSON value.
+func countKeys(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		n += len(v)
+		for _, e := range v {
+			n += countKeys(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += countKeys(e)
+		}
+	}
+	return n
 }
 
 // strictValue reads one JSON value token by token, refusing repeated keys
