@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -34,4 +37,28 @@ func TestDecodeArgs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeArgs: whatever decodeArgs accepts has no repeated key and no
+// nesting over the limit (the slow token walk agrees), so the value the
+// gate checks is the only reading of the bytes the upstream receives.
+func FuzzDecodeArgs(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":[{"c":"x:y\"","c":1}]}}`, `{"\u0061":1,"a":2}`, `[]`, `{"a":"\\"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, err := decodeArgs(raw)
+		if err != nil {
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		v, serr := strictValue(d, 0)
+		if serr != nil {
+			t.Fatalf("accepted %q, but the strict walk refuses it: %v", raw, serr)
+		}
+		if !reflect.DeepEqual(v, any(m)) {
+			t.Fatalf("accepted %q as %v, the strict walk reads %v", raw, m, v)
+		}
+	})
 }
