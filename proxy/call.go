@@ -64,8 +64,8 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return p.hold(ctx, req, call, step, why, false), nil
 	}
 	if step.Pin != nil {
-		if reason := p.checkPin(ctx, step); reason != "" {
-			return p.hold(ctx, req, call, step, reason, false), nil
+		if reason, observed := p.checkPin(ctx, step); reason != "" {
+			return p.holdWith(ctx, req, call, step, reason, false, observed), nil
 		}
 	}
 	return p.forward(ctx, req, call, step, "", false), nil
@@ -109,6 +109,14 @@ func (p *Proxy) block(ctx context.Context, call ledger.Call, reason string) *mcp
 // call past the plan's order and max_calls. Approval, pin and on_error holds
 // do not: the call still obeys them, atomically with its count.
 func (p *Proxy) hold(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool) *mcp.CallToolResult {
+	return p.holdWith(ctx, req, call, step, reason, violation, "")
+}
+
+// holdWith is hold with the pin value observed for a pin hold ("" otherwise).
+func (p *Proxy) holdWith(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool, observedPin string) *mcp.CallToolResult {
+	if p.cfg.Approvals != nil { // holds are approval pull requests (holdpr.go)
+		return p.holdByPR(ctx, req, call, step, reason, violation, observedPin)
+	}
 	if h, ok := p.cfg.State.FindHold(call); ok {
 		switch h.State {
 		case ledger.HoldApproved:
@@ -132,28 +140,29 @@ func (p *Proxy) hold(ctx context.Context, req mcp.CallToolRequest, call ledger.C
 		reason, where, h.Expires.UTC().Format(time.RFC3339), h.ID))
 }
 
-// checkPin re-reads the pinned value through the upstream; "" means it matches.
-func (p *Proxy) checkPin(ctx context.Context, step *hclplan.Step) string {
+// checkPin re-reads the pinned value through the upstream; "" means it
+// matches. On a mismatch it also returns the value read.
+func (p *Proxy) checkPin(ctx context.Context, step *hclplan.Step) (reason, observed string) {
 	pin := step.Pin
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
 	res, err := p.up.Request(cctx, "tools/call", map[string]any{"name": pin.Tool, "arguments": pin.Args})
 	if err != nil {
-		return fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneLine(err.Error()))
+		return fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneLine(err.Error())), ""
 	}
 	doc, err := resultDocument(res)
 	if err != nil {
-		return fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), err)
+		return fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), err), ""
 	}
 	got, ok := pin.Lookup(doc)
 	if !ok {
-		return fmt.Sprintf("step %q: pin field %q is missing from the result of %s", step.Name, pin.Field, pin.Tool)
+		return fmt.Sprintf("step %q: pin field %q is missing from the result of %s", step.Name, pin.Field, pin.Tool), ""
 	}
 	if !pin.Eq.Equal(got) {
 		b, _ := hclplan.CanonicalJSON(got)
-		return fmt.Sprintf("step %q: pin %s.%s = %s, want %s (it changed since the plan was approved)", step.Name, pin.Tool, pin.Field, b, pin.Eq.String())
+		return fmt.Sprintf("step %q: pin %s.%s = %s, want %s (it changed since the plan was approved)", step.Name, pin.Tool, pin.Field, b, pin.Eq.String()), pinText(got, b)
 	}
-	return ""
+	return "", ""
 }
 
 // resultDocument is the JSON document of a tool result that a pin reads:

@@ -56,6 +56,9 @@ type Config struct {
 	// Log receives one line per operational event (upstream restarts).
 	Log     io.Writer
 	Version string
+	// Approvals, when set, turns holds into approval pull requests and
+	// decides repeated held calls (holdpr.go); nil keeps holds in the state only.
+	Approvals HoldApprover
 }
 
 // Proxy is one running gate. Create it with New, then Serve or ServeHTTP.

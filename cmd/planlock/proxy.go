@@ -34,8 +34,8 @@ loaded. The plan file is read once; those bytes are verified and parsed.
 When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
 verified plan keeps serving.`,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL)", Required: true},
+		Flags: withHoldFlags(append([]cli.Flag{
+			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
 			&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true},
 			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
@@ -48,7 +48,7 @@ verified plan keeps serving.`,
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, trustFlags()...),
+		}, trustFlags()...)),
 		Action: runProxy,
 	}
 }
@@ -159,8 +159,15 @@ func runProxy(c *cli.Context) error {
 	if err := planload.Admit(ctx, l, loaded); err != nil {
 		return failf("%v", err)
 	}
+	appr, err := holdApprovals(c, c.String("plan"), l, errw) // proxy_holds.go
+	if err != nil {
+		return err
+	}
+	if appr != nil {
+		defer appr.Close() // before the ledger closes
+	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
 	if err != nil {
 		return failf("%v", err)
 	}

@@ -250,7 +250,14 @@ func TestConformanceBaseline(t *testing.T) {
 				res[name] = s
 			}
 			got := peers.PassingScenarios(res)
-			if !slices.Equal(got, sortedCopy(tt.set.Passing)) {
+			want := sortedCopy(tt.set.Passing)
+			for _, racy := range tt.set.Racy {
+				if !slices.Contains(got, racy) {
+					t.Logf("racy scenario %s did not pass this time", racy)
+					want = slices.DeleteFunc(want, func(s string) bool { return s == racy })
+				}
+			}
+			if !slices.Equal(got, want) {
 				t.Fatalf("scenarios passing directly = %q\nbaseline = %q\n(update test/peers/conformance-baseline.json if the pinned peers changed)", got, tt.set.Passing)
 			}
 			for _, tool := range append(slices.Clone(tt.set.Tools), tt.set.Vacuous...) {

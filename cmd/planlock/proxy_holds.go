@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/sign"
+)
+
+const holdsCategory = "Holds as pull requests"
+
+// withHoldFlags adds the hold pull request flags to the proxy's flags, once
+// each. The trust policy flags that verify plans also verify hold approvals.
+func withHoldFlags(flags []cli.Flag) []cli.Flag {
+	have := map[string]bool{}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			have[n] = true
+		}
+	}
+	extra := []cli.Flag{
+		&cli.StringFlag{Name: "plans-repo", Usage: "Git checkout `DIR` the plan lives in (default: the one containing --plan)", TakesFile: true, Category: holdsCategory},
+		&cli.StringFlag{Name: "git-remote", Usage: "push hold requests to this remote `URL` (default: the checkout's origin)", Category: holdsCategory},
+		&cli.StringFlag{Name: "holds-base", Usage: "`BRANCH` hold pull requests merge into (default: the remote's default branch)", Category: holdsCategory},
+		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "`BRANCH` where CI publishes approval bundles", Category: holdsCategory},
+		&cli.StringFlag{Name: "github-api", Usage: "GitHub API base `URL` for hold pull requests (default: from the remote URL)", Category: holdsCategory},
+		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
+		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
+		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state only (no Git, no pull requests)", Category: holdsCategory},
+	}
+	for _, f := range extra {
+		if !have[f.Names()[0]] {
+			flags = append(flags, f)
+		}
+	}
+	return flags
+}
+
+// holdApprovals sets up approval pull requests for holds: the plan's Git
+// repository (a private bare clone under the state directory), GitHub when
+// a token and a GitHub remote are there, and the trust policy that verifies
+// merged holds. It returns nil when holds stay in the state only.
+func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(string)) (*approvals.Approvals, error) {
+	if c.Bool("no-hold-prs") {
+		return nil, nil
+	}
+	remote := c.String("git-remote")
+	var planPath string
+	dir := c.String("plans-repo")
+	explicit := dir != ""
+	if dir == "" {
+		dir = filepath.Dir(planFile)
+	}
+	if repo, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
+		if rel, err := repo.RelPath(planFile); err == nil {
+			planPath = rel
+		}
+		if remote == "" {
+			u, err := repo.RemoteURL()
+			if err != nil && explicit {
+				return nil, failf("--plans-repo %s: %v", dir, err)
+			}
+			remote = u
+		}
+	} else if explicit {
+		return nil, failf("--plans-repo: %v", err)
+	}
+	if p := c.String("path"); p != "" {
+		planPath = p // the plan's path in the repository, as signed
+	}
+	if remote == "" {
+		errw("planlock: holds are kept in the state only: the plan is not in a Git checkout with a remote (give --plans-repo or --git-remote to make them pull requests)")
+		return nil, nil
+	}
+	var policy approvals.Verifier
+	if trustGiven(c) != "" {
+		p, err := policyFromFlags(c)
+		if err != nil {
+			return nil, err
+		}
+		policy = p
+	} else {
+		errw("planlock: WARNING: no trust policy (--insecure-skip-verify): hold pull requests are opened, but no merged hold can run")
+	}
+	token := gitapprove.TokenFromEnv(os.Getenv)
+	forge, why, err := holdForge(c, remote, token)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(remote))
+	cache := filepath.Join(l.Dir(), "git", hex.EncodeToString(sum[:8]))
+	base, approvalsBranch := c.String("holds-base"), c.String("approvals-branch")
+	lazy := approvals.Lazy(func(ctx context.Context) (approvals.Forge, error) {
+		repo, err := gitapprove.OpenCache(ctx, remote, cache, gitapprove.Options{Token: token})
+		if err != nil {
+			return nil, err
+		}
+		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch}, nil
+	})
+	a, err := approvals.New(approvals.Config{Store: l, Forge: lazy, Policy: policy, PlanPath: planPath,
+		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
+	if err != nil {
+		return nil, failf("%v", err)
+	}
+	where := "Git only: " + why
+	if forge != nil {
+		where = "GitHub pull requests"
+	}
+	errw(fmt.Sprintf("planlock: holds become approval pull requests on %s (%s; approvals from %s)", redactURL(remote), where, approvalsBranch))
+	return a, nil
+}
+
+// holdForge picks GitHub for the remote: explicit flags first, else from
+// the remote URL. Without a token or a GitHub remote it is nil (Git only).
+func holdForge(c *cli.Context, remote, token string) (gitapprove.Forge, string, error) {
+	api, slug := c.String("github-api"), c.String("github-repo")
+	if token == "" {
+		return nil, "no GITHUB_TOKEN or GH_TOKEN set", nil
+	}
+	if api == "" && slug == "" {
+		gh, err := gitapprove.GitHubFromRemote(remote, token, os.Getenv)
+		if errors.Is(err, gitapprove.ErrNotGitHub) {
+			return nil, "the remote is not a known GitHub repository", nil
+		}
+		if err != nil {
+			return nil, err.Error(), nil
+		}
+		return gh, "", nil
+	}
+	owner, name, ok := strings.Cut(slug, "/")
+	if slug == "" {
+		rr, err := gitapprove.ParseRemoteURL(remote)
+		if err != nil {
+			return nil, "", usageErrorf("proxy: %v: give --github-repo OWNER/REPO", err)
+		}
+		owner, name, ok = rr.Owner, rr.Name, true
+	}
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return nil, "", usageErrorf("proxy: --github-repo wants OWNER/REPO, not %q", slug)
+	}
+	if api == "" {
+		api = "https://api.github.com"
+	}
+	if !strings.HasPrefix(api, "https://") && !strings.HasPrefix(api, "http://127.0.0.1") && !strings.HasPrefix(api, "http://localhost") {
+		return nil, "", usageErrorf("proxy: --github-api must be an https URL (the token is sent there)")
+	}
+	web := strings.TrimSuffix(strings.TrimSuffix(api, "/"), "/api/v3")
+	if web == "https://api.github.com" {
+		web = "https://github.com"
+	}
+	return gitapprove.NewGitHub(gitapprove.GitHubOptions{APIURL: api, WebURL: web, Owner: owner, Repo: name, Token: token}), "", nil
+}
+
+// redactURL drops any user information from a remote URL before it is logged.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
+		rest = rest[at+1:]
+	}
+	return scheme + "://" + rest
+}
+
+var _ approvals.Verifier = (*sign.Policy)(nil)
+
+// holdApprover keeps a nil *Approvals a nil interface.
+func holdApprover(a *approvals.Approvals) proxy.HoldApprover {
+	if a == nil {
+		return nil
+	}
+	return a
+}
