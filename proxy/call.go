@@ -74,24 +74,6 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 // onErrorHeld marks the reason of a step held by on_error = "hold".
 const onErrorHeld = "is on hold after a failed call"
 
-// decodeArgs decodes a JSON object with numbers kept exact.
-func decodeArgs(raw []byte) (map[string]any, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, errors.New("trailing data")
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("got %s", jsonKind(v))
-	}
-	return m, nil
-}
-
 func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:

@@ -45,6 +45,10 @@ type Config struct {
 	Upstream UpstreamConfig
 	// CallTimeout bounds each forwarded call; zero means 60s.
 	CallTimeout time.Duration
+	// MaxMessageBytes bounds one client message (a stdio line or an HTTP
+	// body); larger ones get a JSON-RPC error unread. Zero means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// HoldTTL is how long a hold waits for approval; zero means 7 days.
 	HoldTTL time.Duration
 	// Now is the clock; nil means time.Now.

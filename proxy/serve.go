@@ -19,10 +19,11 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.progWritten = new(atomic.Int64)
-	out = progressCounter{w: out, n: p.progWritten}
+	sw := &syncWriter{w: out}
+	out = progressCounter{w: sw, n: p.progWritten}
 	p.start(ctx)
 	s := server.NewStdioServer(p.srv)
-	err := s.Listen(ctx, in, out)
+	err := s.Listen(ctx, limitLines(ctx, in, sw, p.maxMessageBytes(), p.cfg.Log), out)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -37,7 +38,7 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, token string) er
 	p.start(ctx)
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"))
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireBearer(token, h))
+	mux.Handle("/mcp", requireBearer(token, limitBody(p.maxMessageBytes(), h)))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -65,6 +66,26 @@ func (p *Proxy) start(ctx context.Context) {
 	if ok, why := p.up.Ready(); !ok {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
 	}
+}
+
+func (p *Proxy) maxMessageBytes() int {
+	if p.cfg.MaxMessageBytes > 0 {
+		return p.cfg.MaxMessageBytes
+	}
+	return DefaultMaxMessageBytes
+}
+
+// limitBody refuses a request body larger than max before the MCP server
+// reads it whole.
+func limitBody(max int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > int64(max) {
+			http.Error(w, fmt.Sprintf("planlock: request body of %d bytes is larger than the limit of %d bytes (--max-message-bytes)", r.ContentLength, max), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, int64(max))
+		next.ServeHTTP(w, r)
+	})
 }
 
 func requireBearer(token string, next http.Handler) http.Handler {

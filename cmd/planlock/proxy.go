@@ -47,6 +47,7 @@ verified plan keeps serving.`,
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
+			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
 		}, trustFlags()...)),
 		Action: runProxy,
 	}
@@ -109,6 +110,9 @@ func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func runProxy(c *cli.Context) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
+	if c.Int("max-message-bytes") < 1024 {
+		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
+	}
 	src, err := planSource(c)
 	if err != nil {
 		return err
@@ -163,7 +167,7 @@ func runProxy(c *cli.Context) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
 	if err != nil {
 		return failf("%v", err)
 	}

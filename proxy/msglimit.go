@@ -1,0 +1,207 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// DefaultMaxMessageBytes bounds one client message (one stdio line, one
+// HTTP request body) unless Config.MaxMessageBytes says otherwise.
+const DefaultMaxMessageBytes = 16 << 20
+
+// syncWriter serialises whole writes: the MCP server's answers and the
+// limiter's errors share the client's stdout, one line per Write.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+// limitLines passes the client's stdio lines of at most max bytes on to the
+// MCP server (through the returned reader) and answers each longer line
+// itself with a JSON-RPC error, without ever holding more than max bytes of
+// it: mcp-go reads a line whole, so one huge message would otherwise cost
+// several times its size in memory. The goroutine ends when in ends.
+func limitLines(ctx context.Context, in io.Reader, out io.Writer, max int, log io.Writer) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(copyLimited(ctx, in, pw, out, max, log))
+	}()
+	return pr
+}
+
+func copyLimited(ctx context.Context, in io.Reader, pass io.Writer, out io.Writer, max int, log io.Writer) error {
+	// A buffer of max bytes holds any acceptable line whole (ReadSlice
+	// copies nothing); a line that does not fit is streamed through the
+	// id scanner and dropped. Pages of the buffer are only touched as big
+	// lines arrive.
+	br := bufio.NewReaderSize(in, max)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			over := &idScanner{}
+			size := 0
+			for errors.Is(err, bufio.ErrBufferFull) {
+				over.feed(line)
+				size += len(line)
+				line, err = br.ReadSlice('\n')
+			}
+			over.feed(line)
+			size += len(line)
+			fmt.Fprintf(log, "planlock proxy: refused a client message of %d bytes (more than --max-message-bytes %d)\n", size, max)
+			if werr := writeTooLarge(out, over.id(), size, max); werr != nil {
+				return werr
+			}
+		} else if len(line) > 0 {
+			if _, werr := pass.Write(line); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func writeTooLarge(out io.Writer, id json.RawMessage, size, max int) error {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, err := json.Marshal(map[string]any{
+		"jsonrpc": mcp.JSONRPC_VERSION,
+		"id":      id,
+		"error": map[string]any{
+			"code":    mcp.INVALID_REQUEST,
+			"message": fmt.Sprintf("planlock: message of %d bytes is larger than the limit of %d bytes (--max-message-bytes); it was not read", size, max),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(append(b, '\n'))
+	return err
+}
+
+// idScanner finds the top-level "id" of a JSON-RPC message streamed through
+// it in pieces, keeping only a few bytes: it tracks strings and nesting, and
+// captures the value that follows the key "id" at depth 1.
+type idScanner struct {
+	depth    int
+	inString bool
+	escaped  bool
+	key      []byte // the current depth-1 string, while it is short
+	keyLong  bool
+	afterKey bool // a depth-1 string was just closed: it is a key if ':' follows
+	capture  bool // inside the value of "id"
+	value    []byte
+	found    json.RawMessage
+}
+
+func (s *idScanner) id() json.RawMessage {
+	if s.found == nil && s.capture {
+		s.finish()
+	}
+	if s.found == nil || !json.Valid(s.found) {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(s.found, &v) != nil {
+		return nil
+	}
+	switch v.(type) {
+	case string, float64:
+		return s.found
+	}
+	return nil // JSON-RPC ids are strings or numbers
+}
+
+func (s *idScanner) finish() {
+	s.capture = false
+	if s.found == nil {
+		s.found = append(json.RawMessage(nil), bytesTrim(s.value)...)
+	}
+	s.value = nil
+}
+
+func bytesTrim(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r' || b[len(b)-1] == '\n') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func (s *idScanner) feed(p []byte) {
+	for _, c := range p {
+		if s.capture {
+			if !s.inString && s.depth == 1 && (c == ',' || c == '}') {
+				s.finish()
+			} else if len(s.value) < 256 {
+				s.value = append(s.value, c)
+			} else {
+				s.capture, s.value = false, nil // too long to be an id
+			}
+		}
+		if s.inString {
+			switch {
+			case s.escaped:
+				s.escaped = false
+			case c == '\\':
+				s.escaped = true
+			case c == '"':
+				s.inString = false
+				if s.depth == 1 && !s.capture {
+					s.afterKey = true
+				}
+			default:
+				if s.depth == 1 && !s.capture && !s.keyLong {
+					if len(s.key) < 8 {
+						s.key = append(s.key, c)
+					} else {
+						s.keyLong = true
+					}
+				}
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '"':
+			s.inString = true
+			if s.depth == 1 && !s.capture {
+				s.key, s.keyLong, s.afterKey = s.key[:0], false, false
+			}
+			continue
+		case ':':
+			if s.depth == 1 && s.afterKey && !s.keyLong && string(s.key) == "id" && s.found == nil {
+				s.capture, s.value = true, nil
+			}
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			s.depth--
+		}
+		s.afterKey = false
+	}
+}
