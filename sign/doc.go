@@ -19,8 +19,10 @@
 // Actions or $SIGSTORE_ID_TOKEN) and a Rekor entry. With a key:
 // LoadSigningKey reads a PEM private key (PKCS#8, SEC1 or PKCS#1; ECDSA
 // P-256/P-384/P-521, Ed25519, RSA >= 2048) or a KMS URI for a provider
-// compiled into the binary (a sigstore-kms-* plugin on $PATH is never run),
-// and Keypair adapts it to sigstore-go. PredicateFromGitHub fills the
+// compiled into the binary: only HashiCorp Vault transit, hashivault://KEY
+// (and its OpenBao alias openbao://KEY), configured by VAULT_ADDR and
+// VAULT_TOKEN; any other scheme is refused and a sigstore-kms-* plugin on
+// $PATH is never run. Keypair adapts the signer to sigstore-go. PredicateFromGitHub fills the
 // predicate from the Actions environment.
 //
 // # Verifying

@@ -16,14 +16,20 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
+	vault "github.com/hashicorp/vault/api"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/kms"
+	// The one KMS provider compiled in: HashiCorp Vault transit
+	// (hashivault://KEY; its OpenBao alias openbao://KEY). loadKMS accepts
+	// only the providers registered this way.
+	_ "github.com/sigstore/sigstore/pkg/signature/kms/hashivault"
 	"github.com/sigstore/sigstore/pkg/signature/options"
 )
 
@@ -195,9 +201,9 @@ func loadKMS(ctx context.Context, ref string) (signature.SignerVerifier, error) 
 		if strings.HasPrefix(ref, p) {
 			sv, err := kms.Get(ctx, ref, crypto.SHA256)
 			if err != nil {
-				return nil, fmt.Errorf("load KMS key %s: %w", ref, err)
+				return nil, fmt.Errorf("load KMS key %s: %w", ref, flattenVault(err))
 			}
-			return sv, nil
+			return kmsSigner{sv}, nil
 		}
 	}
 	scheme := ref[:strings.Index(ref, "://")+3]
@@ -207,6 +213,47 @@ func loadKMS(ctx context.Context, ref string) (signature.SignerVerifier, error) 
 	return nil, fmt.Errorf("KMS scheme %s is not supported (this build supports %s)", scheme, strings.Join(providers, ", "))
 }
 
+// kmsSigner makes a KMS provider's errors one line (see flattenVault).
+type kmsSigner struct{ signature.SignerVerifier }
+
+func (k kmsSigner) PublicKey(opts ...signature.PublicKeyOption) (crypto.PublicKey, error) {
+	pub, err := k.SignerVerifier.PublicKey(opts...)
+	return pub, flattenVault(err)
+}
+
+func (k kmsSigner) SignMessage(message io.Reader, opts ...signature.SignOption) ([]byte, error) {
+	sig, err := k.SignerVerifier.SignMessage(message, opts...)
+	return sig, flattenVault(err)
+}
+
+// flattenVault rewrites a Vault API error, which spans several lines, into
+// one line naming the request, status and Vault's messages. The rest of the
+// chain (the provider's context) is kept, and errors.As still finds the
+// *vault.ResponseError. The token is never part of it: Vault's error carries
+// no request headers.
+func flattenVault(err error) error {
+	var re *vault.ResponseError
+	if err == nil || !errors.As(err, &re) {
+		return err
+	}
+	summary := fmt.Sprintf("Vault refused %s %s: %d", re.HTTPMethod, re.URL, re.StatusCode)
+	if len(re.Errors) > 0 {
+		summary += " " + strings.Join(strings.Fields(strings.Join(re.Errors, "; ")), " ")
+	}
+	if re.StatusCode == 403 {
+		summary += " (check VAULT_TOKEN and its policy on the transit key)"
+	}
+	return &flatError{msg: strings.Replace(err.Error(), re.Error(), summary, 1), err: err}
+}
+
+type flatError struct {
+	msg string
+	err error
+}
+
+func (e *flatError) Error() string { return e.msg }
+func (e *flatError) Unwrap() error { return e.err }
+
 // LoadSigningKey returns a sigstore-go Keypair for --key: a PEM private key
 // file's content or a KMS URI (see IsKMSRef).
 func LoadSigningKey(ctx context.Context, ref string, readFile func(string) ([]byte, error)) (sgsign.Keypair, error) {
@@ -215,7 +262,11 @@ func LoadSigningKey(ctx context.Context, ref string, readFile func(string) ([]by
 		if err != nil {
 			return nil, err
 		}
-		return NewKeypair(sv)
+		kp, err := NewKeypair(sv)
+		if err != nil {
+			return nil, fmt.Errorf("KMS key %s: %w", ref, err)
+		}
+		return kp, nil
 	}
 	data, err := readFile(ref)
 	if err != nil {
@@ -311,7 +362,9 @@ func (k *Keypair) SignData(ctx context.Context, data []byte) ([]byte, []byte, er
 		h.Write(data)
 		signed = h.Sum(nil)
 	}
-	sig, err := k.sv.SignMessage(bytes.NewReader(data), options.WithContext(ctx))
+	// The hash is the key's default, which the verifier derives from the
+	// public key; a KMS signer is loaded before its key type is known.
+	sig, err := k.sv.SignMessage(bytes.NewReader(data), options.WithContext(ctx), options.WithCryptoSignerOpts(k.details.GetHashType()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sign: %w", err)
 	}

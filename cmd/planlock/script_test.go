@@ -31,6 +31,9 @@ func TestScript(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
+			if err := setupVault(env); err != nil {
+				return err
+			}
 			return setupSigstore(env)
 		},
 	})

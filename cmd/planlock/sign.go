@@ -24,8 +24,10 @@ Keyless (the default, meant for CI): an ephemeral key, a Fulcio certificate
 for the OIDC token of the GitHub Actions job (it needs "permissions: id-token:
 write"), or $SIGSTORE_ID_TOKEN, and a Rekor transparency log entry. With
 --key: a PEM private key file (PKCS#8 or SEC1; ECDSA P-256/P-384, Ed25519, RSA
-2048+, e.g. from planlock keygen or openssl genpkey), or a KMS URI supported
-by this build; no Rekor entry unless --rekor-url is given.
+2048+, e.g. from planlock keygen or openssl genpkey), or a HashiCorp Vault
+transit key, hashivault://KEYNAME, signed in Vault at $VAULT_ADDR with
+$VAULT_TOKEN (mount: $TRANSIT_SECRET_ENGINE_PATH, default transit; other KMS
+schemes are refused); no Rekor entry unless --rekor-url is given.
 
 In GitHub Actions the repository, ref, merge commit, pull request and merger
 come from the environment and event payload; the flags override them.
@@ -33,10 +35,11 @@ come from the environment and event payload; the flags override them.
 Examples:
    planlock sign plans/refund.hcl                     # in the sign-on-merge workflow
    planlock sign --key planlock.key plans/refund.hcl
+   VAULT_ADDR=https://vault.example:8200 planlock sign --key hashivault://planlock-ci plans/refund.hcl
    planlock sign --key planlock.key --kind hold --pr 18 holds/refund-4711/h1.hcl
    planlock sign --fulcio-url https://fulcio.example --rekor-url https://rekor.example plans/*.hcl`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "key", Usage: "sign with this PEM private key `FILE` or KMS URI (default: keyless)", TakesFile: true},
+			&cli.StringFlag{Name: "key", Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true},
 			&cli.StringFlag{Name: "out", Usage: "write the bundle to `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true},
 			&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "approval `KIND`: plan or hold"},
 			&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)"},
