@@ -274,6 +274,17 @@ func (t *tools) progress(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		if err := t.out.waitProgress(ctx, before+sent); err != nil {
 			return nil, fmt.Errorf("wait for progress notifications: %w", err)
 		}
+	} else if sent > 0 {
+		// Over HTTP mcp-go 1.2.1 hands notifications to a forwarder
+		// goroutine; under load an answer sent at once can still overtake
+		// the last of them and the client then drops it as late. This peer
+		// exists to test relaying, not that race: give the forwarder a
+		// moment before answering.
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("sent %d progress notifications", sent)), nil
 }
