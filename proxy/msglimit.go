@@ -156,6 +156,9 @@ func (s *idScanner) feed(p []byte) {
 		if s.capture {
 			if !s.inString && s.depth == 1 && (c == ',' || c == '}') {
 				s.finish()
+			} else if !s.inString && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+				// Space around the value is not part of it and must not
+				// count against the length of an id.
 			} else if len(s.value) < 256 {
 				s.value = append(s.value, c)
 			} else {
