@@ -6,11 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/planlock/planlock/hclplan"
 )
 
 // Record types of the journal.
@@ -171,8 +170,8 @@ func chainHeader(body []byte) (seq uint64, prev string, ok bool) {
 }
 
 // CanonicalArgs returns the canonical form of tool arguments: objects with
-// sorted keys, no insignificant whitespace, numbers in one spelling (30.0 and
-// 3e1 are 30). Absent arguments (nil, empty or null) are {}. A hold binds to
+// sorted keys, no insignificant whitespace, numbers in one exact spelling
+// (30.0 and 3e1 are 30). Absent arguments (nil, empty or null) are {}. A hold binds to
 // the sha256 of this form.
 func CanonicalArgs(args json.RawMessage) ([]byte, error) {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
@@ -187,11 +186,14 @@ func CanonicalArgs(args json.RawMessage) ([]byte, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%w: arguments are not one JSON value", ErrInvalidArgument)
 	}
-	var buf bytes.Buffer
-	if err := appendCanonical(&buf, v); err != nil {
-		return nil, err
+	// The plan language's canonical form: the same bytes the gate's values
+	// print as, numbers exact (30.0 and 3e1 are 30; 30.000000000000000001
+	// stays itself, so an approval never covers a different number).
+	out, err := hclplan.CanonicalJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
 // ArgsDigest is the sha256 (hex) of CanonicalArgs(args).
@@ -202,77 +204,4 @@ func ArgsDigest(args json.RawMessage) (string, error) {
 	}
 	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-func appendCanonical(buf *bytes.Buffer, v any) error {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeString(buf, k)
-			buf.WriteByte(':')
-			if err := appendCanonical(buf, x[k]); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
-	case []any:
-		buf.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := appendCanonical(buf, e); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte(']')
-	case json.Number:
-		buf.WriteString(canonicalNumber(x))
-	case string:
-		writeString(buf, x)
-	case bool:
-		buf.WriteString(strconv.FormatBool(x))
-	case nil:
-		buf.WriteString("null")
-	default:
-		return fmt.Errorf("%w: unexpected JSON value %T", ErrInvalidArgument, v)
-	}
-	return nil
-}
-
-func writeString(buf *bytes.Buffer, s string) {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	buf.Truncate(buf.Len() - 1)
-}
-
-// canonicalNumber spells a JSON number one way: integer literals exactly,
-// other spellings of integers (30.0, 3e1) as integers, the rest by their
-// float64 value.
-func canonicalNumber(n json.Number) string {
-	s := string(n)
-	if !strings.ContainsAny(s, ".eE") {
-		if s == "-0" {
-			return "0"
-		}
-		return s // an integer literal: its digits are exact, whatever its size
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return s
-	}
-	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }
