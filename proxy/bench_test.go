@@ -126,6 +126,7 @@ plan "bench" {
 		after := l.Stats()
 		b.ReportMetric(float64(after.Syncs-before.Syncs)/float64(per*clients), "syncs/call")
 		b.ReportMetric(float64(after.Records-before.Records)/float64(after.Batches-before.Batches), "records/write")
+		b.ReportMetric(float64((after.SyncTime-before.SyncTime).Microseconds())/float64(after.Syncs-before.Syncs), "µs/sync")
 	}
 }
 

@@ -107,3 +107,49 @@ func TestMCPConfigCommand(t *testing.T) {
 		t.Fatalf("snippet with a trust policy:\n%s", b)
 	}
 }
+
+// TestSyncEachCallFlag: by default a step with a large budget is counted in
+// leases (one durable lease record for many calls); --sync-each-call makes
+// every allow record durable on its own, with no lease.
+func TestSyncEachCallFlag(t *testing.T) {
+	const plan = `
+plan "many" {
+  goal  = "echo often"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 100000
+    arg "message" { max_length = 10 }
+  }
+}
+`
+	for _, tt := range []struct {
+		flags     []string
+		wantLease bool
+	}{
+		{nil, true},
+		{[]string{"--sync-each-call"}, false},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"proxy", "--plan", writePlan(t, plan), "--insecure-skip-verify", "--state", dir}, tt.flags...)
+		c := startRaw(t, append(args, "--", testUpstreamBin)...)
+		for range 3 {
+			if a := c.call("echo", `{"message":"hi"}`); !a.allowed() {
+				t.Fatalf("%v: %s", tt.flags, a.text())
+			}
+		}
+		c.stdin.Close()
+		if err := c.cmd.Wait(); err != nil {
+			t.Fatalf("%v: proxy: %v", tt.flags, err)
+		}
+		audit, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(audit), `"type":"lease"`); got != tt.wantLease {
+			t.Fatalf("%v: lease records %v, want %v:\n%s", tt.flags, got, tt.wantLease, audit)
+		}
+		if n := strings.Count(string(audit), `"decision":"allow"`); n != 3 {
+			t.Fatalf("%v: %d allow records, want 3", tt.flags, n)
+		}
+	}
+}

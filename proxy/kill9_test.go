@@ -36,13 +36,18 @@ plan "kill9" {
     max_calls = 50
     arg "ms" { max = 20 }
   }
+  step "d" {
+    tool      = "echo"
+    max_calls = 1000
+    arg "message" { pattern = "^d[0-9]+$" }
+  }
 }
 `
 
 var kill9Steps = []struct {
 	name string
 	max  int
-}{{"a", 150}, {"b", 100}, {"c", 50}}
+}{{"a", 150}, {"b", 100}, {"c", 50}, {"d", 1000}} // d is counted in leases
 
 // upstreamPerStep counts the calls the upstream received per step of kill9Plan.
 func upstreamPerStep(t *testing.T, callsLog string) map[string]int {
@@ -55,6 +60,8 @@ func upstreamPerStep(t *testing.T, callsLog string) map[string]int {
 			n["a"]++
 		case strings.HasPrefix(string(r.Arguments), `{"message":"b`):
 			n["b"]++
+		case strings.HasPrefix(string(r.Arguments), `{"message":"d`):
+			n["d"]++
 		default:
 			t.Errorf("the upstream received an unplanned call %s(%s)", r.Tool, r.Arguments)
 		}
@@ -89,7 +96,8 @@ func waitGone(pid int) {
 }
 
 // TestKill9DuringLoad kills the proxy with SIGKILL at a random moment while
-// a client pipelines calls against three steps with max_calls, then starts
+// a client pipelines calls against four steps with max_calls (one large
+// enough to be counted in leases), then starts
 // it again on the same state, PLANLOCK_KILL_RUNS times (default 3; the
 // script scripts/abuse runs 20). After every restart, the upstream's own
 // calls log (the source of truth) shows no step over its max_calls and the
@@ -120,7 +128,7 @@ func TestKill9DuringLoad(t *testing.T) {
 		"--", testUpstreamBin, "--calls-log", callsLog}
 
 	var table strings.Builder
-	fmt.Fprintf(&table, "| run | kill after | calls sent | answered (allowed/blocked) | torn line at kill | upstream a/b/c (max 150/100/50) | audit verify after restart |\n")
+	fmt.Fprintf(&table, "| run | kill after | calls sent | answered (allowed/blocked) | torn line at kill | upstream a/b/c/d (max 150/100/50/1000) | audit verify after restart |\n")
 	fmt.Fprintf(&table, "|---|---|---|---|---|---|---|\n")
 	check := func(run string) string {
 		t.Helper()
@@ -134,7 +142,7 @@ func TestKill9DuringLoad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: planlock audit verify: %v\n%s", run, err, out)
 		}
-		return fmt.Sprintf("%d/%d/%d", got["a"], got["b"], got["c"])
+		return fmt.Sprintf("%d/%d/%d/%d", got["a"], got["b"], got["c"], got["d"])
 	}
 
 	sent := 0
@@ -150,11 +158,13 @@ func TestKill9DuringLoad(t *testing.T) {
 		for i := range n {
 			id := c.nextID.Add(1)
 			var line []byte
-			switch sent++; rng.IntN(3) {
+			switch sent++; rng.IntN(4) {
 			case 0:
 				line = callLine(id, "echo", fmt.Sprintf(`{"message":"a%d"}`, sent))
 			case 1:
 				line = callLine(id, "echo", fmt.Sprintf(`{"message":"b%d"}`, sent))
+			case 2:
+				line = callLine(id, "echo", fmt.Sprintf(`{"message":"d%d"}`, sent))
 			default:
 				line = callLine(id, "slow", fmt.Sprintf(`{"ms":%d}`, rng.IntN(20)))
 			}
@@ -192,8 +202,8 @@ func TestKill9DuringLoad(t *testing.T) {
 			}
 		}
 		got := upstreamPerStep(t, callsLog)
-		fmt.Fprintf(&table, "| %d | %s | %d | %d/%d | %s | %d/%d/%d | %s |\n", run, delay, n, allowed, blocked, torn,
-			got["a"], got["b"], got["c"], "ok")
+		fmt.Fprintf(&table, "| %d | %s | %d | %d/%d | %s | %d/%d/%d/%d | %s |\n", run, delay, n, allowed, blocked, torn,
+			got["a"], got["b"], got["c"], got["d"], "ok")
 	}
 
 	// Use up what is left, then every step must be refused at its max_calls.
@@ -203,7 +213,7 @@ func TestKill9DuringLoad(t *testing.T) {
 		for i := 0; ; i++ {
 			var a rpcAnswer
 			switch s.name {
-			case "a", "b":
+			case "a", "b", "d":
 				a = c.call("echo", fmt.Sprintf(`{"message":"%s%d"}`, s.name, i))
 			default:
 				a = c.call("slow", `{"ms":0}`)
@@ -239,7 +249,7 @@ func TestKill9DuringLoad(t *testing.T) {
 		}
 		lost += prog.Calls(i) - got[s.name]
 	}
-	fmt.Fprintf(&table, "\n%d kill -9 runs, %d calls sent under load; counted but never received by the upstream (in flight at a kill): %d; over max_calls: 0.\n", runs, sent, lost)
+	fmt.Fprintf(&table, "\n%d kill -9 runs, %d calls sent under load; counted but never received by the upstream (in flight at a kill, or leased to step d and counted as used at restart): %d; over max_calls: 0.\n", runs, sent, lost)
 	t.Logf("ABUSE kill -9:\n%s", table.String())
 	if p := os.Getenv("PLANLOCK_ABUSE_REPORT"); p != "" {
 		if err := os.WriteFile(p, []byte(table.String()), 0o644); err != nil {

@@ -46,6 +46,7 @@ verified plan keeps serving.`,
 			&cli.StringFlag{Name: "state", Usage: "state `DIR` (default $XDG_STATE_HOME/planlock)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
+			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
 		}, trustFlags()...)),
@@ -151,7 +152,7 @@ func runProxy(c *cli.Context) error {
 		defer ln.Close()
 	}
 	ctx := c.Context
-	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact")})
+	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"), SyncEachCall: c.Bool("sync-each-call")})
 	if err != nil {
 		return failf("%v", err)
 	}

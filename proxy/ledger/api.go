@@ -17,9 +17,13 @@ type Options struct {
 	Redact bool
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
-	// FlushInterval bounds how long a block or outcome record waits for its
-	// fsync when no reservation comes; zero means 200ms.
+	// FlushInterval bounds how long a record that is written but not yet
+	// synced (a block, an outcome, an allow inside a lease) waits for its
+	// fdatasync; zero means 100ms.
 	FlushInterval time.Duration
+	// SyncEachCall makes every allow record durable before Reserve returns,
+	// whatever the step's budget: no leases (see Reserve).
+	SyncEachCall bool
 }
 
 // Call identifies one tools/call as the gate matched it.
@@ -152,6 +156,9 @@ type Stats struct {
 	Records uint64 // records written since Open
 	Batches uint64 // writes (one per group of records)
 	Syncs   uint64 // fdatasync calls since Open
+	// SyncTime is the time spent in fdatasync since Open: with Syncs, the
+	// disk's latency as the writer sees it under load.
+	SyncTime time.Duration
 }
 
 // Errors. Match with errors.Is; the typed errors carry the details.

@@ -30,16 +30,18 @@ type checkpoint struct {
 }
 
 type cpPlan struct {
-	Current int    `json:"current"`
-	Used    []int  `json:"used"`
-	Done    []bool `json:"done"`
-	Held    []bool `json:"held"`
+	Current int      `json:"current"`
+	Used    []int    `json:"used"`
+	Done    []bool   `json:"done"`
+	Held    []bool   `json:"held"`
+	Leased  []int    `json:"leased,omitempty"`
+	Names   []string `json:"names,omitempty"`
 }
 
 func (s *state) checkpoint() checkpoint {
 	cp := checkpoint{Plans: map[string]cpPlan{}, Newest: s.newest}
 	for d, p := range s.plans {
-		cp.Plans[d] = cpPlan{Current: p.current, Used: p.used, Done: p.done, Held: p.held}
+		cp.Plans[d] = cpPlan{Current: p.current, Used: p.used, Done: p.done, Held: p.held, Leased: p.leased, Names: p.names}
 	}
 	for _, id := range s.order {
 		cp.Holds = append(cp.Holds, s.holds[id])
@@ -51,13 +53,15 @@ func (cp *checkpoint) state() *state {
 	s := newState()
 	for d, p := range cp.Plans {
 		ps := &planState{current: p.Current, used: p.Used, done: p.Done, held: p.Held}
-		n := max(len(ps.used), len(ps.done), len(ps.held))
-		// Keep the three slices the same length whatever the file says.
+		n := max(len(ps.used), len(ps.done), len(ps.held), len(p.Leased), len(p.Names))
+		// Keep the per-step slices the same length whatever the file says.
 		ps.used, ps.done, ps.held = ps.used[:0:0], ps.done[:0:0], ps.held[:0:0]
 		ps.grow(n - 1)
 		copy(ps.used, p.Used)
 		copy(ps.done, p.Done)
 		copy(ps.held, p.Held)
+		copy(ps.leased, p.Leased)
+		copy(ps.names, p.Names)
 		s.plans[d] = ps
 	}
 	for _, h := range cp.Holds {

@@ -17,8 +17,8 @@ import (
 
 const (
 	crashChildEnv = "PLANLOCK_LEDGER_CRASH_CHILD"
+	crashMaxEnv   = "PLANLOCK_LEDGER_CRASH_MAX"
 	crashSteps    = 4
-	crashMax      = 20
 )
 
 func TestMain(m *testing.M) {
@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 // and waits to be killed.
 func crashChild(dir string) {
 	ctx := context.Background()
+	crashMax, _ := strconv.Atoi(os.Getenv(crashMaxEnv))
 	l, err := Open(ctx, Options{Dir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
@@ -81,6 +82,16 @@ func TestCrashNeverGrantsExtraCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	// 20 calls a step are counted one by one; 3000 mostly in leases.
+	for _, max := range []int{20, 3000} {
+		t.Run("max_calls="+strconv.Itoa(max), func(t *testing.T) { crashRounds(t, max) })
+	}
+}
+
+// crashRounds kills children at random moments until they used up every
+// step, checking after each kill that the durable counts cover every call
+// granted and never pass crashMax.
+func crashRounds(t *testing.T, crashMax int) {
 	dir := t.TempDir()
 	granted := make([]int, crashSteps)
 	done, rounds := false, 0
@@ -90,7 +101,7 @@ func TestCrashNeverGrantsExtraCalls(t *testing.T) {
 			t.Fatal("child never used up the plan")
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashMaxEnv+"="+strconv.Itoa(crashMax))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()
@@ -100,7 +111,7 @@ func TestCrashNeverGrantsExtraCalls(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		killAfter := rand.IntN(12)
+		killAfter := rand.IntN(12 * crashMax / 20)
 		sc := bufio.NewScanner(stdout)
 		n := 0
 		for sc.Scan() {
@@ -169,8 +180,17 @@ func TestCrashNeverGrantsExtraCalls(t *testing.T) {
 		}
 		f.Close()
 	}
+	settled := 0
+	for _, r := range readRecords(t, dir+"/audit.jsonl") {
+		if r.Type == typeLease && strings.Contains(r.Note, "count as used") {
+			settled++
+		}
+	}
 	l := openT(t, Options{Dir: dir})
-	t.Logf("%d processes killed with SIGKILL", rounds)
+	t.Logf("%d processes killed with SIGKILL; %d lease settlements", rounds, settled)
+	if crashMax >= 2*leaseShare && settled == 0 {
+		t.Fatal("no kill landed inside a lease: the test did not exercise leases")
+	}
 	for s := 0; s < crashSteps; s++ {
 		if got := l.Progress(digest).Calls(s); got != crashMax {
 			t.Fatalf("at the end step %d has %d calls, want exactly %d", s, got, crashMax)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ func DefaultDir() (string, error) {
 type Ledger struct {
 	dir, auditPath string
 	redact         bool
+	syncEach       bool
 	now            func() time.Time
 	flushEvery     time.Duration
 
@@ -89,7 +91,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
 	l := &Ledger{
-		dir: dir, auditPath: audit, redact: o.Redact, now: o.Now, flushEvery: o.FlushInterval,
+		dir: dir, auditPath: audit, redact: o.Redact, syncEach: o.SyncEachCall, now: o.Now, flushEvery: o.FlushInterval,
 		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		checkpointEvery: 20_000,
 	}
@@ -97,7 +99,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		l.now = time.Now
 	}
 	if l.flushEvery <= 0 {
-		l.flushEvery = 200 * time.Millisecond
+		l.flushEvery = 100 * time.Millisecond
 	}
 	if err := l.lockDir(); err != nil {
 		return nil, err
@@ -107,6 +109,10 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		return nil, err
 	}
 	go l.writer()
+	if err := l.settleLeases(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -296,6 +302,9 @@ func (l *Ledger) Close() error {
 		l.mu.Unlock()
 		return nil
 	}
+	if l.failed == nil {
+		l.returnLeases()
+	}
 	l.closed = true
 	l.mu.Unlock()
 	l.signal()
@@ -380,6 +389,7 @@ func (l *Ledger) writer() {
 		buf    []byte
 		spare  []entry
 		dirty  bool
+		armed  bool  // the timer runs: it syncs what is dirty at the latest flushEvery after the first unsynced write
 		broken error // after a failed write nothing more is written
 		timer  = time.NewTimer(time.Hour)
 	)
@@ -389,7 +399,7 @@ func (l *Ledger) writer() {
 		select {
 		case <-l.kick:
 		case <-timer.C:
-			flush = true
+			flush, armed = true, false
 		}
 		l.mu.Lock()
 		entries, b, closing := l.pending, l.cur, l.closed
@@ -416,8 +426,11 @@ func (l *Ledger) writer() {
 			dirty = true
 		}
 		synced := false
+		var syncTime time.Duration
 		if err == nil && dirty && (flush || closing || (b != nil && b.sync)) {
+			start := time.Now()
 			err = datasync(l.journal)
+			syncTime = time.Since(start)
 			dirty, synced = false, true
 		}
 		if err != nil && broken == nil {
@@ -431,6 +444,7 @@ func (l *Ledger) writer() {
 		}
 		if synced {
 			l.stats.Syncs++
+			l.stats.SyncTime += syncTime
 		}
 		if err != nil && l.failed == nil {
 			l.failed = err
@@ -455,8 +469,10 @@ func (l *Ledger) writer() {
 		}
 		clear(entries)
 		spare = entries
-		if dirty {
+		if dirty && !armed {
+			// Not reset while armed: steady traffic must not postpone it.
 			timer.Reset(l.flushEvery)
+			armed = true
 		}
 		if closing {
 			timer.Stop()
@@ -549,29 +565,142 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 			return Ticket{}, err
 		}
 	}
+	i := rv.StepIndex
 	p := l.st.plan(rv.PlanDigest)
-	p.grow(rv.StepIndex)
-	used := p.used[rv.StepIndex]
+	p.grow(i)
 	// The count is taken before the record is durable: a failed write can
 	// only lose a call, never grant one.
-	used++
-	p.used[rv.StepIndex] = used
-	p.current = max(p.current, rv.StepIndex)
+	used := p.used[i] + 1
+	var lease *batch // a lease record this call must wait for
+	durable := true
+	if h == nil && !l.syncEach {
+		if used <= p.leased[i] {
+			lease, durable = p.leaseBatch[i], false
+		} else if k := leaseSize(rv.MaxCalls, used-1); k > 1 {
+			lr := record{Time: now, Type: typeLease, Plan: rv.PlanDigest, Step: rv.Step, StepIndex: &i,
+				Tool: rv.Tool, Max: rv.MaxCalls, Through: used - 1 + k}
+			lbody, err := encodeBody(&lr)
+			if err != nil {
+				l.mu.Unlock()
+				return Ticket{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+			}
+			_, lease = l.enqueue(lbody, true)
+			p.leased[i], p.leaseBatch[i] = lr.Through, lease
+			durable = false
+		}
+	}
+	p.used[i], p.names[i] = used, rv.Step
+	p.current = max(p.current, i)
 	if h != nil {
 		h.State, h.Updated = HoldConsumed, now
-		p.held[rv.StepIndex] = false
+		p.held[i] = false
 	}
 	body = append(body, `,"used":`...)
 	body = strconv.AppendInt(body, int64(used), 10)
-	seq, b := l.enqueue(body, true)
+	seq, b := l.enqueue(body, durable)
 	l.mu.Unlock()
 	l.signal()
 
+	// Written (and durable, unless a durable lease covers the count) before
+	// the call may be forwarded.
 	if err := wait(ctx, b); err != nil {
 		return Ticket{}, err
 	}
+	if lease != nil && lease != b {
+		if err := wait(ctx, lease); err != nil {
+			return Ticket{}, err
+		}
+	}
 	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex,
 		Tool: rv.Tool, Used: used, At: now}, nil
+}
+
+// Leases: a step with many calls left is counted ahead, so that its calls
+// need not each wait for an fdatasync. The first call past a lease takes a
+// new one: a durable lease record counting the next k calls as used, k at
+// most 1/leaseShare of the calls left and at most leaseMax. Calls inside the
+// lease are forwarded once their allow record is written (so it survives the
+// process) and the lease record is durable; the allow records are synced
+// with the next sync, within FlushInterval. A clean Close returns what is
+// left of each lease; after a crash, Open counts the whole lease as used. So
+// a crash never grants an extra call; it may cost a step up to k-1 calls it
+// never made (at most 1% of what was left), and a step with fewer than
+// 2*leaseShare calls left is counted exactly, one fdatasync per call.
+const (
+	leaseMax   = 256
+	leaseShare = 100
+)
+
+// leaseSize is how many calls a new lease covers once used of maxCalls are
+// taken; below 2 the call is counted alone.
+func leaseSize(maxCalls, used int) int {
+	left := maxCalls - used
+	if left <= 0 {
+		return 0
+	}
+	return min(leaseMax, left/leaseShare)
+}
+
+// openLeases calls fn for every step whose lease is not used up, in a
+// stable order. Call with mu held.
+func (l *Ledger) openLeases(fn func(digest string, i int, p *planState)) {
+	digests := make([]string, 0, len(l.st.plans))
+	for d := range l.st.plans {
+		digests = append(digests, d)
+	}
+	slices.Sort(digests)
+	for _, d := range digests {
+		p := l.st.plans[d]
+		for i := range p.used {
+			if p.leased[i] > p.used[i] {
+				fn(d, i, p)
+			}
+		}
+	}
+}
+
+// settleLeases counts, at Open, every lease the last process left open (it
+// stopped without Close): the calls it covered may have been forwarded with
+// their allow records lost, so they all count as used.
+func (l *Ledger) settleLeases(ctx context.Context) error {
+	now := l.stamp()
+	var last *batch
+	l.mu.Lock()
+	l.openLeases(func(d string, i int, p *planState) {
+		idx := i
+		r := record{Time: now, Type: typeLease, Plan: d, Step: p.names[i], StepIndex: &idx, Used: p.leased[i], Through: p.leased[i],
+			Note: fmt.Sprintf("the proxy stopped without closing its state; the %d calls leased but not recorded count as used", p.leased[i]-p.used[i])}
+		body, err := encodeBody(&r)
+		if err != nil {
+			return // only plain data: cannot happen
+		}
+		p.used[i] = p.leased[i]
+		_, last = l.enqueue(body, true)
+	})
+	l.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	l.signal()
+	if err := wait(ctx, last); err != nil {
+		return fmt.Errorf("count the calls of an unclosed lease: %w", err)
+	}
+	return nil
+}
+
+// returnLeases gives back, at Close, what is left of every lease. Call with
+// mu held, before the writer's last batch.
+func (l *Ledger) returnLeases() {
+	now := l.stamp()
+	l.openLeases(func(d string, i int, p *planState) {
+		idx := i
+		r := record{Time: now, Type: typeLease, Plan: d, Step: p.names[i], StepIndex: &idx, Used: p.used[i], Through: p.used[i],
+			Note: fmt.Sprintf("%d leased calls returned at shutdown", p.leased[i]-p.used[i])}
+		if body, err := encodeBody(&r); err == nil {
+			p.leased[i] = p.used[i]
+			l.enqueue(body, false)
+		}
+	})
 }
 
 // precheck applies the gate's Check and max_calls, in the contract's order

@@ -792,7 +792,11 @@ func TestCheckpointMatchesReplay(t *testing.T) {
 			Tool: "t" + strconv.Itoa(step), Args: json.RawMessage(`{"n":` + strconv.Itoa(rng.IntN(3)) + `}`)}
 		switch rng.IntN(6) {
 		case 0, 1:
-			tk, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 20})
+			max := 20
+			if step == 3 {
+				max = 100_000 // counted in leases
+			}
+			tk, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: max})
 			if err == nil {
 				_ = l.Complete(ctx, tk, Outcome{OK: rng.IntN(2) == 0, HoldStep: rng.IntN(5) == 0})
 			}
@@ -851,7 +855,7 @@ func TestCheckpointMatchesReplay(t *testing.T) {
 	if full != fromRunning {
 		t.Fatalf("state from a running checkpoint plus the tail differs from a full replay:\n%.2000s\n%.2000s", fromRunning, full)
 	}
-	if !strings.Contains(fromCheckpoint, `"consumed"`) || !strings.Contains(fromCheckpoint, `"held":[`) {
+	if !strings.Contains(fromCheckpoint, `"consumed"`) || !strings.Contains(fromCheckpoint, `"held":[`) || !strings.Contains(fromRunning, `"leased":[`) {
 		t.Fatalf("the random run did not reach consumed holds and step holds: %.300s", fromCheckpoint)
 	}
 }

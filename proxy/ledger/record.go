@@ -18,6 +18,7 @@ const (
 	typeOutcome    = "outcome"     // the upstream's answer to an allowed call (ref = its seq)
 	typeHoldUpdate = "hold_update" // a hold approved, rejected or given its PR
 	typePlanLoaded = "plan_loaded" // a verified plan loaded (no-downgrade high-water mark)
+	typeLease      = "lease"       // calls of a step counted ahead: through = the highest call number covered
 )
 
 // Decisions of the gate.
@@ -54,6 +55,7 @@ type record struct {
 	HoldStep  bool            `json:"hold_step,omitempty"`
 	Used      int             `json:"used,omitempty"`
 	Max       int             `json:"max,omitempty"`
+	Through   int             `json:"through,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.

@@ -12,6 +12,15 @@ type planState struct {
 	used    []int
 	done    []bool
 	held    []bool
+	// leased is, per step, the call number up to which calls are durably
+	// counted ahead (see Reserve); used <= leased while a lease is open.
+	leased []int
+	// leaseBatch is, per step, the batch carrying the newest lease record:
+	// a call inside that lease waits for it to be durable. Not replayed.
+	leaseBatch []*batch
+	// names are the step names seen, for the records of settled and
+	// returned leases.
+	names []string
 }
 
 func (p *planState) grow(i int) {
@@ -19,6 +28,9 @@ func (p *planState) grow(i int) {
 		p.used = append(p.used, 0)
 		p.done = append(p.done, false)
 		p.held = append(p.held, false)
+		p.leased = append(p.leased, 0)
+		p.leaseBatch = append(p.leaseBatch, nil)
+		p.names = append(p.names, "")
 	}
 }
 
@@ -65,6 +77,9 @@ func (s *state) apply(r *parsed) {
 			p := s.plan(r.Plan)
 			p.grow(i)
 			p.used[i]++
+			if r.Step != "" {
+				p.names[i] = r.Step
+			}
 			p.current = max(p.current, i)
 			if h := s.holds[r.Hold]; h != nil {
 				h.State = HoldConsumed
@@ -116,6 +131,19 @@ func (s *state) apply(r *parsed) {
 			h.PRURL = r.PRURL
 		}
 		h.Updated = r.Time
+	case typeLease:
+		if r.StepIndex == nil || *r.StepIndex < 0 {
+			return
+		}
+		i := *r.StepIndex
+		p := s.plan(r.Plan)
+		p.grow(i)
+		p.leased[i] = r.Through
+		if r.Step != "" {
+			p.names[i] = r.Step
+		}
+		// A lease settled after a crash counts its calls as used.
+		p.used[i] = max(p.used[i], r.Used)
 	case typePlanLoaded:
 		if r.SignedAt != nil && r.SignedAt.After(s.newest[r.PlanName]) {
 			s.newest[r.PlanName] = *r.SignedAt
