@@ -4,7 +4,10 @@
 //  1. direct: the client talks to the upstream;
 //  2. passthrough: through bench/passthrough, a bare relay on the same
 //     library (no policy, no state): the floor for one extra hop;
-//  3. planlock: through planlock proxy with its state and audit log on.
+//  3. planlock: through planlock proxy with its state and audit log on (the
+//     benchmark's step has a large budget, so it is counted in leases);
+//  4. planlock-sync-each-call: the same with --sync-each-call, one
+//     fdatasync per forwarded call (shared by concurrent calls).
 //
 // bench/run runs these with the other benchmarks of the repository and prints
 // one table. By hand, from the repository root:
@@ -109,8 +112,17 @@ func stdioCommand(b *testing.B, kind string) []string {
 		return append([]string{bin["passthrough"], "--"}, up...)
 	default:
 		plan, state := setup(b)
-		return append([]string{bin["planlock"], "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state, "--"}, up...)
+		args := []string{bin["planlock"], "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state}
+		return append(append(args, proxyFlags(kind)...), append([]string{"--"}, up...)...)
 	}
+}
+
+// proxyFlags are the proxy's extra flags for a kind of setup.
+func proxyFlags(kind string) []string {
+	if kind == "planlock-sync-each-call" {
+		return []string{"--sync-each-call"}
+	}
+	return nil
 }
 
 func connect(b *testing.B, tr transport.Interface) *client.Client {
@@ -145,7 +157,7 @@ func echo(b *testing.B, c *client.Client) {
 	}
 }
 
-var kinds = []string{"direct", "passthrough", "planlock"}
+var kinds = []string{"direct", "passthrough", "planlock", "planlock-sync-each-call"}
 
 // dial connects one client to a fresh setup of kind over transport tr
 // ("stdio" or "http").
@@ -199,8 +211,8 @@ func serveHTTP(b *testing.B, kind string) string {
 		return startURL(b, bin["passthrough"], "--http", "127.0.0.1:0", "--", bin["testupstream"])
 	default:
 		plan, state := setup(b)
-		return startURL(b, bin["planlock"], "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state,
-			"--listen", "127.0.0.1:0", "--", bin["testupstream"])
+		args := append([]string{"proxy", "--plan", plan, "--insecure-skip-verify", "--state", state, "--listen", "127.0.0.1:0"}, proxyFlags(kind)...)
+		return startURL(b, bin["planlock"], append(args, "--", bin["testupstream"])...)
 	}
 }
 

@@ -22,9 +22,10 @@ import (
 // -cpuprofile) with 16 concurrent HTTP clients in front of the test upstream.
 // bench/ compares it with a bare relay.
 func BenchmarkProxyHTTP16(b *testing.B) {
-	b.Run("ledger", func(b *testing.B) { benchHTTP16(b, nil) })
+	b.Run("ledger", func(b *testing.B) { benchHTTP16(b, nil, ledger.Options{}) })
+	b.Run("ledger-sync-each-call", func(b *testing.B) { benchHTTP16(b, nil, ledger.Options{SyncEachCall: true}) })
 	// Without durable state: the cost of the relay and the gate alone.
-	b.Run("nostate", func(b *testing.B) { benchHTTP16(b, noState{}) })
+	b.Run("nostate", func(b *testing.B) { benchHTTP16(b, noState{}, ledger.Options{}) })
 }
 
 // noState counts nothing and writes nothing: only for measuring.
@@ -42,7 +43,7 @@ func (noState) Hold(context.Context, ledger.Call, string, time.Time) (ledger.Hol
 func (noState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }
 func (noState) ListHolds() []ledger.Hold                 { return nil }
 
-func benchHTTP16(b *testing.B, st State) {
+func benchHTTP16(b *testing.B, st State, o ledger.Options) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	plan, diags := hclplan.Parse("plan.hcl", []byte(`
@@ -58,7 +59,8 @@ plan "bench" {
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}
-	l, err := ledger.Open(ctx, ledger.Options{Dir: filepath.Join(b.TempDir(), "state")})
+	o.Dir = filepath.Join(b.TempDir(), "state")
+	l, err := ledger.Open(ctx, o)
 	if err != nil {
 		b.Fatal(err)
 	}

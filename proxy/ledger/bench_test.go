@@ -21,50 +21,73 @@ func reportSyncs(b *testing.B, l *Ledger, before Stats) {
 	b.ReportMetric(float64(st.Records-before.Records)/float64(st.Batches-before.Batches), "records/write")
 }
 
+// reserveModes are the two ways a step is counted: in leases (a large
+// budget, the default) and one fdatasync per call (SyncEachCall, as a small
+// budget is).
+var reserveModes = []struct {
+	name string
+	o    Options
+}{
+	{"leases", Options{}},
+	{"sync-each-call", Options{SyncEachCall: true}},
+}
+
 // BenchmarkReserve is one forwarded call at a time: Reserve then Complete,
-// as the gate does. Expect one fdatasync per call (the outcome rides the
-// next reservation's sync).
+// as the gate does. With sync-each-call expect one fdatasync per call (the
+// outcome rides the next reservation's sync); with leases one per 256 calls.
 func BenchmarkReserve(b *testing.B) {
-	l := openT(b, Options{Dir: b.TempDir(), FlushInterval: time.Hour})
-	ctx := context.Background()
-	before := l.Stats()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		tk, err := l.Reserve(ctx, Reservation{Call: benchCall, MaxCalls: math.MaxInt})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Complete(ctx, tk, Outcome{OK: true, Latency: time.Millisecond}); err != nil {
-			b.Fatal(err)
-		}
+	for _, m := range reserveModes {
+		b.Run(m.name, func(b *testing.B) {
+			o := m.o
+			o.Dir, o.FlushInterval = b.TempDir(), time.Hour
+			l := openT(b, o)
+			ctx := context.Background()
+			before := l.Stats()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tk, err := l.Reserve(ctx, Reservation{Call: benchCall, MaxCalls: math.MaxInt})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Complete(ctx, tk, Outcome{OK: true, Latency: time.Millisecond}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportSyncs(b, l, before)
+		})
 	}
-	b.StopTimer()
-	reportSyncs(b, l, before)
 }
 
 // BenchmarkReserveParallel16 runs 16 goroutines reserving at once: group
 // commit shares one fdatasync among the reservations waiting for it.
 func BenchmarkReserveParallel16(b *testing.B) {
-	l := openT(b, Options{Dir: b.TempDir(), FlushInterval: time.Hour})
-	ctx := context.Background()
-	before := l.Stats()
-	b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			tk, err := l.Reserve(ctx, Reservation{Call: benchCall, MaxCalls: math.MaxInt})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Complete(ctx, tk, Outcome{OK: true, Latency: time.Millisecond}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.StopTimer()
-	reportSyncs(b, l, before)
+	for _, m := range reserveModes {
+		b.Run(m.name, func(b *testing.B) {
+			o := m.o
+			o.Dir, o.FlushInterval = b.TempDir(), time.Hour
+			l := openT(b, o)
+			ctx := context.Background()
+			before := l.Stats()
+			b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					tk, err := l.Reserve(ctx, Reservation{Call: benchCall, MaxCalls: math.MaxInt})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Complete(ctx, tk, Outcome{OK: true, Latency: time.Millisecond}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			reportSyncs(b, l, before)
+		})
+	}
 }
 
 // BenchmarkReserveRefused is the hot path of a call refused by max_calls:

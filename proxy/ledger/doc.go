@@ -4,17 +4,17 @@
 //
 // Every decision of the gate is one JSON line in the audit journal (JSON Lines,
 // default <state dir>/audit.jsonl): an allowed call, a blocked call, a hold, the
-// upstream's outcome of an allowed call, a change of a hold's state, and the
-// loading of a signed plan. The journal is also the source of truth for the
+// upstream's outcome of an allowed call, a change of a hold's state, the
+// loading of a signed plan, and a lease of calls counted ahead. The journal is also the source of truth for the
 // state: at Open the ledger replays it to rebuild, per plan digest, the calls
 // forwarded per step, the sequential-order progress and the holds, and per plan
 // name the newest signing time loaded.
 //
 // Why not bbolt beside it: the contract requires at-most-once counting (the count
 // is durable before the call is forwarded) and the audit record of that call.
-// Keeping both in one append-only file makes them a single write and a single
-// fdatasync; two stores would need two syncs per call and could disagree after a
-// crash. Holds and high-water marks are rare events and ride the same journal, so
+// Keeping both in one append-only file makes them a single write and at most a
+// single fdatasync; two stores would need two syncs per call and could disagree
+// after a crash. Holds and high-water marks are rare events and ride the same journal, so
 // `planlock holds list` can read them while a proxy holds the lock, without a
 // second store to keep consistent.
 //
@@ -28,13 +28,30 @@
 // follows (about 1ms for the journal above); otherwise it replays everything. Records covered by a checkpoint are not
 // re-verified at Open; `planlock audit verify` checks the whole chain.
 //
-// # Durability and group commit
+// # Durability, group commit and leases
 //
-// Reserve returns only once the allow record (which carries the count) is on
-// disk. Concurrent Reserve calls are batched by one writer goroutine into one
-// write and one fdatasync. Block and outcome records are written at once (they
-// survive a crash of the process) but are fsynced with the next batch or by a
-// short timer: a machine crash loses at most those records, never a count.
+// Reserve returns only once the call's count is durable and its allow record
+// is written. Concurrent records are batched by one writer goroutine into one
+// write and, when one of them needs it, one fdatasync (group commit). Block and
+// outcome records are written at once (they survive a crash of the process)
+// and synced with the next batch that needs a sync or by a timer
+// (FlushInterval, 100ms): a machine crash loses at most those records, never a
+// count.
+//
+// A step with few calls left (fewer than 200), a call that consumes a hold,
+// and every call under Options.SyncEachCall is counted alone: its allow
+// record, which carries the count, is fdatasynced before Reserve returns. A
+// step with many calls left is counted in leases: the first call past a
+// lease writes a durable lease record that counts the next k calls as used
+// (k is 1% of the calls left, at most 256), and the calls inside it return
+// once their allow record is written, without an fdatasync of their own. A
+// clean Close returns the unused part of each lease with a record; Open after
+// a crash counts every lease left open as used, with a record that says so.
+// Either way a crash never grants an extra call; a lease can cost a step at
+// most k-1 calls it never made, and on a machine crash (not a process crash)
+// the allow records written since the last sync may be lost while the lease
+// record that covered them stays.
+//
 // Counting is conservative: the in-memory count is raised before the record is
 // written, so a failed write can only lose a call, never grant one; after a
 // failed write or fsync the ledger refuses every further reservation.

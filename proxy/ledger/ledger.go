@@ -615,17 +615,9 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 		Tool: rv.Tool, Used: used, At: now}, nil
 }
 
-// Leases: a step with many calls left is counted ahead, so that its calls
-// need not each wait for an fdatasync. The first call past a lease takes a
-// new one: a durable lease record counting the next k calls as used, k at
-// most 1/leaseShare of the calls left and at most leaseMax. Calls inside the
-// lease are forwarded once their allow record is written (so it survives the
-// process) and the lease record is durable; the allow records are synced
-// with the next sync, within FlushInterval. A clean Close returns what is
-// left of each lease; after a crash, Open counts the whole lease as used. So
-// a crash never grants an extra call; it may cost a step up to k-1 calls it
-// never made (at most 1% of what was left), and a step with fewer than
-// 2*leaseShare calls left is counted exactly, one fdatasync per call.
+// A lease (see the package doc) counts at most 1/leaseShare of a step's
+// calls left and at most leaseMax ahead, so a crash costs a step at most 1% of
+// what was left; fewer than 2*leaseShare calls left are counted one by one.
 const (
 	leaseMax   = 256
 	leaseShare = 100
