@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -74,17 +75,146 @@ const hashField = `,"hash":"`
 const hashSuffixLen = len(hashField) + 64 + 2
 
 // encodeBody marshals r without its braces: the part between the chain header
-// and the hash. HTML escaping is off so arguments are recorded as sent.
+// and the hash. It writes what encoding/json would (fields in struct order,
+// omitempty, HTML escaping off so arguments are recorded as sent) without
+// reflection, since it runs for every call; record_test.go checks the two
+// agree.
 func encodeBody(r *record) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, err
+	b := make([]byte, 0, 256+len(r.Args))
+	if y := r.Time.Year(); y < 0 || y >= 10000 {
+		return nil, fmt.Errorf("time %v: year outside of range [0,9999]", r.Time)
 	}
-	b := bytes.TrimRight(buf.Bytes(), "\n")
-	// b is {...} with at least "time" and "type".
-	return b[1 : len(b)-1], nil
+	b = append(b, `"time":"`...)
+	b = r.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	b = appendStringField(b, "type", r.Type, false)
+	b = appendStringField(b, "decision", r.Decision, true)
+	b = appendStringField(b, "plan", r.Plan, true)
+	b = appendStringField(b, "plan_name", r.PlanName, true)
+	b = appendStringField(b, "step", r.Step, true)
+	if r.StepIndex != nil {
+		b = append(b, `,"step_index":`...)
+		b = strconv.AppendInt(b, int64(*r.StepIndex), 10)
+	}
+	b = appendStringField(b, "tool", r.Tool, true)
+	if len(r.Args) > 0 {
+		b = append(b, `,"args":`...)
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, r.Args); err != nil {
+			return nil, fmt.Errorf("args: %w", err)
+		}
+		b = buf.Bytes()
+	}
+	b = appendStringField(b, "args_sha256", r.ArgsSHA, true)
+	b = appendStringField(b, "reason", r.Reason, true)
+	b = appendStringField(b, "hold", r.Hold, true)
+	b = appendStringField(b, "hold_state", string(r.HoldState), true)
+	if r.Expires != nil {
+		if y := r.Expires.Year(); y < 0 || y >= 10000 {
+			return nil, fmt.Errorf("expires %v: year outside of range [0,9999]", *r.Expires)
+		}
+		b = append(b, `,"expires":"`...)
+		b = r.Expires.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = appendStringField(b, "pr_url", r.PRURL, true)
+	b = appendStringField(b, "note", r.Note, true)
+	if r.SignedAt != nil {
+		if y := r.SignedAt.Year(); y < 0 || y >= 10000 {
+			return nil, fmt.Errorf("signed_at %v: year outside of range [0,9999]", *r.SignedAt)
+		}
+		b = append(b, `,"signed_at":"`...)
+		b = r.SignedAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	if r.Ref != 0 {
+		b = append(b, `,"ref":`...)
+		b = strconv.AppendUint(b, r.Ref, 10)
+	}
+	if r.OK != nil {
+		b = append(b, `,"ok":`...)
+		b = strconv.AppendBool(b, *r.OK)
+	}
+	b = appendStringField(b, "error", r.Error, true)
+	if r.LatencyMS != nil {
+		f := *r.LatencyMS
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("latency_ms: unsupported value %v", f)
+		}
+		b = append(b, `,"latency_ms":`...)
+		b = appendFloat(b, f)
+	}
+	if r.HoldStep {
+		b = append(b, `,"hold_step":true`...)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"used", r.Used}, {"max", r.Max}, {"through", r.Through}} {
+		if f.v != 0 {
+			b = append(b, ',', '"')
+			b = append(b, f.name...)
+			b = append(b, '"', ':')
+			b = strconv.AppendInt(b, int64(f.v), 10)
+		}
+	}
+	return b, nil
+}
+
+// appendStringField appends ,"name":"value" (or "name":"value" for the
+// first field after time); omitEmpty leaves an empty value out.
+func appendStringField(b []byte, name, v string, omitEmpty bool) []byte {
+	if v == "" && omitEmpty {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendString(b, v)
+}
+
+// appendString appends v as a JSON string, as encoding/json does with HTML
+// escaping off. Printable ASCII is written here; anything else (control
+// characters, non-ASCII, invalid UTF-8) is left to encoding/json.
+func appendString(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(v) // a string always encodes
+			return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		}
+	}
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '"' || c == '\\' {
+			b = append(b, v[start:i]...)
+			b = append(b, '\\', c)
+			start = i + 1
+		}
+	}
+	b = append(b, v[start:]...)
+	return append(b, '"')
+}
+
+// appendFloat formats f as encoding/json does (ES6 number formatting).
+func appendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // appendLine appends one complete line (with newline) for body to dst and
