@@ -378,31 +378,31 @@ func (p *Proxy) progressFor(ctx context.Context, req mcp.CallToolRequest) (strin
 // waitProgressWritten waits (a bounded time) until the progress queued for
 // a call has reached its client, so that the answer does not overtake it
 // (a client drops progress that comes after the answer). Over stdio the
-// written notifications are counted; over HTTP mcp-go drains the session's
-// queue into the response stream, but a notification its forwarder already
-// took can still lose the race with the response, so the queue is awaited
-// empty and the forwarder given a moment to write.
+// notifications written to the one output are counted. Over HTTP each
+// response counts its own (countProgress): mcp-go's forwarder takes a
+// notification off the session's queue and then writes it, and drops it if
+// the answer was written in between, so only the written count is proof.
+// The wait is bounded because a notification can also land on another
+// request of the same session (mcp-go shares one queue per session).
 func (p *Proxy) waitProgressWritten(ctx context.Context, route progressRoute) {
-	if route.sent.Load() == 0 {
+	want := route.sent.Load()
+	if want == 0 {
 		return
 	}
-	if p.progWritten != nil {
-		want := p.progQueued.Load()
-		for i := 0; i < 200 && p.progWritten.Load() < want; i++ {
-			time.Sleep(time.Millisecond)
-		}
+	written := p.progWritten
+	if written != nil {
+		want = p.progQueued.Load()
+	} else if written, _ = ctx.Value(progressWrittenKey{}).(*atomic.Int64); written == nil {
 		return
 	}
-	session := server.ClientSessionFromContext(ctx)
-	if session == nil {
-		return
+	deadline := time.Now().Add(progressWait)
+	for written.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(200 * time.Microsecond)
 	}
-	ch := session.NotificationChannel()
-	for i := 0; i < 200 && len(ch) > 0; i++ {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(2 * time.Millisecond)
 }
+
+// progressWait bounds how long an answer waits for its progress to be written.
+const progressWait = 500 * time.Millisecond
 
 // progressCounter counts the progress notifications written to the client.
 type progressCounter struct {

@@ -38,7 +38,7 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, token string) er
 	p.start(ctx)
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"))
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireBearer(token, limitBody(p.maxMessageBytes(), h)))
+	mux.Handle("/mcp", requireBearer(token, limitBody(p.maxMessageBytes(), countProgress(h))))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -74,6 +74,39 @@ func (p *Proxy) maxMessageBytes() int {
 	}
 	return DefaultMaxMessageBytes
 }
+
+// progressWrittenKey holds, in a request's context, the count of progress
+// notifications written to that request's response stream.
+type progressWrittenKey struct{}
+
+// countProgress counts the progress notifications written to each response,
+// so that a call can wait until its own have reached its stream before its
+// answer is written (see waitProgressWritten).
+func countProgress(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := new(atomic.Int64)
+		cw := &countingResponseWriter{ResponseWriter: w, progressCounter: progressCounter{w: w, n: n}}
+		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), progressWrittenKey{}, n)))
+	})
+}
+
+// countingResponseWriter counts progress notifications in what is written
+// and keeps the response streamable (mcp-go streams only to an http.Flusher).
+type countingResponseWriter struct {
+	http.ResponseWriter
+	progressCounter
+}
+
+func (c *countingResponseWriter) Write(b []byte) (int, error) { return c.progressCounter.Write(b) }
+
+func (c *countingResponseWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (c *countingResponseWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // limitBody refuses a request body larger than max before the MCP server
 // reads it whole.
