@@ -57,7 +57,7 @@ plan "progress" {
 	go p.ServeHTTP(ctx, ln, "")
 	url := "http://" + ln.Addr().String() + "/mcp"
 
-	const sessions, calls, steps = 16, 20, 3
+	const sessions, calls, steps = 16, 10, 3
 	var wg sync.WaitGroup
 	var short atomic.Int64
 	for s := range sessions {

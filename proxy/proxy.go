@@ -86,6 +86,8 @@ type Proxy struct {
 	// the client would drop the progress as late. Nil counters: not tracked.
 	progQueued  atomic.Int64
 	progWritten *atomic.Int64
+	sessMu      sync.Mutex
+	sessProg    map[string]*sessionProgress // HTTP sessions (trackSession)
 
 	heldMu sync.Mutex // guards planState.held
 }
@@ -126,6 +128,8 @@ func New(cfg Config) (*Proxy, error) {
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s.SessionID(), true) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s.SessionID(), false) })
 	p.srv = server.NewMCPServer("planlock", cfg.Version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
@@ -337,6 +341,11 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 		if err := p.srv.SendNotificationToClient(route.ctx, n.Method, params); err == nil {
 			p.progQueued.Add(1)
 			route.sent.Add(1)
+			if s := server.ClientSessionFromContext(route.ctx); s != nil {
+				if sp := p.sessionProgress(s.SessionID()); sp != nil {
+					sp.queued.Add(1)
+				}
+			}
 		}
 	case "notifications/message":
 		params := map[string]any{}
@@ -378,27 +387,64 @@ func (p *Proxy) progressFor(ctx context.Context, req mcp.CallToolRequest) (strin
 // waitProgressWritten waits (a bounded time) until the progress queued for
 // a call has reached its client, so that the answer does not overtake it
 // (a client drops progress that comes after the answer). Over stdio the
-// notifications written to the one output are counted. Over HTTP each
-// response counts its own (countProgress): mcp-go's forwarder takes a
-// notification off the session's queue and then writes it, and drops it if
-// the answer was written in between, so only the written count is proof.
-// The wait is bounded because a notification can also land on another
-// request of the same session (mcp-go shares one queue per session).
+// notifications written to the one output are counted. Over HTTP the
+// responses of each session count what they write (countProgress): mcp-go's
+// forwarders take a notification off the session's queue and then write it
+// to the stream of whichever request of that session they serve (this
+// call's, another call's, or the client's GET stream), and drop it if that
+// request's answer was written in between, so only the written count is
+// proof. The wait is bounded: a dropped notification is never written.
 func (p *Proxy) waitProgressWritten(ctx context.Context, route progressRoute) {
-	want := route.sent.Load()
-	if want == 0 {
+	if route.sent.Load() == 0 {
 		return
 	}
-	written := p.progWritten
-	if written != nil {
-		want = p.progQueued.Load()
-	} else if written, _ = ctx.Value(progressWrittenKey{}).(*atomic.Int64); written == nil {
-		return
+	written, want := p.progWritten, p.progQueued.Load()
+	if written == nil {
+		s := server.ClientSessionFromContext(ctx)
+		if s == nil {
+			return
+		}
+		sp := p.sessionProgress(s.SessionID())
+		if sp == nil {
+			return
+		}
+		written, want = &sp.written, sp.queued.Load()
 	}
 	deadline := time.Now().Add(progressWait)
 	for written.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(200 * time.Microsecond)
 	}
+	// What was not written by now is taken as lost, so that later calls do
+	// not wait for it too.
+	for w := written.Load(); w < want && !written.CompareAndSwap(w, want); w = written.Load() {
+	}
+}
+
+// sessionProgress counts, for one HTTP session, the progress notifications
+// queued for it and those its responses wrote.
+type sessionProgress struct{ queued, written atomic.Int64 }
+
+// trackSession starts or stops counting a session's progress. Only
+// registered sessions are counted, so a request naming an unknown session
+// cannot grow the map.
+func (p *Proxy) trackSession(id string, on bool) {
+	p.sessMu.Lock()
+	defer p.sessMu.Unlock()
+	if on {
+		if p.sessProg == nil {
+			p.sessProg = map[string]*sessionProgress{}
+		}
+		p.sessProg[id] = &sessionProgress{}
+		return
+	}
+	delete(p.sessProg, id)
+}
+
+// sessionProgress returns a registered session's counters, or nil.
+func (p *Proxy) sessionProgress(id string) *sessionProgress {
+	p.sessMu.Lock()
+	defer p.sessMu.Unlock()
+	return p.sessProg[id]
 }
 
 // progressWait bounds how long an answer waits for its progress to be written.

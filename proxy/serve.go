@@ -38,7 +38,7 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, token string) er
 	p.start(ctx)
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"))
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireBearer(token, limitBody(p.maxMessageBytes(), countProgress(h))))
+	mux.Handle("/mcp", requireBearer(token, limitBody(p.maxMessageBytes(), p.countProgress(h))))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -75,18 +75,16 @@ func (p *Proxy) maxMessageBytes() int {
 	return DefaultMaxMessageBytes
 }
 
-// progressWrittenKey holds, in a request's context, the count of progress
-// notifications written to that request's response stream.
-type progressWrittenKey struct{}
-
-// countProgress counts the progress notifications written to each response,
-// so that a call can wait until its own have reached its stream before its
-// answer is written (see waitProgressWritten).
-func countProgress(next http.Handler) http.Handler {
+// countProgress counts the progress notifications written to the responses
+// of each session (POST answers and the GET stream alike), so that a call
+// can wait until its own have reached the client before its answer is
+// written (see waitProgressWritten).
+func (p *Proxy) countProgress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := new(atomic.Int64)
-		cw := &countingResponseWriter{ResponseWriter: w, progressCounter: progressCounter{w: w, n: n}}
-		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), progressWrittenKey{}, n)))
+		if sp := p.sessionProgress(r.Header.Get(server.HeaderKeySessionID)); sp != nil {
+			w = &countingResponseWriter{ResponseWriter: w, progressCounter: progressCounter{w: w, n: &sp.written}}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

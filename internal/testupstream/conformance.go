@@ -90,7 +90,7 @@ func addConformanceTools(s *server.MCPServer, t *tools) {
 		}
 		before := 0
 		if t.out != nil {
-			before = t.out.progressWritten()
+			before = t.out.progressWritten(token)
 		}
 		sent := 0
 		for i, p := range []int{0, 50, 100} {
@@ -108,7 +108,7 @@ func addConformanceTools(s *server.MCPServer, t *tools) {
 			sent++
 		}
 		if t.out != nil {
-			if err := t.out.waitProgress(ctx, before+sent); err != nil {
+			if err := t.out.waitProgress(ctx, token, before+sent); err != nil {
 				return nil, fmt.Errorf("wait for progress notifications: %w", err)
 			}
 		}
