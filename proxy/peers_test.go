@@ -474,7 +474,12 @@ plan "conformance" {
 			continue
 		}
 		if out, ok := runConformance(t, proxied, sc); !ok {
-			t.Errorf("%s passes directly but fails through the proxy:\n%s", sc, out)
+			// One more run: the suite's own timeouts can miss once on a
+			// loaded machine; a second failure is the proxy's.
+			t.Logf("%s failed through the proxy once; running it again:\n%s", sc, out)
+			if out, ok := runConformance(t, proxied, sc); !ok {
+				t.Errorf("%s passes directly but fails through the proxy, twice:\n%s", sc, out)
+			}
 		}
 	}
 }

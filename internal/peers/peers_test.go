@@ -250,6 +250,20 @@ func TestConformanceBaseline(t *testing.T) {
 				res[name] = s
 			}
 			got := peers.PassingScenarios(res)
+			// The suite runs its scenarios back to back with timeouts of its
+			// own; on a loaded machine one can miss once. A baseline scenario
+			// that failed gets one more run on its own, and only a second
+			// failure counts.
+			for _, name := range tt.set.Passing {
+				if slices.Contains(got, name) || slices.Contains(tt.set.Racy, name) {
+					continue
+				}
+				t.Logf("%s failed in the full run (%s); running it again on its own", name, res[name])
+				if again := peers.Conformance(t, url, name); again[name].OK() {
+					got = append(got, name)
+					slices.Sort(got)
+				}
+			}
 			want := sortedCopy(tt.set.Passing)
 			for _, racy := range tt.set.Racy {
 				if !slices.Contains(got, racy) {
