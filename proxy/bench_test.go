@@ -43,10 +43,72 @@ func (noState) Hold(context.Context, ledger.Call, string, time.Time) (ledger.Hol
 func (noState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }
 func (noState) ListHolds() []ledger.Hold                 { return nil }
 
-func benchHTTP16(b *testing.B, st State, o ledger.Options) {
+// serveHTTPInProcess serves planSrc in process over streamable HTTP in front
+// of the test upstream, with state st (nil: a fresh ledger opened with o),
+// until the test ends. It returns the URL and the ledger.
+func serveHTTPInProcess(t testing.TB, planSrc string, st State, o ledger.Options) (string, *ledger.Ledger) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	plan, diags := hclplan.Parse("plan.hcl", []byte(`
+	plan, diags := hclplan.Parse("plan.hcl", []byte(planSrc))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	o.Dir = filepath.Join(t.TempDir(), "state")
+	l, err := ledger.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st == nil {
+		st = l
+	}
+	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
+	p, err := New(Config{Plan: plan, State: st, Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.ServeHTTP(ctx, ln, "") }()
+	t.Cleanup(func() { cancel(); <-done; l.Close() })
+	return "http://" + ln.Addr().String() + "/mcp", l
+}
+
+// connectHTTP starts and initialises an mcp-go client of url; onNotify, if
+// set, gets the notifications.
+func connectHTTP(t testing.TB, ctx context.Context, url string, onNotify func(mcp.JSONRPCNotification)) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	if onNotify != nil {
+		c.OnNotification(onNotify)
+	}
+	startClient(t, ctx, c)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// startClient starts c and initialises its session.
+func startClient(t testing.TB, ctx context.Context, c *client.Client) {
+	t.Helper()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func benchHTTP16(b *testing.B, st State, o ledger.Options) {
+	ctx := context.Background()
+	url, l := serveHTTPInProcess(b, `
 plan "bench" {
   goal  = "echo"
   order = "any"
@@ -55,30 +117,7 @@ plan "bench" {
     max_calls = 1000000000
     arg "message" { max_length = 100 }
   }
-}`))
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
-	o.Dir = filepath.Join(b.TempDir(), "state")
-	l, err := ledger.Open(ctx, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	if st == nil {
-		st = l
-	}
-	env, _ := UpstreamEnv(nil, func(k string) (string, bool) { return "", false })
-	p, err := New(Config{Plan: plan, State: st, Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go p.ServeHTTP(ctx, ln, "")
-	url := "http://" + ln.Addr().String() + "/mcp"
+}`, st, o)
 	const clients = 16
 	cs := make([]*client.Client, clients)
 	call := func(c *client.Client) {
@@ -91,20 +130,7 @@ plan "bench" {
 		}
 	}
 	for i := range cs {
-		tr, err := transport.NewStreamableHTTP(url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c := client.NewClient(tr)
-		if err := c.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-		if _, err := c.Initialize(ctx, init); err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		c := connectHTTP(b, ctx, url, nil)
 		cs[i] = c
 		call(c)
 	}
@@ -123,7 +149,7 @@ plan "bench" {
 	}
 	wg.Wait()
 	b.StopTimer()
-	if st == State(l) {
+	if st == nil {
 		// How well group commit shares the fdatasyncs among the clients.
 		after := l.Stats()
 		b.ReportMetric(float64(after.Syncs-before.Syncs)/float64(per*clients), "syncs/call")
@@ -170,14 +196,7 @@ plan "bench" {
 	pr, cw := io.Pipe()
 	go func() { _ = p.ServeStdio(ctx, cr, cw) }()
 	c := client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))))
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
-		b.Fatal(err)
-	}
+	startClient(b, ctx, c)
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "echo"
 	req.Params.Arguments = map[string]any{"message": "hello"}

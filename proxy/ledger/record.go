@@ -80,13 +80,11 @@ const hashSuffixLen = len(hashField) + 64 + 2
 // reflection, since it runs for every call; record_test.go checks the two
 // agree.
 func encodeBody(r *record) ([]byte, error) {
-	b := make([]byte, 0, 256+len(r.Args))
-	if y := r.Time.Year(); y < 0 || y >= 10000 {
-		return nil, fmt.Errorf("time %v: year outside of range [0,9999]", r.Time)
+	b, err := appendTime(make([]byte, 0, 256+len(r.Args)), "time", r.Time)
+	if err != nil {
+		return nil, err
 	}
-	b = append(b, `"time":"`...)
-	b = r.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, '"')
+	b = b[1:] // the first field has no comma before it
 	b = appendStringField(b, "type", r.Type, false)
 	b = appendStringField(b, "decision", r.Decision, true)
 	b = appendStringField(b, "plan", r.Plan, true)
@@ -110,22 +108,16 @@ func encodeBody(r *record) ([]byte, error) {
 	b = appendStringField(b, "hold", r.Hold, true)
 	b = appendStringField(b, "hold_state", string(r.HoldState), true)
 	if r.Expires != nil {
-		if y := r.Expires.Year(); y < 0 || y >= 10000 {
-			return nil, fmt.Errorf("expires %v: year outside of range [0,9999]", *r.Expires)
+		if b, err = appendTime(b, "expires", *r.Expires); err != nil {
+			return nil, err
 		}
-		b = append(b, `,"expires":"`...)
-		b = r.Expires.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
 	}
 	b = appendStringField(b, "pr_url", r.PRURL, true)
 	b = appendStringField(b, "note", r.Note, true)
 	if r.SignedAt != nil {
-		if y := r.SignedAt.Year(); y < 0 || y >= 10000 {
-			return nil, fmt.Errorf("signed_at %v: year outside of range [0,9999]", *r.SignedAt)
+		if b, err = appendTime(b, "signed_at", *r.SignedAt); err != nil {
+			return nil, err
 		}
-		b = append(b, `,"signed_at":"`...)
-		b = r.SignedAt.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
 	}
 	if r.Ref != 0 {
 		b = append(b, `,"ref":`...)
@@ -159,6 +151,19 @@ func encodeBody(r *record) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// appendTime appends ,"name":"<RFC 3339 time>", refusing the years
+// encoding/json refuses.
+func appendTime(b []byte, name string, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y >= 10000 {
+		return nil, fmt.Errorf("%s %v: year outside of range [0,9999]", name, t)
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':', '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), nil
 }
 
 // appendStringField appends ,"name":"value" (or "name":"value" for the
