@@ -434,7 +434,9 @@ func (p *Proxy) trackSession(id string, on bool) {
 		if p.sessProg == nil {
 			p.sessProg = map[string]*sessionProgress{}
 		}
-		p.sessProg[id] = &sessionProgress{}
+		if p.sessProg[id] == nil { // a GET stream registers a session again
+			p.sessProg[id] = &sessionProgress{}
+		}
 		return
 	}
 	delete(p.sessProg, id)
