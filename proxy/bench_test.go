@@ -43,21 +43,21 @@ func (noState) Hold(context.Context, ledger.Call, string, time.Time) (ledger.Hol
 func (noState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }
 func (noState) ListHolds() []ledger.Hold                 { return nil }
 
-// serveHTTPInProcess serves planSrc in process over streamable HTTP in front
-// of the test upstream, with state st (nil: a fresh ledger opened with o),
-// until the test ends. It returns the URL and the ledger.
-func serveHTTPInProcess(t testing.TB, planSrc string, st State, o ledger.Options) (string, *ledger.Ledger) {
+// newInProcessProxy builds a proxy for planSrc in front of the test upstream,
+// with state st (nil: a fresh ledger opened with o, closed when the test
+// ends). It returns the proxy and the ledger.
+func newInProcessProxy(t testing.TB, planSrc string, st State, o ledger.Options) (*Proxy, *ledger.Ledger) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	plan, diags := hclplan.Parse("plan.hcl", []byte(planSrc))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	o.Dir = filepath.Join(t.TempDir(), "state")
-	l, err := ledger.Open(ctx, o)
+	l, err := ledger.Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	if st == nil {
 		st = l
 	}
@@ -66,13 +66,22 @@ func serveHTTPInProcess(t testing.TB, planSrc string, st State, o ledger.Options
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, l
+}
+
+// serveHTTPInProcess serves planSrc in process over streamable HTTP (see
+// newInProcessProxy) until the test ends. It returns the URL and the ledger.
+func serveHTTPInProcess(t testing.TB, planSrc string, st State, o ledger.Options) (string, *ledger.Ledger) {
+	t.Helper()
+	p, l := newInProcessProxy(t, planSrc, st, o)
+	ctx, cancel := context.WithCancel(context.Background())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.ServeHTTP(ctx, ln, "") }()
-	t.Cleanup(func() { cancel(); <-done; l.Close() })
+	t.Cleanup(func() { cancel(); <-done })
 	return "http://" + ln.Addr().String() + "/mcp", l
 }
 
@@ -106,9 +115,8 @@ func startClient(t testing.TB, ctx context.Context, c *client.Client) {
 	}
 }
 
-func benchHTTP16(b *testing.B, st State, o ledger.Options) {
-	ctx := context.Background()
-	url, l := serveHTTPInProcess(b, `
+// benchPlan allows the test upstream's echo as often as a benchmark wants.
+const benchPlan = `
 plan "bench" {
   goal  = "echo"
   order = "any"
@@ -117,7 +125,11 @@ plan "bench" {
     max_calls = 1000000000
     arg "message" { max_length = 100 }
   }
-}`, st, o)
+}`
+
+func benchHTTP16(b *testing.B, st State, o ledger.Options) {
+	ctx := context.Background()
+	url, l := serveHTTPInProcess(b, benchPlan, st, o)
 	const clients = 16
 	cs := make([]*client.Client, clients)
 	call := func(c *client.Client) {
@@ -169,29 +181,7 @@ func BenchmarkProxyStdio(b *testing.B) {
 func benchStdio(b *testing.B, st State) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plan, _ := hclplan.Parse("plan.hcl", []byte(`
-plan "bench" {
-  goal  = "echo"
-  order = "any"
-  step "echo" {
-    tool      = "echo"
-    max_calls = 1000000000
-    arg "message" { max_length = 100 }
-  }
-}`))
-	l, err := ledger.Open(ctx, ledger.Options{Dir: filepath.Join(b.TempDir(), "state")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	if st == nil {
-		st = l
-	}
-	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
-	p, err := New(Config{Plan: plan, State: st, Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, _ := newInProcessProxy(b, benchPlan, st, ledger.Options{})
 	cr, pw := io.Pipe()
 	pr, cw := io.Pipe()
 	go func() { _ = p.ServeStdio(ctx, cr, cw) }()

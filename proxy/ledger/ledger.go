@@ -369,6 +369,35 @@ func (l *Ledger) enqueue(body []byte, durable bool) (uint64, *batch) {
 	return l.seq, l.cur
 }
 
+// commit encodes r and, under the lock, runs apply (nil: nothing to do),
+// which may refuse with an error or change the state the record stands
+// for, then queues the record: a state change is made together with the
+// enqueue of its record. A durable record is waited for.
+func (l *Ledger) commit(ctx context.Context, r *record, durable bool, apply func() error) error {
+	body, err := encodeBody(r)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if apply != nil {
+		if err := apply(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+	}
+	_, b := l.enqueue(body, durable)
+	l.mu.Unlock()
+	l.signal()
+	if durable {
+		return wait(ctx, b)
+	}
+	return nil
+}
+
 // wait blocks until b is durable. A cancelled ctx returns early, but the
 // record may still be written: a count once taken stays taken.
 func wait(ctx context.Context, b *batch) error {
@@ -496,10 +525,7 @@ func (l *Ledger) argsFields(r *record, args json.RawMessage) error {
 		r.ArgsSHA = d
 		return nil
 	}
-	if !json.Valid(args) {
-		return fmt.Errorf("%w: arguments are not JSON", ErrInvalidArgument)
-	}
-	r.Args = args
+	r.Args = args // encodeBody refuses it if it is not JSON
 	return nil
 }
 
@@ -756,32 +782,19 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 			r.Error = "failed"
 		}
 	}
-	body, err := encodeBody(&r)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-	}
-	l.mu.Lock()
-	if err := l.usable(); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	if t.StepIndex >= 0 {
-		p := l.st.plan(t.PlanDigest)
-		p.grow(t.StepIndex)
-		if ok {
-			p.done[t.StepIndex] = true
+	return l.commit(ctx, &r, o.HoldStep, func() error {
+		if t.StepIndex >= 0 {
+			p := l.st.plan(t.PlanDigest)
+			p.grow(t.StepIndex)
+			if ok {
+				p.done[t.StepIndex] = true
+			}
+			if o.HoldStep {
+				p.held[t.StepIndex] = true
+			}
 		}
-		if o.HoldStep {
-			p.held[t.StepIndex] = true
-		}
-	}
-	_, b := l.enqueue(body, o.HoldStep)
-	l.mu.Unlock()
-	l.signal()
-	if o.HoldStep {
-		return wait(ctx, b)
-	}
-	return nil
+		return nil
+	})
 }
 
 // Block records a blocked call. Like Complete, it does not wait for disk.
@@ -797,19 +810,7 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 	if err := l.argsFields(&r, c.Args); err != nil {
 		return err
 	}
-	body, err := encodeBody(&r)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-	}
-	l.mu.Lock()
-	if err := l.usable(); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	l.enqueue(body, false)
-	l.mu.Unlock()
-	l.signal()
-	return nil
+	return l.commit(ctx, &r, false, nil)
 }
 
 // Hold records a held call. If a pending or approved, unexpired hold exists
@@ -988,26 +989,15 @@ func (l *Ledger) LoadPlan(ctx context.Context, p PlanLoad) error {
 	}
 	signed := p.SignedAt.UTC()
 	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed}
-	body, err := encodeBody(&r)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-	}
-	l.mu.Lock()
-	if err := l.usable(); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	if err := l.checkNotOlder(p.Name, signed); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	if signed.After(l.st.newest[p.Name]) {
-		l.st.newest[p.Name] = signed
-	}
-	_, b := l.enqueue(body, true)
-	l.mu.Unlock()
-	l.signal()
-	return wait(ctx, b)
+	return l.commit(ctx, &r, true, func() error {
+		if err := l.checkNotOlder(p.Name, signed); err != nil {
+			return err
+		}
+		if signed.After(l.st.newest[p.Name]) {
+			l.st.newest[p.Name] = signed
+		}
+		return nil
+	})
 }
 
 func newHoldID() (string, error) {

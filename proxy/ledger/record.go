@@ -99,7 +99,7 @@ func encodeBody(r *record) ([]byte, error) {
 		b = append(b, `,"args":`...)
 		buf := bytes.NewBuffer(b)
 		if err := json.Compact(buf, r.Args); err != nil {
-			return nil, fmt.Errorf("args: %w", err)
+			return nil, fmt.Errorf("arguments are not JSON: %w", err)
 		}
 		b = buf.Bytes()
 	}
