@@ -81,13 +81,12 @@ type Proxy struct {
 	progMu sync.Mutex
 	progs  map[string]progressRoute
 	progN  atomic.Int64
-	// Over stdio, notifications and responses reach the client by different
-	// goroutines; a call's answer waits until its progress is written, or
-	// the client would drop the progress as late. Nil counters: not tracked.
-	progQueued  atomic.Int64
-	progWritten *atomic.Int64
-	sessMu      sync.Mutex
-	sessProg    map[string]*sessionProgress // HTTP sessions (trackSession)
+	// Notifications and answers reach a client by different goroutines; a
+	// call's answer waits until its progress is written, or the client
+	// would drop the progress as late (waitProgressWritten).
+	stdioProg *sessionProgress // the one stdio client's (ServeStdio)
+	sessMu    sync.Mutex
+	sessProg  map[string]*sessionProgress // HTTP sessions (trackSession)
 
 	heldMu sync.Mutex // guards planState.held
 }
@@ -339,12 +338,9 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 		}
 		params["progressToken"] = route.token
 		if err := p.srv.SendNotificationToClient(route.ctx, n.Method, params); err == nil {
-			p.progQueued.Add(1)
 			route.sent.Add(1)
-			if s := server.ClientSessionFromContext(route.ctx); s != nil {
-				if sp := p.sessionProgress(s.SessionID()); sp != nil {
-					sp.queued.Add(1)
-				}
+			if sp := p.progressCounts(route.ctx); sp != nil {
+				sp.queued.Add(1)
 			}
 		}
 	case "notifications/message":
@@ -398,18 +394,11 @@ func (p *Proxy) waitProgressWritten(ctx context.Context, route progressRoute) {
 	if route.sent.Load() == 0 {
 		return
 	}
-	written, want := p.progWritten, p.progQueued.Load()
-	if written == nil {
-		s := server.ClientSessionFromContext(ctx)
-		if s == nil {
-			return
-		}
-		sp := p.sessionProgress(s.SessionID())
-		if sp == nil {
-			return
-		}
-		written, want = &sp.written, sp.queued.Load()
+	sp := p.progressCounts(ctx)
+	if sp == nil {
+		return
 	}
+	written, want := &sp.written, sp.queued.Load()
 	deadline := time.Now().Add(progressWait)
 	for written.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(200 * time.Microsecond)
@@ -420,8 +409,8 @@ func (p *Proxy) waitProgressWritten(ctx context.Context, route progressRoute) {
 	}
 }
 
-// sessionProgress counts, for one HTTP session, the progress notifications
-// queued for it and those its responses wrote.
+// sessionProgress counts, for one client (the stdio one or an HTTP session),
+// the progress notifications queued for it and those written to it.
 type sessionProgress struct{ queued, written atomic.Int64 }
 
 // trackSession starts or stops counting a session's progress. Only
@@ -440,6 +429,18 @@ func (p *Proxy) trackSession(id string, on bool) {
 		return
 	}
 	delete(p.sessProg, id)
+}
+
+// progressCounts returns the progress counters of the client a call came
+// from: the stdio client's, or its HTTP session's; nil when not counted.
+func (p *Proxy) progressCounts(ctx context.Context) *sessionProgress {
+	if p.stdioProg != nil {
+		return p.stdioProg
+	}
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		return p.sessionProgress(s.SessionID())
+	}
+	return nil
 }
 
 // sessionProgress returns a registered session's counters, or nil.

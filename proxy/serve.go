@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -18,9 +17,9 @@ import (
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p.progWritten = new(atomic.Int64)
+	p.stdioProg = &sessionProgress{}
 	sw := &syncWriter{w: out}
-	out = progressCounter{w: sw, n: p.progWritten}
+	out = progressCounter{w: sw, n: &p.stdioProg.written}
 	p.start(ctx)
 	s := server.NewStdioServer(p.srv)
 	err := s.Listen(ctx, limitLines(ctx, in, sw, p.maxMessageBytes(), p.cfg.Log), out)
