@@ -132,7 +132,7 @@ func runSign(c *cli.Context) error {
 		if out == "" {
 			out = sign.BundlePath(file)
 		}
-		if err := os.WriteFile(out, signed.Bundle, 0o644); err != nil {
+		if err := sign.WriteBundle(out, signed.Bundle); err != nil {
 			return failf("sign: %v", err)
 		}
 		who := signed.Signer.Identity
