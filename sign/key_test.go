@@ -273,7 +273,8 @@ func TestVerifyFile(t *testing.T) {
 }
 
 // TestKeyWithRekor: a key-signed bundle can also be logged in Rekor (the
-// fake); it verifies under the key policy like any key bundle.
+// fake); it verifies under the key policy with the trusted root that checks
+// its log entry, and its signing time is the log's.
 func TestKeyWithRekor(t *testing.T) {
 	fs := newFake(t)
 	dir := makeOpensslKey(t, opensslKeys[4].args) // Ed25519
@@ -292,7 +293,21 @@ func TestKeyWithRekor(t *testing.T) {
 	if !bytes.Contains(b, []byte(`"tlogEntries"`)) || bytes.Contains(b, []byte(`"certificate"`)) {
 		t.Fatalf("want a key bundle with a log entry:\n%s", b)
 	}
-	if _, err := keyPolicy(t, filepath.Join(dir, "key.pub")).Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: b}); err != nil {
+	p := keyPolicy(t, filepath.Join(dir, "key.pub"))
+	if _, err := p.Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: b}); !errors.Is(err, ErrSignatureInvalid) {
+		t.Fatalf("logged bundle without a trusted root: err = %v, want ErrSignatureInvalid", err)
+	}
+	opts := p.opts
+	opts.TrustedMaterial = trustedRoot(t, fs)
+	withRoot, err := NewPolicy(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := withRoot.Verify(context.Background(), VerifyInput{Path: testPath, Content: testPlan, Bundle: b})
+	if err != nil {
 		t.Fatalf("verify: %v", err)
+	}
+	if a.SignedAtSource != "tlog" {
+		t.Errorf("signing time from %s, want tlog", a.SignedAtSource)
 	}
 }

@@ -67,7 +67,7 @@ func TestRealPublicGoodBundleVerifiesOffline(t *testing.T) {
 	}
 	_, b := realBundle(t)
 	digest, _ := hex.DecodeString(realDigest)
-	res, err := realPolicy(t, nil).verifySigstore(b, "sigstore-2.0.0.tgz", "sha512", digest)
+	res, err := realPolicy(t, nil).verifySigstore(context.Background(), b, "sigstore-2.0.0.tgz", "sha512", digest)
 	if err != nil {
 		t.Fatalf("real bundle: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestRealPublicGoodBundleVerifiesOffline(t *testing.T) {
 
 	// Same real bundle, another artifact digest.
 	digest[0] ^= 1
-	if _, err := realPolicy(t, nil).verifySigstore(b, "sigstore-2.0.0.tgz", "sha512", digest); !errors.Is(err, ErrSignatureInvalid) {
+	if _, err := realPolicy(t, nil).verifySigstore(context.Background(), b, "sigstore-2.0.0.tgz", "sha512", digest); !errors.Is(err, ErrSignatureInvalid) {
 		t.Fatalf("other digest: err = %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestRealPublicGoodBundleRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := realPolicy(t, tc.mod).verifySigstore(b, "sigstore-2.0.0.tgz", "sha512", digest)
+			_, err := realPolicy(t, tc.mod).verifySigstore(context.Background(), b, "sigstore-2.0.0.tgz", "sha512", digest)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -154,7 +154,7 @@ func TestRealPublicGoodEmailBundle(t *testing.T) {
 					tc.mod(o)
 				}
 			})
-			_, err := p.verifySigstore(&b, "slsa-provenance-0.0.7.tgz", "sha512", digest)
+			_, err := p.verifySigstore(context.Background(), &b, "slsa-provenance-0.0.7.tgz", "sha512", digest)
 			if !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/bundle"
@@ -36,8 +37,15 @@ type PolicyOptions struct {
 	// PublicKey trusts bundles signed by this key (see ParsePublicKey).
 	PublicKey crypto.PublicKey
 	// TrustedMaterial holds the Fulcio CAs, Rekor and CT log keys and TSAs
-	// for keyless bundles (see LoadTrustedRoot). Required without PublicKey.
+	// (see LoadTrustedRoot). Required without PublicKey. With PublicKey it
+	// checks the transparency log entries and RFC 3161 timestamps a
+	// key-signed bundle carries.
 	TrustedMaterial root.TrustedMaterial
+	// LoadTrustedMaterial, with PublicKey and no TrustedMaterial, is called
+	// once, on the first key-signed bundle that carries log entries or
+	// timestamps (e.g. the public-good root through TUF), so a policy for
+	// bundles without them needs no network.
+	LoadTrustedMaterial func(context.Context) (root.TrustedMaterial, error)
 }
 
 // Policy verifies approvals against a trust policy. It is safe for
@@ -50,6 +58,13 @@ type Policy struct {
 	issuerRE *regexp.Regexp
 	verifier *verify.Verifier
 	identity verify.PolicyOption
+
+	// Key mode: the trusted key as trusted material, and the trusted root
+	// for log entries and timestamps, loaded on first use (see
+	// PolicyOptions.LoadTrustedMaterial).
+	keyMaterial root.TrustedMaterial
+	rootMu      sync.Mutex
+	logRoot     root.TrustedMaterial
 }
 
 // VerifyInput is one file to verify.
@@ -157,6 +172,8 @@ func (p *Policy) initKey() (*Policy, error) {
 	// The hint in a bundle is unauthenticated: every bundle is checked against
 	// the one trusted key, whatever hint it carries.
 	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
+	p.keyMaterial = tm
+	p.logRoot = p.opts.TrustedMaterial
 	p.verifier, err = verify.NewVerifier(tm, verify.WithNoObserverTimestamps())
 	if err != nil {
 		return nil, fmt.Errorf("key verifier: %w", err)
@@ -283,7 +300,7 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 		return nil, refuse(ErrDigestMismatch, "%s: digest mismatch: the file has sha256 %s, the bundle approves sha256 %s", path, short(digest), short(signed))
 	}
 	raw, _ := hex.DecodeString(digest)
-	res, err := p.verifySigstore(&b, path, "sha256", raw)
+	res, err := p.verifySigstore(ctx, &b, path, "sha256", raw)
 	if err != nil {
 		return nil, err
 	}
@@ -326,17 +343,112 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 
 // verifySigstore runs sigstore-go's verification of b for an artifact
 // digest, under the policy's identity or key.
-func (p *Policy) verifySigstore(b *bundle.Bundle, path, alg string, digest []byte) (*verify.VerificationResult, error) {
+func (p *Policy) verifySigstore(ctx context.Context, b *bundle.Bundle, path, alg string, digest []byte) (*verify.VerificationResult, error) {
 	// Cheap checks on the (not yet verified) signer give a precise reason;
 	// they can only refuse. Acceptance needs the full verification below.
 	if err := p.checkSignerMaterial(b, path); err != nil {
 		return nil, err
 	}
-	res, err := p.verifier.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(alg, digest), p.identity))
+	v := p.verifier
+	if !p.keyless {
+		var err error
+		if v, err = p.keyLogVerifier(ctx, b, path); err != nil {
+			return nil, err
+		}
+	}
+	res, err := v.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(alg, digest), p.identity))
 	if err != nil {
 		return nil, p.explain(b, path, err)
 	}
 	return res, nil
+}
+
+// keyLogVerifier returns the verifier for a key-signed bundle. Without log
+// entries or timestamps it is the key alone, and the signing time is the
+// signer's claim. With them, every entry and every timestamp the bundle
+// carries must verify against the trusted root (sigstore-go alone skips
+// the ones it cannot verify once its threshold is met), so a planted entry
+// or timestamp can never lend its time to a bundle.
+func (p *Policy) keyLogVerifier(ctx context.Context, b *bundle.Bundle, path string) (*verify.Verifier, error) {
+	vm := b.GetVerificationMaterial()
+	entries := vm.GetTlogEntries()
+	stamps := vm.GetTimestampVerificationData().GetRfc3161Timestamps()
+	if len(entries) == 0 && len(stamps) == 0 {
+		return p.verifier, nil
+	}
+	what := describeLogMaterial(len(entries), len(stamps))
+	tm, err := p.trustedRoot(ctx)
+	if err != nil {
+		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, and the trusted root to check it could not be loaded: %s", path, what, oneLine(err))
+	}
+	if tm == nil {
+		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, but the policy has no trusted root to check it (give --trusted-root)", path, what)
+	}
+	logs := map[string]bool{}
+	promised := 0
+	for _, e := range entries {
+		logs[string(e.GetLogId().GetKeyId())] = true
+		if e.GetInclusionPromise() != nil {
+			promised++
+		}
+	}
+	if len(logs) != len(entries) {
+		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %d transparency log entries from %d log(s); want at most one per log", path, len(entries), len(logs))
+	}
+	var opts []verify.VerifierOption
+	if len(entries) > 0 {
+		opts = append(opts, verify.WithTransparencyLog(len(entries)))
+		if promised > 0 {
+			opts = append(opts, verify.WithIntegratedTimestamps(promised))
+		}
+	}
+	if len(stamps) > 0 {
+		opts = append(opts, verify.WithSignedTimestamps(len(stamps)))
+	}
+	if promised == 0 && len(stamps) == 0 {
+		// Log entries without a signed time (inclusion proof only): the
+		// entries are still verified; the key has no validity window.
+		opts = append(opts, verify.WithCurrentTime())
+	}
+	v, err := verify.NewVerifier(root.TrustedMaterialCollection{p.keyMaterial, tm}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: key verifier with log material: %w", path, err)
+	}
+	return v, nil
+}
+
+func describeLogMaterial(entries, stamps int) string {
+	var parts []string
+	if entries > 0 {
+		parts = append(parts, plural(entries, "a transparency log entry", "transparency log entries"))
+	}
+	if stamps > 0 {
+		parts = append(parts, plural(stamps, "an RFC 3161 timestamp", "RFC 3161 timestamps"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// trustedRoot returns the trusted material for a key-signed bundle's log
+// entries and timestamps, loading it on first use; nil when there is none.
+func (p *Policy) trustedRoot(ctx context.Context) (root.TrustedMaterial, error) {
+	p.rootMu.Lock()
+	defer p.rootMu.Unlock()
+	if p.logRoot != nil || p.opts.LoadTrustedMaterial == nil {
+		return p.logRoot, nil
+	}
+	tm, err := p.opts.LoadTrustedMaterial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.logRoot = tm
+	return tm, nil
 }
 
 // signingTime picks the most trustworthy signing time.
@@ -470,6 +582,8 @@ func (p *Policy) explain(b *bundle.Bundle, path string, err error) error {
 	switch {
 	case strings.Contains(msg, "not enough verified log entries"):
 		msg = "the transparency log entry is not signed by a trusted log (" + msg + ")"
+	case strings.Contains(msg, "failed to verify timestamps"):
+		msg = "a timestamp is not signed by a trusted timestamp authority for this signature (" + msg + ")"
 	case strings.Contains(msg, "failed to verify leaf certificate"):
 		msg = "the certificate is not issued by a trusted certificate authority (" + msg + ")"
 	}
