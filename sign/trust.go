@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
@@ -60,4 +61,24 @@ func loadTUFRoot(ctx context.Context, base *tuf.Options, cacheDir string, validi
 		return nil, fmt.Errorf("public-good trusted root: %w", err)
 	}
 	return tr, nil
+}
+
+// RekorURL returns the base URL of the transparency log the trusted
+// material names for new entries at now: the log valid at now that started
+// last. It returns "" when the material names none.
+func RekorURL(tm root.TrustedMaterial, now time.Time) string {
+	var best *root.TransparencyLog
+	for _, l := range tm.RekorLogs() {
+		if l.BaseURL == "" || now.Before(l.ValidityPeriodStart) || (!l.ValidityPeriodEnd.IsZero() && !now.Before(l.ValidityPeriodEnd)) {
+			continue
+		}
+		if best == nil || l.ValidityPeriodStart.After(best.ValidityPeriodStart) ||
+			(l.ValidityPeriodStart.Equal(best.ValidityPeriodStart) && l.BaseURL < best.BaseURL) {
+			best = l
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.BaseURL
 }

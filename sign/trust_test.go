@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
@@ -195,4 +196,43 @@ func TestTUFCacheWorksOffline(t *testing.T) {
 	if repo.fetches.Load() == n {
 		t.Error("a stale cache did not try the network first")
 	}
+}
+
+func TestRekorURL(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	log := func(url string, start, end time.Time) *root.TransparencyLog {
+		return &root.TransparencyLog{BaseURL: url, ValidityPeriodStart: start, ValidityPeriodEnd: end}
+	}
+	old, cur, later := now.AddDate(-2, 0, 0), now.AddDate(-1, 0, 0), now.AddDate(1, 0, 0)
+	cases := []struct {
+		name string
+		logs map[string]*root.TransparencyLog
+		want string
+	}{
+		{"none", nil, ""},
+		{"one open log", map[string]*root.TransparencyLog{"a": log("https://rekor.example", cur, time.Time{})}, "https://rekor.example"},
+		{"the newest of two open logs", map[string]*root.TransparencyLog{
+			"a": log("https://old.example", old, time.Time{}), "b": log("https://new.example", cur, time.Time{})}, "https://new.example"},
+		{"an ended log is skipped", map[string]*root.TransparencyLog{
+			"a": log("https://ended.example", cur, now), "b": log("https://open.example", old, time.Time{})}, "https://open.example"},
+		{"a future log is skipped", map[string]*root.TransparencyLog{"a": log("https://future.example", later, time.Time{})}, ""},
+		{"a log without URL is skipped", map[string]*root.TransparencyLog{"a": log("", cur, time.Time{})}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RekorURL(logsOnly(tc.logs), now); got != tc.want {
+				t.Errorf("RekorURL = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+type logsOnly map[string]*root.TransparencyLog
+
+func (l logsOnly) RekorLogs() map[string]*root.TransparencyLog             { return l }
+func (logsOnly) TimestampingAuthorities() []root.TimestampingAuthority     { return nil }
+func (logsOnly) FulcioCertificateAuthorities() []root.CertificateAuthority { return nil }
+func (logsOnly) CTLogs() map[string]*root.TransparencyLog                  { return nil }
+func (logsOnly) PublicKeyVerifier(string) (root.TimeConstrainedVerifier, error) {
+	return nil, errors.New("no keys")
 }

@@ -27,7 +27,10 @@ write"), or $SIGSTORE_ID_TOKEN, and a Rekor transparency log entry. With
 2048+, e.g. from planlock keygen or openssl genpkey), or a HashiCorp Vault
 transit key, hashivault://KEYNAME, signed in Vault at $VAULT_ADDR with
 $VAULT_TOKEN (mount: $TRANSIT_SECRET_ENGINE_PATH, default transit; other KMS
-schemes are refused); no Rekor entry unless --rekor-url is given.
+schemes are refused). A key signature is logged in Rekor when --rekor-url is
+given or --trusted-root names a log (cosign's default); --tlog-upload=false
+opts out. Without a log entry or --tsa-url timestamp, the signing time in the
+approval is only claimed by the signer (see docs/signing.md).
 
 In GitHub Actions the repository, ref, merge commit, pull request and merger
 come from the environment and event payload; the flags override them.
@@ -35,6 +38,7 @@ come from the environment and event payload; the flags override them.
 Examples:
    planlock sign plans/refund.hcl                     # in the sign-on-merge workflow
    planlock sign --key planlock.key plans/refund.hcl
+   planlock sign --key planlock.key --trusted-root trusted_root.json plans/refund.hcl   # logged in its Rekor
    VAULT_ADDR=https://vault.example:8200 planlock sign --key hashivault://planlock-ci plans/refund.hcl
    planlock sign --key planlock.key --kind hold --pr 18 holds/refund-4711/h1.hcl
    planlock sign --fulcio-url https://fulcio.example --rekor-url https://rekor.example plans/*.hcl`,
@@ -44,7 +48,9 @@ Examples:
 			&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "approval `KIND`: plan or hold"},
 			&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)"},
 			&cli.StringFlag{Name: "fulcio-url", Value: sign.DefaultFulcioURL, Usage: "Fulcio `URL` (keyless)", Category: "Sigstore"},
-			&cli.StringFlag{Name: "rekor-url", Usage: "Rekor `URL` (keyless default: " + sign.DefaultRekorURL + "; with --key: no log entry unless set)", Category: "Sigstore"},
+			&cli.StringFlag{Name: "rekor-url", Usage: "Rekor `URL` (default: the log --trusted-root names, else keyless " + sign.DefaultRekorURL + ", with --key none)", Category: "Sigstore"},
+			&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` whose transparency log signatures are logged in", TakesFile: true, Category: "Sigstore"},
+			&cli.BoolFlag{Name: "tlog-upload", Value: true, Usage: "log the signature in Rekor; --tlog-upload=false signs a key approval without a log entry", Category: "Sigstore"},
 			&cli.StringFlag{Name: "tsa-url", Usage: "also get an RFC 3161 timestamp from this `URL`", Category: "Sigstore"},
 			&cli.StringFlag{Name: "repository", Usage: "repository `OWNER/REPO` (default: $GITHUB_REPOSITORY)", Category: "Approval"},
 			&cli.StringFlag{Name: "ref", Usage: "Git `REF` the file was approved on (default: from GitHub Actions)", Category: "Approval"},
@@ -94,7 +100,10 @@ func runSign(c *cli.Context) error {
 		base.Approvers = c.StringSlice("approver")
 	}
 
-	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), RekorURL: c.String("rekor-url"), TSAURL: c.String("tsa-url")}
+	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), TSAURL: c.String("tsa-url")}
+	if opts.RekorURL, err = signRekorURL(c); err != nil {
+		return err
+	}
 	if key := c.String("key"); key != "" {
 		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
 		if err != nil {
@@ -112,6 +121,11 @@ func runSign(c *cli.Context) error {
 		opts.IDToken = tok
 	}
 
+	// Said once unless --tlog-upload=false chose it: the approval's signing
+	// time then rests on the signer's word alone.
+	if opts.Keypair != nil && opts.RekorURL == "" && opts.TSAURL == "" && c.Bool("tlog-upload") {
+		fmt.Fprintln(c.App.ErrWriter, "planlock: sign: no transparency log entry or timestamp: the signing time is claimed by the signer (give --rekor-url or --trusted-root to log it, or --tsa-url)")
+	}
 	for _, file := range c.Args().Slice() {
 		pred := base
 		pred.Path = c.String("path")
@@ -146,4 +160,37 @@ func runSign(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s: signed %s as %s by %s%s -> %s\n", file, pred.Kind, signed.Predicate.Path, who, logged, out)
 	}
 	return nil
+}
+
+// signRekorURL is the transparency log to sign into: --rekor-url, else the
+// log --trusted-root names; "" for a key signature without one (keyless
+// then uses the public-good log). --tlog-upload=false opts a key signature
+// out; keyless approvals must be logged, since verifiers refuse them
+// otherwise.
+func signRekorURL(c *cli.Context) (string, error) {
+	if !c.Bool("tlog-upload") {
+		switch {
+		case c.String("key") == "":
+			return "", usageErrorf("sign: --tlog-upload=false needs --key: keyless approvals must be logged in Rekor")
+		case c.IsSet("rekor-url"):
+			return "", usageErrorf("sign: --rekor-url and --tlog-upload=false contradict each other: give one")
+		}
+		return "", nil
+	}
+	if u := c.String("rekor-url"); u != "" {
+		return u, nil
+	}
+	file := c.String("trusted-root")
+	if file == "" {
+		return "", nil
+	}
+	tm, err := sign.LoadTrustedRoot(c.Context, file, "")
+	if err != nil {
+		return "", failf("sign: %v", err)
+	}
+	u := sign.RekorURL(tm, time.Now())
+	if u == "" {
+		return "", failf("sign: trusted root %s names no transparency log valid now: give --rekor-url, or --tlog-upload=false", file)
+	}
+	return u, nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/planlock/planlock/sign"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,7 +20,7 @@ func trustFlags() []cli.Flag {
 		&cli.StringFlag{Name: "certificate-github-workflow-repository", Usage: "the certificate's GitHub workflow repository must be `OWNER/REPO`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-ref", Usage: "the certificate's GitHub workflow ref must be `REF` (e.g. refs/heads/main)", Category: "Trust policy"},
 		&cli.StringFlag{Name: "key", Usage: "trust signatures made with this PEM public `KEY` file instead of certificates", TakesFile: true, Category: "Trust policy"},
-		&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` (offline or private sigstore; default: public-good root via TUF)", TakesFile: true, Category: "Trust policy"},
+		&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` (offline or private sigstore; default: public-good root via TUF); with --key it checks the bundle's log entries and timestamps", TakesFile: true, Category: "Trust policy"},
 		&cli.StringFlag{Name: "tuf-cache", Usage: "`DIR` caching the public-good TUF metadata (default: user cache dir)", TakesFile: true, Category: "Trust policy"},
 	}
 }
@@ -49,6 +51,21 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 			return nil, failf("--key %s: %v", key, err)
 		}
 		opts.PublicKey = pub
+		// A key bundle's log entries and timestamps are checked against
+		// --trusted-root, else the public-good root, fetched only when a
+		// bundle carries them.
+		if file := c.String("trusted-root"); file != "" {
+			tm, err := sign.LoadTrustedRoot(c.Context, file, "")
+			if err != nil {
+				return nil, failf("%v", err)
+			}
+			opts.TrustedMaterial = tm
+		} else {
+			cache := c.String("tuf-cache")
+			opts.LoadTrustedMaterial = func(ctx context.Context) (root.TrustedMaterial, error) {
+				return sign.LoadTrustedRoot(ctx, "", cache)
+			}
+		}
 	} else if keyless {
 		if opts.CertificateIdentity == "" && opts.CertificateIdentityRegexp == "" {
 			return nil, usageErrorf("--certificate-identity or --certificate-identity-regexp is required")

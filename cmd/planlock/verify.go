@@ -86,8 +86,8 @@ func runVerify(c *cli.Context) error {
 				fmt.Fprintf(c.App.ErrWriter, "planlock: %s\n", r.Error)
 			}
 		} else if !c.Bool("json") {
-			fmt.Fprintf(c.App.Writer, "%s: verified %s signed by %s at %s%s\n", r.File, r.Kind, r.Signer.Identity,
-				r.SignedAt.Format(time.RFC3339), approvalNote(r.Predicate))
+			fmt.Fprintf(c.App.Writer, "%s: verified %s signed by %s at %s%s%s\n", r.File, r.Kind, r.Signer.Identity,
+				r.SignedAt.Format(time.RFC3339), timeNote(r.SignedAtSource), approvalNote(r.Predicate))
 		}
 		results = append(results, r)
 	}
@@ -105,6 +105,15 @@ func runVerify(c *cli.Context) error {
 		return failf("%d of %s did not verify", failed, plural(c.NArg(), "file", "files"))
 	}
 	return nil
+}
+
+// timeNote says where the signing time comes from when only the signer
+// vouches for it: it then cannot order approvals against a signer who lies.
+func timeNote(source string) string {
+	if source == "predicate" {
+		return " (claimed by the signer)"
+	}
+	return ""
 }
 
 func approvalNote(p *sign.Predicate) string {

@@ -240,7 +240,9 @@ func (s *Sigstore) TrustedRoot() (*root.TrustedRoot, error) {
 		URI:                 s.Fulcio.URL,
 	}
 	tlogs := map[string]*root.TransparencyLog{logID: {
-		BaseURL:             "https://" + rekorHost,
+		// The fake's own URL, so a signer that takes its log from the
+		// trusted root (planlock sign --key --trusted-root) reaches it.
+		BaseURL:             s.Rekor.URL,
 		ID:                  rawID,
 		ValidityPeriodStart: start,
 		HashFunc:            crypto.SHA256,
