@@ -53,7 +53,7 @@
 // Every refusal is one line naming the file and the reason, and wraps one
 // sentinel for errors.Is: ErrBundleMissing, ErrBundleNotJSON,
 // ErrBundleInvalid, ErrNotApproval, ErrDigestMismatch, ErrPathMismatch,
-// ErrKindMismatch, ErrIdentityNotAllowed, ErrIssuerMismatch,
+// ErrKindMismatch, ErrIdentityNotAllowed, ErrIssuerMismatch, ErrClaimMismatch,
 // ErrCertificateExpired, ErrNoTlogEntry, ErrKeyMismatch, ErrSignatureInvalid.
 //
 // # Holds

@@ -23,6 +23,9 @@ var (
 	// ErrIdentityNotAllowed: the signer's identity (certificate SAN, workflow
 	// repository or ref) is not allowed by the policy.
 	ErrIdentityNotAllowed = errors.New("identity not allowed by policy")
+	// ErrClaimMismatch: a keyless approval's predicate names another
+	// repository, ref or commit than the signing certificate.
+	ErrClaimMismatch = errors.New("approval contradicts its certificate")
 	// ErrIssuerMismatch: the certificate's OIDC issuer is not allowed by the policy.
 	ErrIssuerMismatch = errors.New("OIDC issuer not allowed by policy")
 	// ErrCertificateExpired: the signing certificate was not valid when the

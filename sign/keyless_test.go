@@ -80,7 +80,7 @@ func githubPolicy(t testing.TB, fs *fakesigstore.Sigstore, mod func(*PolicyOptio
 }
 
 func planPredicate(path string) Predicate {
-	return Predicate{Kind: KindPlan, Path: path, Repository: testRepo, Ref: testRef, Commit: "9fceb02d0ae598e95dc970b74767f19372d61af8", PullRequest: 42, Approvers: []string{"alice"}}
+	return Predicate{Kind: KindPlan, Path: path, Repository: testRepo, Ref: testRef, Commit: fakesigstore.GitHubSHA, PullRequest: 42, Approvers: []string{"alice"}}
 }
 
 func TestKeylessRoundTrip(t *testing.T) {

@@ -130,8 +130,7 @@ func Sign(ctx context.Context, content []byte, pred Predicate, opts SignOptions)
 		if err != nil {
 			return nil, fmt.Errorf("certificate from Fulcio: %w", err)
 		}
-		res.Signer = Signer{Identity: sum.SubjectAlternativeName, Issuer: sum.Issuer,
-			WorkflowRepository: workflowRepository(sum.Extensions), WorkflowRef: workflowRef(sum.Extensions)}
+		res.Signer = signerOf(sum)
 	} else {
 		id, err := KeyID(keypair.GetPublicKey())
 		if err != nil {

@@ -30,10 +30,16 @@ type PolicyOptions struct {
 	CertificateIdentityRegexp   string
 	CertificateOIDCIssuer       string
 	CertificateOIDCIssuerRegexp string
-	// GitHubWorkflowRepository ("owner/repo") and GitHubWorkflowRef
-	// ("refs/heads/main") must equal the certificate's GitHub extensions.
+	// The GitHub workflow fields must equal the certificate's extensions
+	// (cosign's --certificate-github-workflow-* flags): repository
+	// ("owner/repo", OID 1.3.6.1.4.1.57264.1.5 or the source repository URI
+	// .12), ref ("refs/heads/main", .6 or .14), trigger ("push", .2 or .20),
+	// sha (the commit, .3 or .13) and name (the workflow's name, .4).
 	GitHubWorkflowRepository string
 	GitHubWorkflowRef        string
+	GitHubWorkflowTrigger    string
+	GitHubWorkflowSHA        string
+	GitHubWorkflowName       string
 	// PublicKey trusts bundles signed by this key (see ParsePublicKey).
 	PublicKey crypto.PublicKey
 	// TrustedMaterial holds the Fulcio CAs, Rekor and CT log keys and TSAs
@@ -103,6 +109,9 @@ type Signer struct {
 	Issuer             string `json:"issuer,omitempty"`
 	WorkflowRepository string `json:"workflowRepository,omitempty"`
 	WorkflowRef        string `json:"workflowRef,omitempty"`
+	WorkflowTrigger    string `json:"workflowTrigger,omitempty"`
+	WorkflowSHA        string `json:"workflowSha,omitempty"`
+	WorkflowName       string `json:"workflowName,omitempty"`
 	// KeyID is set for key-based signatures (see KeyID).
 	KeyID string `json:"keyId,omitempty"`
 }
@@ -137,7 +146,8 @@ func NewPolicy(opts PolicyOptions) (*Policy, error) {
 	p := &Policy{opts: opts}
 	idGiven := opts.CertificateIdentity != "" || opts.CertificateIdentityRegexp != ""
 	issGiven := opts.CertificateOIDCIssuer != "" || opts.CertificateOIDCIssuerRegexp != ""
-	ghGiven := opts.GitHubWorkflowRepository != "" || opts.GitHubWorkflowRef != ""
+	ghGiven := opts.GitHubWorkflowRepository != "" || opts.GitHubWorkflowRef != "" ||
+		opts.GitHubWorkflowTrigger != "" || opts.GitHubWorkflowSHA != "" || opts.GitHubWorkflowName != ""
 	switch {
 	case opts.PublicKey != nil && (idGiven || issGiven || ghGiven):
 		return nil, errors.New("give either a key or certificate identity flags, not both")
@@ -243,6 +253,15 @@ func (p *Policy) Describe() string {
 	if o.GitHubWorkflowRef != "" {
 		parts = append(parts, "workflow ref "+o.GitHubWorkflowRef)
 	}
+	if o.GitHubWorkflowTrigger != "" {
+		parts = append(parts, "workflow trigger "+o.GitHubWorkflowTrigger)
+	}
+	if o.GitHubWorkflowSHA != "" {
+		parts = append(parts, "workflow sha "+o.GitHubWorkflowSHA)
+	}
+	if o.GitHubWorkflowName != "" {
+		parts = append(parts, "workflow name "+o.GitHubWorkflowName)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -328,12 +347,10 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 		if err := p.checkIdentity(sum, path); err != nil {
 			return nil, err
 		}
-		a.Signer = Signer{
-			Identity:           sum.SubjectAlternativeName,
-			Issuer:             sum.Issuer,
-			WorkflowRepository: workflowRepository(sum.Extensions),
-			WorkflowRef:        workflowRef(sum.Extensions),
+		if err := checkPredicateClaims(pred, sum.Extensions, path); err != nil {
+			return nil, err
 		}
+		a.Signer = signerOf(sum)
 	} else {
 		a.Signer = Signer{Identity: "key " + p.keyID, KeyID: p.keyID}
 	}
@@ -515,33 +532,102 @@ func (p *Policy) checkIdentity(sum certificate.Summary, path string) error {
 	if p.issuerRE != nil && !p.issuerRE.MatchString(iss) {
 		return refuse(ErrIssuerMismatch, "%s: OIDC issuer %s not allowed by policy (must match %s)", path, orNone(iss), p.issuerRE)
 	}
-	if want := o.GitHubWorkflowRepository; want != "" {
-		if got := workflowRepository(sum.Extensions); got != want {
-			return refuse(ErrIdentityNotAllowed, "%s: identity %s not allowed by policy: workflow repository is %s, want %s", path, san, orNone(got), want)
-		}
+	wf, err := workflowClaims(sum.Extensions)
+	if err != nil {
+		return refuse(ErrIdentityNotAllowed, "%s: identity %s not allowed by policy: %v", path, san, err)
 	}
-	if want := o.GitHubWorkflowRef; want != "" {
-		if got := workflowRef(sum.Extensions); got != want {
-			return refuse(ErrIdentityNotAllowed, "%s: identity %s not allowed by policy: workflow ref is %s, want %s", path, san, orNone(got), want)
+	for _, c := range []struct{ name, want, got string }{
+		{"repository", o.GitHubWorkflowRepository, wf.repository},
+		{"ref", o.GitHubWorkflowRef, wf.ref},
+		{"trigger", o.GitHubWorkflowTrigger, wf.trigger},
+		{"sha", o.GitHubWorkflowSHA, wf.sha},
+		{"name", o.GitHubWorkflowName, wf.name},
+	} {
+		if c.want != "" && c.got != c.want {
+			return refuse(ErrIdentityNotAllowed, "%s: identity %s not allowed by policy: workflow %s is %s, want %s", path, san, c.name, orNone(c.got), c.want)
 		}
 	}
 	return nil
 }
 
-// workflowRepository reads "owner/repo" from the certificate: the GitHub
-// extension, else the source repository URI of newer Fulcio certificates.
-func workflowRepository(e certificate.Extensions) string {
-	if e.GithubWorkflowRepository != "" {
-		return e.GithubWorkflowRepository
-	}
-	return strings.TrimPrefix(e.SourceRepositoryURI, "https://github.com/")
+// workflow is what a Fulcio certificate says about the CI run that signed.
+type workflow struct {
+	repository, ref, trigger, sha, name string
 }
 
-func workflowRef(e certificate.Extensions) string {
-	if e.GithubWorkflowRef != "" {
-		return e.GithubWorkflowRef
+// workflowClaims reads the workflow from the certificate extensions: each
+// value from its GitHub-specific (v1) extension or its generic (v2) one.
+// Fulcio writes both alike; a certificate where they differ is refused
+// rather than one of them believed.
+func workflowClaims(e certificate.Extensions) (workflow, error) {
+	var w workflow
+	var err error
+	pick := func(name, v1, v2 string) string {
+		if err == nil && v1 != "" && v2 != "" && v1 != v2 {
+			err = fmt.Errorf("the certificate's workflow %s extensions disagree (%s and %s)", name, v1, v2)
+		}
+		if v1 != "" {
+			return v1
+		}
+		return v2
 	}
-	return e.SourceRepositoryRef
+	w.repository = pick("repository", e.GithubWorkflowRepository, githubRepo(e.SourceRepositoryURI))
+	w.ref = pick("ref", e.GithubWorkflowRef, e.SourceRepositoryRef)
+	w.trigger = pick("trigger", e.GithubWorkflowTrigger, e.BuildTrigger)
+	w.sha = pick("sha", e.GithubWorkflowSHA, e.SourceRepositoryDigest)
+	w.name = e.GithubWorkflowName // no v2 form: build config URI names the file, not the workflow
+	return w, err
+}
+
+// githubRepo turns a source repository URI into "owner/repo" for GitHub;
+// other forges keep their URI.
+func githubRepo(uri string) string {
+	return strings.TrimPrefix(uri, "https://github.com/")
+}
+
+// signerOf describes a verified certificate's signer.
+func signerOf(sum certificate.Summary) Signer {
+	w, _ := workflowClaims(sum.Extensions)
+	return Signer{
+		Identity:           sum.SubjectAlternativeName,
+		Issuer:             sum.Issuer,
+		WorkflowRepository: w.repository,
+		WorkflowRef:        w.ref,
+		WorkflowTrigger:    w.trigger,
+		WorkflowSHA:        w.sha,
+		WorkflowName:       w.name,
+	}
+}
+
+// checkPredicateClaims refuses a keyless approval whose predicate names
+// another repository, ref or commit than the certificate of the run that
+// signed it: the workflow may write anything into the predicate, the
+// certificate says where it really ran. A field the predicate leaves empty
+// claims nothing.
+func checkPredicateClaims(pred *Predicate, e certificate.Extensions, path string) error {
+	w, err := workflowClaims(e)
+	if err != nil {
+		return refuse(ErrClaimMismatch, "%s: approval contradicts its certificate: %v", path, err)
+	}
+	for _, c := range []struct {
+		name, claimed, cert string
+		fold                bool
+	}{
+		{"repository", pred.Repository, w.repository, false},
+		{"ref", pred.Ref, w.ref, false},
+		{"commit", pred.Commit, w.sha, true},
+	} {
+		if c.claimed == "" {
+			continue
+		}
+		if c.cert == "" {
+			return refuse(ErrClaimMismatch, "%s: approval contradicts its certificate: the predicate names %s %s, the certificate names no %s", path, c.name, c.claimed, c.name)
+		}
+		if c.claimed != c.cert && !(c.fold && strings.EqualFold(c.claimed, c.cert)) {
+			return refuse(ErrClaimMismatch, "%s: approval contradicts its certificate: the predicate names %s %s, the certificate %s", path, c.name, c.claimed, c.cert)
+		}
+	}
+	return nil
 }
 
 // explain turns a sigstore-go failure into one of the package's errors.

@@ -19,6 +19,7 @@ import (
 var (
 	trustFlagNames = []string{"certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer",
 		"certificate-oidc-issuer-regexp", "certificate-github-workflow-repository", "certificate-github-workflow-ref",
+		"certificate-github-workflow-trigger", "certificate-github-workflow-sha", "certificate-github-workflow-name",
 		"key", "trusted-root", "tuf-cache"}
 	fileTrustFlags = []string{"key", "trusted-root", "tuf-cache"}
 )

@@ -20,6 +20,8 @@ import (
 //	$TOKEN_OTHER_WF      acme/plans, .github/workflows/evil.yml
 //	$TOKEN_OTHER_ISSUER  acme/plans main, issued by https://accounts.example.com
 //	$TOKEN_EVIL          acme/plans-evil
+//	$TOKEN_PR_TARGET     acme/plans main, triggered by pull_request_target
+//	$GITHUB_SHA_MAIN     the commit every token names
 func setupSigstore(env *testscript.Env) error {
 	fs, err := fakesigstore.New()
 	if err != nil {
@@ -47,5 +49,9 @@ func setupSigstore(env *testscript.Env) error {
 	env.Setenv("TOKEN_OTHER_WF", fakesigstore.GitHub("acme/plans", ".github/workflows/evil.yml", main).Token())
 	env.Setenv("TOKEN_OTHER_ISSUER", otherIssuer.Token())
 	env.Setenv("TOKEN_EVIL", fakesigstore.GitHub("acme/plans-evil", wf, main).Token())
+	prTarget := good
+	prTarget.EventName = "pull_request_target"
+	env.Setenv("TOKEN_PR_TARGET", prTarget.Token())
+	env.Setenv("GITHUB_SHA_MAIN", fakesigstore.GitHubSHA)
 	return nil
 }

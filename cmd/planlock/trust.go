@@ -19,6 +19,9 @@ func trustFlags() []cli.Flag {
 		&cli.StringFlag{Name: "certificate-oidc-issuer-regexp", Usage: "the certificate's OIDC issuer must match `RE2` (whole value)", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-repository", Usage: "the certificate's GitHub workflow repository must be `OWNER/REPO`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-ref", Usage: "the certificate's GitHub workflow ref must be `REF` (e.g. refs/heads/main)", Category: "Trust policy"},
+		&cli.StringFlag{Name: "certificate-github-workflow-trigger", Usage: "the certificate's GitHub workflow trigger must be `EVENT` (recommended: push)", Category: "Trust policy"},
+		&cli.StringFlag{Name: "certificate-github-workflow-sha", Usage: "the certificate's GitHub workflow commit must be `SHA`", Category: "Trust policy"},
+		&cli.StringFlag{Name: "certificate-github-workflow-name", Usage: "the certificate's GitHub workflow name must be `NAME`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "key", Usage: "trust signatures made with this PEM public `KEY` file instead of certificates", TakesFile: true, Category: "Trust policy"},
 		&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` (offline or private sigstore; default: public-good root via TUF); with --key it checks the bundle's log entries and timestamps", TakesFile: true, Category: "Trust policy"},
 		&cli.StringFlag{Name: "tuf-cache", Usage: "`DIR` caching the public-good TUF metadata (default: user cache dir)", TakesFile: true, Category: "Trust policy"},
@@ -35,6 +38,9 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 		CertificateOIDCIssuerRegexp: c.String("certificate-oidc-issuer-regexp"),
 		GitHubWorkflowRepository:    c.String("certificate-github-workflow-repository"),
 		GitHubWorkflowRef:           c.String("certificate-github-workflow-ref"),
+		GitHubWorkflowTrigger:       c.String("certificate-github-workflow-trigger"),
+		GitHubWorkflowSHA:           c.String("certificate-github-workflow-sha"),
+		GitHubWorkflowName:          c.String("certificate-github-workflow-name"),
 	}
 	keyless := opts.CertificateIdentity != "" || opts.CertificateIdentityRegexp != "" ||
 		opts.CertificateOIDCIssuer != "" || opts.CertificateOIDCIssuerRegexp != ""

@@ -70,7 +70,11 @@ type Claims struct {
 	EventName      string `json:"event_name,omitempty"`
 	JobWorkflowRef string `json:"job_workflow_ref,omitempty"`
 	Email          string `json:"email,omitempty"`
+	EmailVerified  bool   `json:"email_verified,omitempty"`
 }
+
+// GitHubSHA is the commit GitHub's claims name.
+const GitHubSHA = "4f2c9a1e0b7d3c5a8e6f1b2d4c6a8e0f1a3b5c7d"
 
 // GitHub returns the claims of a token for workflow file wf (e.g.
 // ".github/workflows/sign.yml") of repo running on ref.
@@ -80,7 +84,7 @@ func GitHub(repo, wf, ref string) Claims {
 		Subject:        "repo:" + repo + ":ref:" + ref,
 		Repository:     repo,
 		Ref:            ref,
-		SHA:            "4f2c9a1e0b7d3c5a8e6f1b2d4c6a8e0f1a3b5c7d",
+		SHA:            GitHubSHA,
 		Workflow:       "sign",
 		EventName:      "push",
 		JobWorkflowRef: repo + "/" + wf + "@" + ref,
