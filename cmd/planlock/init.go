@@ -62,6 +62,7 @@ Examples:
 					switch {
 					case err == nil && bytes.Equal(old, wf):
 						fmt.Fprintf(c.App.Writer, "%s is up to date.\n", path)
+						fmt.Fprintln(c.App.Writer, initTrustFlags(c.String("branch")))
 						return nil
 					case err == nil && !c.Bool("force"):
 						return failf("init github: %s exists and differs; use --force to overwrite it", path)
@@ -75,9 +76,20 @@ Examples:
 						return failf("init github: %v", err)
 					}
 					fmt.Fprintf(c.App.Writer, "Wrote %s. Commit it, protect %s (require pull request reviews), and see docs/approvals.md.\n", path, c.String("branch"))
+					fmt.Fprintln(c.App.Writer, initTrustFlags(c.String("branch")))
 					return nil
 				},
 			},
 		},
 	}
+}
+
+// initTrustFlags is the trust policy for the bundles the workflow signs:
+// its identity on the protected branch, run by a push (a merge), never by a
+// pull request event.
+func initTrustFlags(branch string) string {
+	return "Trust its approvals in planlock verify and planlock proxy with:\n" +
+		"  --certificate-identity https://github.com/OWNER/REPO/" + gitapprove.WorkflowPath + "@refs/heads/" + branch + " \\\n" +
+		"  --certificate-oidc-issuer https://token.actions.githubusercontent.com \\\n" +
+		"  --certificate-github-workflow-trigger push"
 }
