@@ -44,11 +44,17 @@
 // chain, transparency log entry and, when the trusted root lists CT logs,
 // SCT; or the signature under PublicKey) for the content's sha256, the
 // signer matches the policy (identity regexps are anchored: the whole SAN
-// must match), and the statement's subject name, predicate type, predicate
-// path and kind are the ones expected. The Approval it returns carries the
-// predicate, the signer (Signer) and SignedAt: Rekor's integrated time when
-// present, else a verified RFC 3161 timestamp, else the signed predicate's
-// signedAt. A proxy enforcing "no downgrade" compares SignedAt per plan name.
+// must match; the GitHub workflow fields must equal the certificate's
+// extensions), a keyless predicate's repository, ref and commit are the
+// certificate's, and the statement's subject name, predicate type,
+// predicate path and kind are the ones expected. A key-signed bundle's log
+// entries and timestamps are all verified against the trusted root
+// (PolicyOptions.TrustedMaterial or LoadTrustedMaterial); one that does not
+// verify refuses the bundle. The Approval it returns carries the predicate,
+// the signer (Signer) and SignedAt: Rekor's integrated time when present,
+// else a verified RFC 3161 timestamp, else the signed predicate's signedAt,
+// which only the signer vouches for (SignedAtSource "tlog", "tsa",
+// "predicate"). A proxy enforcing "no downgrade" compares SignedAt.
 //
 // Every refusal is one line naming the file and the reason, and wraps one
 // sentinel for errors.Is: ErrBundleMissing, ErrBundleNotJSON,
