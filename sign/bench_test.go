@@ -84,3 +84,22 @@ func BenchmarkVerifyKey(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyKeyLogged is Policy.Verify of a key-signed bundle with a
+// Rekor entry (fake), checked against the trusted root.
+func BenchmarkVerifyKeyLogged(b *testing.B) {
+	fs := newFake(b)
+	kp, opts := testKeypair(b)
+	opts.TrustedMaterial = trustedRoot(b, fs)
+	bun := signKeyLogged(b, kp, fs, true, false, testPlan)
+	p, err := NewPolicy(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := p.Verify(ctx, VerifyInput{Path: testPath, Content: testPlan, Bundle: bun}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
