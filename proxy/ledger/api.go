@@ -191,6 +191,9 @@ var (
 	ErrAnchor = errors.New("audit log does not match its anchor")
 	// ErrTruncated: the journal is shorter than its anchor or checkpoint.
 	ErrTruncated = errors.New("audit log truncated")
+	// ErrUnsafe: a state file or directory is a symbolic link, not a regular
+	// file, owned by another user or writable by other users.
+	ErrUnsafe = errors.New("state file not safe")
 	// ErrCheckpoint: the checkpoint disagrees with the journal.
 	ErrCheckpoint = errors.New("checkpoint does not match the audit log")
 )

@@ -168,6 +168,9 @@ func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, *cpState, error
 		return nil, nil, fmt.Errorf("%w: %s: %s; it is only a cache of the audit log: remove it to rebuild the state from the log",
 			ErrCheckpoint, path, fmt.Sprintf(format, a...))
 	}
+	if errors.Is(err, ErrUnsafe) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return fail("%v", err)
 	}

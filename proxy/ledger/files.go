@@ -14,24 +14,20 @@ import (
 // point one at a file the proxy would then overwrite or trust), and only when
 // no other user can write them. They are created 0600; the directory 0700.
 
-// errNotSafe marks a state file or directory refused for its type, owner or
-// mode.
-var errNotSafe = errors.New("not safe")
-
 // checkMode refuses what another user could write: a file or directory that
 // is group- or world-writable, or owned by another uid. what names it in the
 // error ("state directory", "audit log", ...).
 func checkMode(what, path string, fi fs.FileInfo, wantDir bool) error {
 	switch {
 	case wantDir && !fi.IsDir():
-		return fmt.Errorf("%w: %s %s is not a directory", errNotSafe, what, path)
+		return fmt.Errorf("%w: %s %s is not a directory", ErrUnsafe, what, path)
 	case !wantDir && !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s %s is not a regular file (%s)", errNotSafe, what, path, fi.Mode().Type())
+		return fmt.Errorf("%w: %s %s is not a regular file (%s)", ErrUnsafe, what, path, fi.Mode().Type())
 	case permsChecked && fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%w: %s %s is writable by other users (mode %04o); run chmod go-w %s", errNotSafe, what, path, fi.Mode().Perm(), path)
+		return fmt.Errorf("%w: %s %s is writable by other users (mode %04o); run chmod go-w %s", ErrUnsafe, what, path, fi.Mode().Perm(), path)
 	}
 	if uid, ok := fileOwner(fi); ok && uid != currentUID() {
-		return fmt.Errorf("%w: %s %s is owned by uid %d, not by this user (uid %d)", errNotSafe, what, path, uid, currentUID())
+		return fmt.Errorf("%w: %s %s is owned by uid %d, not by this user (uid %d)", ErrUnsafe, what, path, uid, currentUID())
 	}
 	return nil
 }
@@ -57,7 +53,7 @@ func checkParent(what, dir string) error {
 	}
 	if permsChecked && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("%w: the directory %s of the %s is writable by other users (mode %04o); run chmod go-w %s",
-			errNotSafe, dir, what, fi.Mode().Perm(), dir)
+			ErrUnsafe, dir, what, fi.Mode().Perm(), dir)
 	}
 	return nil
 }
@@ -70,7 +66,7 @@ func openState(what, path string, flags int) (*os.File, error) {
 	f, err := os.OpenFile(path, flags|oNoFollow, 0o600)
 	if err != nil {
 		if isSymlinkErr(path, err) {
-			return nil, fmt.Errorf("%w: %s %s is a symbolic link; planlock never follows one for its state", errNotSafe, what, path)
+			return nil, fmt.Errorf("%w: %s %s is a symbolic link; planlock never follows one for its state", ErrUnsafe, what, path)
 		}
 		return nil, err
 	}
@@ -96,7 +92,7 @@ func sameFile(what, path string, opened fs.FileInfo) error {
 		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 || !os.SameFile(fi, opened) {
-		return fmt.Errorf("%w: %s %s is a symbolic link or was replaced while opening it", errNotSafe, what, path)
+		return fmt.Errorf("%w: %s %s is a symbolic link or was replaced while opening it", ErrUnsafe, what, path)
 	}
 	return nil
 }

@@ -74,8 +74,8 @@ type Ledger struct {
 	// at each restart).
 	lastCheckpoint     uint64
 	closeCheckpointMin uint64
-	kick            chan struct{}
-	stopped         chan struct{}
+	kick               chan struct{}
+	stopped            chan struct{}
 }
 
 type entry struct {
@@ -295,7 +295,7 @@ func (l *Ledger) replay(ctx context.Context, f *os.File, at uint64) (*replayed, 
 		if err := datasync(f); err != nil {
 			return nil, fmt.Errorf("sync %s: %w", l.auditPath, err)
 		}
-	case errors.Is(err, ErrCheckpoint):
+	case errors.Is(err, ErrCheckpoint), errors.Is(err, ErrUnsafe):
 		return nil, fmt.Errorf("%w; refusing to start", err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w; the state cannot be trusted, refusing to start (check it with planlock audit verify)", l.auditPath, err)

@@ -69,7 +69,7 @@ func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
 	switch {
 	case errors.As(err, &ve) && ve.Torn:
 		s.TornTail = true
-	case errors.Is(err, ErrCheckpoint):
+	case errors.Is(err, ErrCheckpoint), errors.Is(err, ErrUnsafe):
 		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", audit, err)
