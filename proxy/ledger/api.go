@@ -171,6 +171,10 @@ type Stats struct {
 	// SyncTime is the time spent in fdatasync since Open: with Syncs, the
 	// disk's latency as the writer sees it under load.
 	SyncTime time.Duration
+	// AnchorWrites and AnchorSyncs count the updates of the anchor (one
+	// write per group commit that synced the journal) and its fdatasyncs
+	// (at most one per FlushInterval, plus checkpoints and Close).
+	AnchorWrites, AnchorSyncs uint64
 }
 
 // Errors. Match with errors.Is; the typed errors carry the details.

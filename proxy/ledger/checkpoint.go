@@ -150,6 +150,8 @@ func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
 	l.stats.Records++
 	l.stats.Batches++
 	l.stats.Syncs++
+	l.stats.AnchorWrites++
+	l.stats.AnchorSyncs++
 	l.mu.Unlock()
 	return h, nil
 }

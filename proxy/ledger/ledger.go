@@ -471,7 +471,9 @@ func (l *Ledger) writer() {
 		dirty  bool
 		armed  bool  // the timer runs: it syncs what is dirty at the latest flushEvery after the first unsynced write
 		broken error // after a failed write nothing more is written
-		timer  = time.NewTimer(time.Hour)
+		// anchor updates since the counters were last added to stats
+		anchorWrites, anchorSyncs uint64
+		timer                     = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
 	for {
@@ -519,10 +521,12 @@ func (l *Ledger) writer() {
 				// Only now, once they are durable, may the anchor name
 				// these records. Its own sync waits for the timer.
 				err = l.anchor.write(Head{Seq: l.written, Hash: l.head})
+				anchorWrites++
 			}
 		}
-		if err == nil && (flush || closing) {
+		if err == nil && (flush || closing) && l.anchor.dirty {
 			err = l.anchor.sync()
+			anchorSyncs++
 		}
 		if err != nil && broken == nil {
 			if !errors.Is(err, ErrFailed) {
@@ -539,6 +543,9 @@ func (l *Ledger) writer() {
 			l.stats.Syncs++
 			l.stats.SyncTime += syncTime
 		}
+		l.stats.AnchorWrites += anchorWrites
+		l.stats.AnchorSyncs += anchorSyncs
+		anchorWrites, anchorSyncs = 0, 0
 		if err != nil && l.failed == nil {
 			l.failed = err
 		}
