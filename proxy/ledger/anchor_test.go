@@ -251,3 +251,58 @@ func TestOnHeadAtCheckpointAndClose(t *testing.T) {
 		t.Fatalf("heads %v, anchor %v: want a checkpoint record at seq 6 and the close at seq 7", heads, anchored)
 	}
 }
+
+// TestOpenChecksTheAnchorsRecord: an anchor behind the journal's end (after
+// a power loss, or an older copy) must still name the journal's record at
+// its seq, whether that record is before the checkpoint, the checkpoint
+// record itself, or after it.
+func TestOpenChecksTheAnchorsRecord(t *testing.T) {
+	dir := t.TempDir()
+	reserveN(t, dir, 3) // 1-3 allow, 4 checkpoint
+	l := openT(t, Options{Dir: dir})
+	for range 2 { // 5-6 allow; no checkpoint at this Close
+		if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(mustRead(t, filepath.Join(dir, auditName)), []byte("\n")), []byte("\n"))
+	if len(lines) != 6 {
+		t.Fatalf("%d records, want 6", len(lines))
+	}
+	hash := func(seq int) string { return lineHash(lines[seq-1]) }
+	tests := []struct {
+		name   string
+		head   Head
+		wantOK bool
+	}{
+		{"before the checkpoint", Head{Seq: 2, Hash: hash(2)}, true},
+		{"before the checkpoint, another hash", Head{Seq: 2, Hash: hash(3)}, false},
+		{"the checkpoint record", Head{Seq: 4, Hash: hash(4)}, true},
+		{"the checkpoint record, another hash", Head{Seq: 4, Hash: hash(2)}, false},
+		{"after the checkpoint", Head{Seq: 5, Hash: hash(5)}, true},
+		{"after the checkpoint, another hash", Head{Seq: 5, Hash: hash(6)}, false},
+		{"the end", Head{Seq: 6, Hash: hash(6)}, true},
+		{"empty journal's head", Head{Seq: 0, Hash: genesis}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := createAnchor(dir, tt.head); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(context.Background(), Options{Dir: dir})
+			if tt.wantOK {
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Close()
+				return
+			}
+			if !errors.Is(err, ErrAnchor) || errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "rewritten: record") {
+				t.Fatalf("Open: %v, want a rewritten record", err)
+			}
+		})
+	}
+}

@@ -781,6 +781,17 @@ func TestCorruptJournalAndCheckpoint(t *testing.T) {
 			reserveN(t, dir, 3)
 			editFile(t, cpPath(dir), `"used":[3]`, `"used":[0]`)
 		}, ErrCheckpoint, "checkpoint.json: its state is not the one checkpoint record 4 of the audit log vouches for: it was edited", 0},
+		{"checkpoint hold edited to approved is refused", func(t *testing.T, dir string) {
+			l := openT(t, Options{Dir: dir})
+			l.closeCheckpointMin = 1
+			if _, err := l.Hold(ctx, call("a", 0, "t", `{"n":1}`), "approval", time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			editFile(t, cpPath(dir), `"state":"pending"`, `"state":"approved"`)
+		}, ErrCheckpoint, "it was edited", 0},
 		{"checkpoint of an older planlock (not bound to the journal) is refused", func(t *testing.T, dir string) {
 			reserveN(t, dir, 3)
 			editFile(t, cpPath(dir), `"version":2,`, ``)
