@@ -306,3 +306,23 @@ func TestOpenChecksTheAnchorsRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestTornTruncationNotCut: a journal cut in the middle of an anchored record
+// is refused and left as it is (only a torn line past the anchor is a crash's).
+func TestTornTruncationNotCut(t *testing.T) {
+	dir := t.TempDir()
+	reserveN(t, dir, 3)
+	os.Remove(filepath.Join(dir, checkpointName))
+	path := filepath.Join(dir, auditName)
+	data := mustRead(t, path)
+	cut := data[:len(data)-30] // inside the last record, which the anchor names
+	if err := os.WriteFile(path, cut, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), Options{Dir: dir}); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("Open: %v, want ErrTruncated", err)
+	}
+	if got := mustRead(t, path); !bytes.Equal(got, cut) {
+		t.Fatalf("the journal was changed: %d bytes, was %d", len(got), len(cut))
+	}
+}

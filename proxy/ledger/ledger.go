@@ -235,22 +235,16 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 		f.Close()
 		return err
 	}
-	at := ^uint64(0)
+	var want *Head
 	if anchored {
-		at = ah.Seq
+		want = &ah
 	}
-	rp, err := l.replay(ctx, f, at)
+	rp, err := l.replay(ctx, f, want)
 	if err != nil {
 		f.Close()
 		return err
 	}
-	if anchored {
-		if err := rp.checkAnchor(f, ah); err != nil {
-			f.Close()
-			return fmt.Errorf("%s: %w; nothing is forwarded from a journal whose end was removed or rewritten (check it with planlock audit verify --anchor %s)",
-				l.auditPath, err, filepath.Join(l.dir, anchorName))
-		}
-	} else {
+	if !anchored {
 		if (bound || rp.res.Records > 0) && !l.acceptMissing {
 			f.Close()
 			return fmt.Errorf("%w: the anchor %s of audit log %s (%d records) is missing, and deleting it is how a truncation of the log would be hidden; refusing to start. If you know why it is missing (an upgrade from a planlock without anchors, a restored backup), check the log against a head kept elsewhere and start once with --accept-missing-anchor",
@@ -277,14 +271,27 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 }
 
 // replay rebuilds the state from the journal (from the checkpoint on, when
-// it matches the journal) and cuts a torn last line.
-func (l *Ledger) replay(ctx context.Context, f *os.File, at uint64) (*replayed, error) {
+// it matches the journal), checks it against its anchor (when there is one)
+// and cuts a torn last line.
+func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replayed, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	at := ^uint64(0)
+	if anchor != nil {
+		at = anchor.Seq
+	}
 	rp, err := replayFile(l.dir, l.auditPath, f, at)
-	good := rp.end.size
 	var ve *VerifyError
+	if anchor != nil && (err == nil || errors.As(err, &ve) && ve.Torn) {
+		// Before anything is cut: a journal that does not reach its
+		// anchor is left as it is for the operator to look at.
+		if aerr := rp.checkAnchor(f, *anchor); aerr != nil {
+			return nil, fmt.Errorf("%s: %w; nothing is forwarded from a journal whose end was removed or rewritten (check it with planlock audit verify --anchor %s)",
+				l.auditPath, aerr, filepath.Join(l.dir, anchorName))
+		}
+	}
+	good := rp.end.size
 	switch {
 	case errors.As(err, &ve) && ve.Torn:
 		// Only the unsynced tail of a crashed write: no caller was told it
