@@ -16,6 +16,7 @@ func auditCommand() *cli.Command {
 		Usage: "check the proxy's audit log",
 		Subcommands: []*cli.Command{
 			auditVerifyCommand(),
+			auditHeadCommand(),
 		},
 	}
 }
@@ -32,20 +33,42 @@ reported with the number of the first bad line. A last line cut short by a
 crash is reported as torn (the proxy truncates it when it next starts).
 
 On success it prints the number of records and the head: the hash of the
-last record. Keep the head elsewhere to detect a later rewrite of the end of
-the log.
+last record. Nothing inside the log protects its last records: removing them
+leaves a shorter log whose chain still holds. Compare it with a head kept
+elsewhere (see planlock audit head):
+
+  --anchor FILE  a head copied out earlier: the output of planlock audit head,
+                 a "seq=N hash=H" line of the proxy's log, or a copy of the
+                 state directory's head file. The log must still have record N
+                 with hash H; a shorter log is reported as truncated.
+  --head HASH    a record hash kept earlier: the log must still contain it.
 
 Examples:
    planlock audit verify ~/.local/state/planlock/audit.jsonl
-   planlock audit verify --json audit.jsonl
+   planlock audit verify --anchor shipped-head.txt audit.jsonl
+   planlock audit verify --head 0f13b09a...7ae4 --json audit.jsonl
 
-Exit status: 0 when the chain holds, 1 otherwise.`,
+Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
+			&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true},
+			&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageErrorf("audit verify: give exactly one audit log file")
+			}
+			wantHash := c.String("head")
+			if c.IsSet("head") && !isHexHash(wantHash) {
+				return usageErrorf("audit verify: --head %q is not a record hash (64 lowercase hex digits)", wantHash)
+			}
+			var anchor *ledger.Head
+			if p := c.String("anchor"); p != "" {
+				h, err := readHeadFile(p)
+				if err != nil {
+					return failf("audit verify: --anchor %s: %v", p, err)
+				}
+				anchor = &h
 			}
 			path := c.Args().First()
 			f, err := os.Open(path)
@@ -58,26 +81,48 @@ Exit status: 0 when the chain holds, 1 otherwise.`,
 			if err != nil && !errors.As(err, &ve) {
 				return failf("audit verify: %s: %v", path, err)
 			}
+			// The chain holds: now its end against the heads kept elsewhere.
+			var headErr error
+			var found uint64
+			if ve == nil && anchor != nil {
+				headErr = ledger.VerifyHead(f, res, *anchor)
+			}
+			if ve == nil && headErr == nil && wantHash != "" {
+				if _, err := f.Seek(0, 0); err != nil {
+					return failf("audit verify: %s: %v", path, err)
+				}
+				var ok bool
+				if found, ok, err = ledger.FindHash(f, wantHash); err != nil {
+					return failf("audit verify: %s: %v", path, err)
+				} else if !ok {
+					headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
+				}
+			}
 			if c.Bool("json") {
 				out := struct {
-					OK      bool   `json:"ok"`
-					Records int    `json:"records"`
-					Head    string `json:"head,omitempty"`
-					Line    int    `json:"line,omitempty"`
-					Torn    bool   `json:"torn,omitempty"`
-					Reason  string `json:"reason,omitempty"`
-				}{OK: ve == nil, Records: res.Records}
-				if ve == nil {
-					out.Head = res.Head
-				} else {
+					OK        bool   `json:"ok"`
+					Records   int    `json:"records"`
+					Head      string `json:"head,omitempty"`
+					Line      int    `json:"line,omitempty"`
+					Torn      bool   `json:"torn,omitempty"`
+					Truncated bool   `json:"truncated,omitempty"`
+					Reason    string `json:"reason,omitempty"`
+				}{OK: ve == nil && headErr == nil, Records: res.Records}
+				switch {
+				case ve != nil:
 					out.Line, out.Torn, out.Reason = ve.Line, ve.Torn, ve.Reason
+				case headErr != nil:
+					out.Head, out.Reason = res.Head, headErr.Error()
+					out.Truncated = errors.Is(headErr, ledger.ErrTruncated)
+				default:
+					out.Head = res.Head
 				}
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(out); err != nil {
 					return failf("audit verify: %v", err)
 				}
-				if ve != nil {
+				if !out.OK {
 					return silentExit(exitFailure)
 				}
 				return nil
@@ -85,8 +130,102 @@ Exit status: 0 when the chain holds, 1 otherwise.`,
 			if ve != nil {
 				return failf("%s: %v", path, ve)
 			}
+			if headErr != nil {
+				return failf("%s: %v", path, headErr)
+			}
 			fmt.Fprintf(c.App.Writer, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+			if anchor != nil {
+				fmt.Fprintf(c.App.Writer, "anchor: record %d matches\n", anchor.Seq)
+			}
+			if wantHash != "" {
+				fmt.Fprintf(c.App.Writer, "head %s: record %d\n", wantHash[:12], found)
+			}
 			return nil
 		},
 	}
+}
+
+func auditHeadCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "head",
+		Usage: "print the audit log's head (seq and hash) to keep elsewhere",
+		Description: `Prints "seq=N hash=H": the sequence number and hash of the last record the
+proxy made durable, as its state directory's anchor (the head file) holds
+it. Ship it somewhere the proxy's user cannot rewrite (a log shipper, a
+ticket, another host); later, planlock audit verify --anchor FILE tells
+whether the log still reaches it.
+
+With --state FILE naming an audit log instead of a directory, the log is
+verified and the head of its last record is printed.
+
+Examples:
+   planlock audit head
+   planlock audit head --state /var/lib/planlock >> /mnt/remote/planlock-heads.txt
+   planlock audit head --state audit.jsonl --json
+
+Exit status: 0 when a head was printed, 1 otherwise.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), or an audit log FILE", TakesFile: true},
+			&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usageErrorf("audit head: unexpected argument %q", c.Args().First())
+			}
+			h, err := auditHead(c.String("state"))
+			if err != nil {
+				return failf("audit head: %v", err)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, h)
+			}
+			fmt.Fprintln(c.App.Writer, h)
+			return nil
+		},
+	}
+}
+
+// auditHead is the anchored head of a state directory, or the head of an
+// audit log file.
+func auditHead(state string) (ledger.Head, error) {
+	if state != "" {
+		fi, err := os.Stat(state)
+		if err != nil {
+			return ledger.Head{}, err
+		}
+		if !fi.IsDir() {
+			f, err := os.Open(state)
+			if err != nil {
+				return ledger.Head{}, err
+			}
+			defer f.Close()
+			res, err := ledger.Verify(f)
+			if err != nil {
+				return ledger.Head{}, fmt.Errorf("%s: %w", state, err)
+			}
+			return ledger.Head{Seq: uint64(res.Records), Hash: res.Head}, nil
+		}
+	}
+	return ledger.ReadHead(ledger.Options{Dir: state})
+}
+
+func readHeadFile(path string) (ledger.Head, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ledger.Head{}, err
+	}
+	defer f.Close()
+	return ledger.ParseHead(f)
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

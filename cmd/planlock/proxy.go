@@ -46,6 +46,7 @@ verified plan keeps serving.`,
 			&cli.StringFlag{Name: "state", Usage: "state `DIR` (default $XDG_STATE_HOME/planlock)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
+			&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere"},
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
@@ -152,7 +153,11 @@ func runProxy(c *cli.Context) error {
 		defer ln.Close()
 	}
 	ctx := c.Context
-	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"), SyncEachCall: c.Bool("sync-each-call")})
+	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
+		SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
+		// One line per checkpoint and at shutdown, for a log shipper to
+		// keep: planlock audit verify --anchor reads it back.
+		OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }})
 	if err != nil {
 		return failf("%v", err)
 	}

@@ -24,6 +24,18 @@ type Options struct {
 	// SyncEachCall makes every allow record durable before Reserve returns,
 	// whatever the step's budget: no leases (see Reserve).
 	SyncEachCall bool
+	// AcceptMissingAnchor lets Open start when the journal's anchor
+	// (<Dir>/head) is missing although the journal has records or the
+	// directory was used before: a new anchor is written at the journal's
+	// end. Without it Open refuses, since deleting the anchor is how a
+	// truncation of the journal would be hidden. For a one-time start after
+	// an upgrade or a restored backup, never as a default.
+	AcceptMissingAnchor bool
+	// OnHead, when set, is called with the journal's anchored head after
+	// each checkpoint and at Close, so that it can be shipped elsewhere. It
+	// runs on the ledger's writer: it must be quick and must not call the
+	// Ledger.
+	OnHead func(Head)
 }
 
 // Call identifies one tools/call as the gate matched it.
@@ -159,6 +171,10 @@ type Stats struct {
 	// SyncTime is the time spent in fdatasync since Open: with Syncs, the
 	// disk's latency as the writer sees it under load.
 	SyncTime time.Duration
+	// AnchorWrites and AnchorSyncs count the updates of the anchor (one
+	// write per group commit that synced the journal) and its fdatasyncs
+	// (at most one per FlushInterval, plus checkpoints and Close).
+	AnchorWrites, AnchorSyncs uint64
 }
 
 // Errors. Match with errors.Is; the typed errors carry the details.
@@ -174,6 +190,16 @@ var (
 	ErrCorrupt         = errors.New("audit log corrupt")
 	ErrBinding         = errors.New("state directory bound to another audit log")
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrAnchor: the journal disagrees with its anchor (see AnchorError),
+	// or the anchor is missing or damaged.
+	ErrAnchor = errors.New("audit log does not match its anchor")
+	// ErrTruncated: the journal is shorter than its anchor or checkpoint.
+	ErrTruncated = errors.New("audit log truncated")
+	// ErrUnsafe: a state file or directory is a symbolic link, not a regular
+	// file, owned by another user or writable by other users.
+	ErrUnsafe = errors.New("state file not safe")
+	// ErrCheckpoint: the checkpoint disagrees with the journal.
+	ErrCheckpoint = errors.New("checkpoint does not match the audit log")
 )
 
 // ExhaustedError is returned by Reserve when the step's max_calls is used up.

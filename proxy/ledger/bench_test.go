@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"math"
@@ -19,6 +20,8 @@ func reportSyncs(b *testing.B, l *Ledger, before Stats) {
 	st := l.Stats()
 	b.ReportMetric(float64(st.Syncs-before.Syncs)/float64(b.N), "syncs/op")
 	b.ReportMetric(float64(st.Records-before.Records)/float64(st.Batches-before.Batches), "records/write")
+	b.ReportMetric(float64(st.AnchorWrites-before.AnchorWrites)/float64(b.N), "anchor-writes/op")
+	b.ReportMetric(float64(st.AnchorSyncs-before.AnchorSyncs)/float64(b.N), "anchor-syncs/op")
 }
 
 // reserveModes are the two ways a step is counted: in leases (a large
@@ -108,14 +111,23 @@ func BenchmarkReserveRefused(b *testing.B) {
 
 // journal100k writes a 100,000-record journal (alternating allow and
 // outcome records of the shape Reserve and Complete write) into dir.
-func journal100k(b *testing.B, dir string) string {
+func journal100k(b *testing.B, dir string) string { return journalN(b, dir, 100_000) }
+
+// journalN writes an n-record journal of that shape into dir.
+func journalN(b *testing.B, dir string, n int) string {
 	b.Helper()
+	path := filepath.Join(dir, auditName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
 	var buf []byte
 	prev := genesis
 	idx := 1
 	ok := true
 	lat := 12.5
-	for i := 1; i <= 100_000; i++ {
+	for i := 1; i <= n; i++ {
 		r := record{Time: time.Date(2026, 11, 30, 12, 0, 0, i, time.UTC), Type: typeDecision, Decision: DecisionAllow,
 			Plan: digest, Step: "refund", StepIndex: &idx, Tool: "refund_customer", Args: benchCall.Args, Max: 1 << 30, Used: i/2 + 1}
 		if i%2 == 0 {
@@ -126,10 +138,13 @@ func journal100k(b *testing.B, dir string) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		buf, prev = appendLine(buf, uint64(i), prev, body)
+		buf, prev = appendLine(buf[:0], uint64(i), prev, body)
+		w.Write(buf)
 	}
-	path := filepath.Join(dir, auditName)
-	if err := os.WriteFile(path, buf, 0o600); err != nil {
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
 	return path
@@ -152,7 +167,13 @@ func BenchmarkVerify100k(b *testing.B) {
 
 // BenchmarkOpen100k is the start-up cost with a 100,000-record journal:
 // replaying all of it, or only what follows the checkpoint of a clean Close.
-func BenchmarkOpen100k(b *testing.B) {
+func BenchmarkOpen100k(b *testing.B) { benchOpen(b, 100_000) }
+
+// BenchmarkOpen1M is the same with 1,000,000 records (run it with
+// -benchtime 1x: writing the journal alone takes seconds).
+func BenchmarkOpen1M(b *testing.B) { benchOpen(b, 1_000_000) }
+
+func benchOpen(b *testing.B, n int) {
 	for _, withCheckpoint := range []bool{false, true} {
 		name := "full-replay"
 		if withCheckpoint {
@@ -160,14 +181,13 @@ func BenchmarkOpen100k(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
-			journal100k(b, dir)
-			if withCheckpoint {
-				l, err := Open(context.Background(), Options{Dir: dir})
-				if err != nil {
-					b.Fatal(err)
-				}
-				l.Close()
+			journalN(b, dir, n)
+			// A journal written by hand has no anchor yet.
+			l, err := Open(context.Background(), Options{Dir: dir, AcceptMissingAnchor: true})
+			if err != nil {
+				b.Fatal(err)
 			}
+			l.Close() // writes the checkpoint
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if !withCheckpoint {
@@ -177,7 +197,7 @@ func BenchmarkOpen100k(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if got := l.Progress(digest).Calls(1); got != 50_000 {
+				if got := l.Progress(digest).Calls(1); got != n/2 {
 					b.Fatalf("replayed %d calls", got)
 				}
 				b.StopTimer()
@@ -186,4 +206,54 @@ func BenchmarkOpen100k(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAnchorUpdate compares ways to keep the anchor up to date after a
+// group commit: a write into the open file (synced later, by the flush
+// timer), a write and fdatasync each time, and a new file renamed over it.
+func BenchmarkAnchorUpdate(b *testing.B) {
+	h := Head{Seq: 1, Hash: genesis}
+	b.Run("write", func(b *testing.B) {
+		a := benchAnchor(b)
+		for i := 0; i < b.N; i++ {
+			h.Seq++
+			if err := a.write(h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("write+fdatasync", func(b *testing.B) {
+		a := benchAnchor(b)
+		for i := 0; i < b.N; i++ {
+			h.Seq++
+			if err := a.write(h); err != nil {
+				b.Fatal(err)
+			}
+			if err := a.sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("temp+rename", func(b *testing.B) {
+		dir := b.TempDir()
+		for i := 0; i < b.N; i++ {
+			h.Seq++
+			if err := createAnchor(dir, h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchAnchor(b *testing.B) *anchor {
+	dir := b.TempDir()
+	if err := createAnchor(dir, Head{Hash: genesis}); err != nil {
+		b.Fatal(err)
+	}
+	a, err := openAnchor(dir, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.close() })
+	return a
 }

@@ -12,21 +12,36 @@ import (
 	"time"
 )
 
-const checkpointName = "checkpoint.json"
+const (
+	checkpointName = "checkpoint.json"
+	// checkpointVersion 2: the state is bound to a checkpoint record of the
+	// journal. Version 1 (no version field) was trusted on its own.
+	checkpointVersion = 2
+	// maxCheckpoint bounds what Open reads of checkpoint.json.
+	maxCheckpoint = 1 << 30
+)
 
-// checkpoint is the state as of a byte offset of the journal, written at a
-// clean Close so that the next Open replays only what came after. It is a
-// cache: when it does not match the journal it is ignored and the whole
-// journal is replayed.
+// checkpoint is the state as of a checkpoint record of the journal, so that
+// Open replays only what came after. It is a cache, never a source of truth:
+// the journal's checkpoint record (at LastStart, seq Records, hash Head)
+// carries the sha256 of State's exact bytes, so a state that was edited does
+// not load. A checkpoint that does not match its journal makes Open fail,
+// naming the file: removing it makes Open replay the whole journal.
 type checkpoint struct {
-	Audit     string               `json:"audit"`
-	Records   int                  `json:"records"`
-	Head      string               `json:"head"`       // hash of record number Records
-	Offset    int64                `json:"offset"`     // journal bytes covered
-	LastStart int64                `json:"last_start"` // offset of the last covered line
-	Plans     map[string]cpPlan    `json:"plans"`
-	Holds     []*Hold              `json:"holds"` // creation order, stored state
-	Newest    map[string]time.Time `json:"newest"`
+	Version   int             `json:"version"`
+	Audit     string          `json:"audit"`
+	Records   int             `json:"records"`
+	Head      string          `json:"head"`       // hash of record number Records, a checkpoint record
+	Offset    int64           `json:"offset"`     // journal bytes covered
+	LastStart int64           `json:"last_start"` // offset of the checkpoint record's line
+	State     json.RawMessage `json:"state"`      // a cpState; its sha256 is in the checkpoint record
+}
+
+// cpState is the derived state a checkpoint record vouches for.
+type cpState struct {
+	Plans  map[string]cpPlan    `json:"plans"`
+	Holds  []*Hold              `json:"holds"` // creation order, stored state
+	Newest map[string]time.Time `json:"newest"`
 }
 
 type cpPlan struct {
@@ -38,8 +53,8 @@ type cpPlan struct {
 	Names   []string `json:"names,omitempty"`
 }
 
-func (s *state) checkpoint() checkpoint {
-	cp := checkpoint{Plans: map[string]cpPlan{}, Newest: s.newest}
+func (s *state) checkpoint() cpState {
+	cp := cpState{Plans: map[string]cpPlan{}, Newest: s.newest}
 	for d, p := range s.plans {
 		cp.Plans[d] = cpPlan{Current: p.current, Used: p.used, Done: p.done, Held: p.held, Leased: p.leased, Names: p.names}
 	}
@@ -49,13 +64,12 @@ func (s *state) checkpoint() checkpoint {
 	return cp
 }
 
-func (cp *checkpoint) state() *state {
+func (cp *cpState) state() *state {
 	s := newState()
 	for d, p := range cp.Plans {
-		ps := &planState{current: p.Current, used: p.Used, done: p.Done, held: p.Held}
-		n := max(len(ps.used), len(ps.done), len(ps.held), len(p.Leased), len(p.Names))
+		ps := &planState{current: p.Current}
+		n := max(len(p.Used), len(p.Done), len(p.Held), len(p.Leased), len(p.Names))
 		// Keep the per-step slices the same length whatever the file says.
-		ps.used, ps.done, ps.held = ps.used[:0:0], ps.done[:0:0], ps.held[:0:0]
 		ps.grow(n - 1)
 		copy(ps.used, p.Used)
 		copy(ps.done, p.Done)
@@ -75,71 +89,140 @@ func (cp *checkpoint) state() *state {
 	return s
 }
 
-// encodeCheckpoint is the state as of the journal's end. Call with mu held,
-// from the writer or after it stopped, when no record is queued.
-func (l *Ledger) encodeCheckpoint() []byte {
-	cp := l.st.checkpoint()
-	cp.Audit, cp.Records, cp.Head = l.auditPath, int(l.seq), l.head
-	cp.Offset, cp.LastStart = l.end.size, l.end.lastStart
-	data, err := json.Marshal(cp)
+// cpPrep is a checkpoint record taken under mu, to be written by the writer
+// (or by Close once the writer stopped) before any later record.
+type cpPrep struct {
+	seq   uint64
+	body  []byte
+	state []byte
+}
+
+// prepareCheckpoint snapshots the state and takes the next seq for its
+// checkpoint record. Call with mu held when no record is queued, so the state
+// is exactly the journal's.
+func (l *Ledger) prepareCheckpoint() *cpPrep {
+	st, err := json.Marshal(l.st.checkpoint())
 	if err != nil {
 		return nil // only plain data: cannot happen
 	}
-	return data
+	sum := sha256.Sum256(st)
+	r := record{Time: l.stamp(), Type: typeCheckpoint, StateSHA: hex.EncodeToString(sum[:])}
+	body, err := encodeBody(&r)
+	if err != nil {
+		return nil
+	}
+	l.seq++
+	return &cpPrep{seq: l.seq, body: body, state: st}
 }
 
-// writeCheckpoint replaces the checkpoint atomically.
-func writeCheckpoint(dir string, data []byte) error {
-	tmp := filepath.Join(dir, checkpointName+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
+// finishCheckpoint writes and syncs the checkpoint record, syncs the anchor
+// at it, then replaces checkpoint.json. Only the writer goroutine, or Close
+// after it stopped, calls it. An error of the journal or the anchor fails the
+// ledger; checkpoint.json itself is a cache and its write may fail.
+func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
+	line, hash := appendLine(nil, p.seq, l.head, p.body)
+	start := l.end.size
+	if _, err := l.journal.Write(line); err != nil {
+		_ = l.journal.Truncate(l.end.size)
+		return Head{}, fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	l.end = journalEnd{size: start + int64(len(line)), lastStart: start}
+	l.head, l.written = hash, p.seq
+	if err := datasync(l.journal); err != nil {
+		return Head{}, fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	h := Head{Seq: p.seq, Hash: hash}
+	// The anchor is durable at the checkpoint before the checkpoint is, so
+	// it never lags a checkpoint.
+	if err := l.anchor.write(h); err != nil {
+		return Head{}, err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err := l.anchor.sync(); err != nil {
+		return Head{}, err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, checkpointName)); err != nil {
-		return err
+	data, err := json.Marshal(checkpoint{Version: checkpointVersion, Audit: l.auditPath, Records: int(p.seq), Head: hash,
+		Offset: l.end.size, LastStart: l.end.lastStart, State: p.state})
+	if err == nil {
+		_ = writeStateAtomic("checkpoint", l.dir, checkpointName, data) // a cache: failing costs replay time only
 	}
-	return syncDir(dir)
+	l.mu.Lock()
+	l.lastCheckpoint = p.seq
+	l.stats.Records++
+	l.stats.Batches++
+	l.stats.Syncs++
+	l.stats.AnchorWrites++
+	l.stats.AnchorSyncs++
+	l.mu.Unlock()
+	return h, nil
 }
 
-// loadCheckpoint returns the checkpoint of dir if it belongs to this journal
-// and its last record is still there, byte for byte, where it says.
-func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, checkpointName))
+// loadCheckpoint returns the checkpoint of dir, nil when there is none. A
+// checkpoint that does not match the journal f is an error naming it: its
+// checkpoint record must be where it says, byte for byte, and carry the
+// digest of its state.
+func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, *cpState, error) {
+	path := filepath.Join(dir, checkpointName)
+	data, err := readState("checkpoint", path, maxCheckpoint)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	fail := func(format string, a ...any) (*checkpoint, *cpState, error) {
+		return nil, nil, fmt.Errorf("%w: %s: %s; it is only a cache of the audit log: remove it to rebuild the state from the log",
+			ErrCheckpoint, path, fmt.Sprintf(format, a...))
+	}
+	if errors.Is(err, ErrUnsafe) {
+		return nil, nil, err
+	}
 	if err != nil {
-		return nil, false
+		return fail("%v", err)
 	}
 	var cp checkpoint
-	if err := json.Unmarshal(data, &cp); err != nil || cp.Audit != audit || cp.Records < 1 ||
-		cp.LastStart < 0 || cp.Offset <= cp.LastStart || cp.Offset-cp.LastStart > 64<<20 {
-		return nil, false
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return fail("not valid JSON: %v", err)
+	}
+	switch {
+	case cp.Version != checkpointVersion:
+		return fail("version %d, not %d: it is not bound to the audit log", cp.Version, checkpointVersion)
+	case cp.Audit != audit:
+		return fail("it belongs to audit log %s, not %s", cp.Audit, audit)
+	case cp.Records < 1 || cp.LastStart < 0 || cp.Offset <= cp.LastStart || cp.Offset-cp.LastStart > 1<<20:
+		return fail("its position in the audit log is not valid")
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() < cp.Offset {
+		return nil, nil, fmt.Errorf("%w: %w: %s covers %d records (%d bytes) but audit log %s has only %d bytes: the audit log was truncated",
+			ErrCheckpoint, ErrTruncated, path, cp.Records, cp.Offset, audit, fi.Size())
 	}
 	line := make([]byte, cp.Offset-cp.LastStart)
-	if _, err := f.ReadAt(line, cp.LastStart); err != nil || line[len(line)-1] != '\n' {
-		return nil, false
+	if _, err := f.ReadAt(line, cp.LastStart); err != nil && !errors.Is(err, io.EOF) {
+		return fail("read its record in the audit log: %v", err)
+	}
+	if line[len(line)-1] != '\n' {
+		return fail("no record ends at byte %d of the audit log", cp.Offset)
 	}
 	if cp.LastStart > 0 {
-		// The covered part must end a line before the last record starts.
+		// The covered part must end a line before the record starts.
 		var b [1]byte
 		if _, err := f.ReadAt(b[:], cp.LastStart-1); err != nil || b[0] != '\n' {
-			return nil, false
+			return fail("no record starts at byte %d of the audit log", cp.LastStart)
 		}
 	}
 	body := line[:len(line)-1]
 	if seq, _, ok := chainHeader(body); !ok || seq != uint64(cp.Records) || lineHash(body) != cp.Head {
-		return nil, false
+		return fail("record %d of the audit log is not the one it names", cp.Records)
 	}
-	return &cp, true
+	var rec parsed
+	if err := json.Unmarshal(body, &rec); err != nil || rec.Type != typeCheckpoint {
+		return fail("record %d of the audit log is not a checkpoint record", cp.Records)
+	}
+	sum := sha256.Sum256(cp.State)
+	if hex.EncodeToString(sum[:]) != rec.StateSHA {
+		return fail("its state is not the one checkpoint record %d of the audit log vouches for: it was edited", cp.Records)
+	}
+	var st cpState
+	if err := json.Unmarshal(cp.State, &st); err != nil {
+		return fail("state not valid: %v", err)
+	}
+	return &cp, &st, nil
 }
 
 // lineHash is the hash field of a well-formed line, or "" when its own hash
@@ -164,34 +247,64 @@ type journalEnd struct {
 	lastStart int64 // offset of the last record's line; -1 when there is none
 }
 
-// replayFile rebuilds the state from f, starting at the checkpoint when one
-// fits. A torn last line comes back as a *VerifyError with Torn set.
-func replayFile(dir, audit string, f *os.File) (*state, VerifyResult, journalEnd, error) {
-	st := newState()
-	from := VerifyResult{Head: genesis}
-	end := journalEnd{lastStart: -1}
-	if cp, ok := loadCheckpoint(dir, audit, f); ok {
-		st = cp.state()
-		from = VerifyResult{Records: cp.Records, Head: cp.Head}
-		end = journalEnd{size: cp.Offset, lastStart: cp.LastStart}
-	}
-	if _, err := f.Seek(end.size, io.SeekStart); err != nil {
-		return nil, from, end, fmt.Errorf("read %s: %w", audit, err)
-	}
-	res, good, last, err := scanFrom(f, from, st.apply)
-	if last >= 0 {
-		end.lastStart = end.size + last
-	}
-	end.size += good
-	return st, res, end, err
+// replayed is what replayFile rebuilt.
+type replayed struct {
+	st  *state
+	res VerifyResult // records and head of the good part
+	end journalEnd
+	cp  VerifyResult // where the checkpoint started (Records 0: none)
+	// prevAt is the prev of record at+1 (the hash of record at) when that
+	// record was replayed.
+	prevAt string
 }
 
-// removeCheckpoint drops a checkpoint that no longer matches, so it cannot
-// be mistaken for the state later. A missing one is fine.
-func removeCheckpoint(dir string) error {
-	err := os.Remove(filepath.Join(dir, checkpointName))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// replayFile rebuilds the state from f, starting at the checkpoint when there
+// is one; a checkpoint that disagrees with f is an error. at names a record
+// whose hash the caller wants to check (the anchor's). A torn last line comes
+// back as a *VerifyError with Torn set.
+func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
+	rp := &replayed{st: newState(), res: VerifyResult{Head: genesis}, end: journalEnd{lastStart: -1}}
+	cp, cst, err := loadCheckpoint(dir, audit, f)
+	if err != nil {
+		return rp, err
 	}
-	return err
+	if cp != nil {
+		rp.st = cst.state()
+		rp.res = VerifyResult{Records: cp.Records, Head: cp.Head}
+		rp.cp = rp.res
+		rp.end = journalEnd{size: cp.Offset, lastStart: cp.LastStart}
+	}
+	if _, err := f.Seek(rp.end.size, io.SeekStart); err != nil {
+		return rp, fmt.Errorf("read %s: %w", audit, err)
+	}
+	apply := rp.st.apply
+	if at < ^uint64(0) {
+		apply = func(p *parsed) {
+			if p.Seq == at+1 {
+				rp.prevAt = p.Prev
+			}
+			rp.st.apply(p)
+		}
+	}
+	res, good, last, err := scanFrom(f, rp.res, apply)
+	if last >= 0 {
+		rp.end.lastStart = rp.end.size + last
+	}
+	rp.end.size += good
+	rp.res = res
+	return rp, err
+}
+
+// checkAnchor compares a replayed journal with its anchor.
+func (rp *replayed) checkAnchor(f *os.File, want Head) error {
+	return checkHead(want, rp.res, func(seq uint64) (string, error) {
+		switch {
+		case seq > uint64(rp.cp.Records):
+			return rp.prevAt, nil
+		case seq == uint64(rp.cp.Records):
+			return rp.cp.Head, nil
+		}
+		// Before the checkpoint: not replayed, read it.
+		return hashAt(io.NewSectionReader(f, 0, rp.end.size), seq)
+	})
 }

@@ -18,15 +18,44 @@
 // `planlock holds list` can read them while a proxy holds the lock, without a
 // second store to keep consistent.
 //
-// Replay costs about 10µs per record (a 100,000-record journal takes about
-// a second to open), so the ledger writes <dir>/checkpoint.json: the state as
-// of a point of the journal, naming the offset, sequence number and hash of
-// the record there. It is written at a clean Close, and while running every
-// 20,000 records at a moment when no record is queued (so the state is
-// exactly the journal's), which bounds the replay after a crash. Open starts
-// from it when that record is still there byte for byte and replays only what
-// follows (about 1ms for the journal above); otherwise it replays everything. Records covered by a checkpoint are not
-// re-verified at Open; `planlock audit verify` checks the whole chain.
+// Replay costs about 10µs per record or more (a 1,000,000-record journal
+// takes tens of seconds to open), so the ledger keeps <dir>/checkpoint.json: the
+// state as of a checkpoint record of the journal. The checkpoint is a cache,
+// never a source of truth: the checkpoint record, in the hash chain, carries
+// the sha256 of the checkpoint's state bytes, and Open uses the checkpoint
+// only when that record is still where the checkpoint says, byte for byte,
+// and vouches for exactly that state. Otherwise (an edited count or hold, a
+// checkpoint of another journal or of an older planlock, a journal shorter
+// than the checkpoint) Open fails with an error naming the file; removing it
+// makes Open replay the whole journal. A checkpoint is taken while running
+// every 20,000 records at a moment when no record is queued (so the state is
+// exactly the journal's), which bounds the replay after a crash, and at a
+// clean Close when at least 1,000 records followed the last one. Records
+// covered by a checkpoint are not re-verified at Open; `planlock audit
+// verify` checks the whole chain.
+//
+// # Anchor
+//
+// Nothing inside the journal protects its last records: a journal cut after
+// any record still chains. The anchor, <dir>/head, keeps the sequence number
+// and hash of the last durable record outside it. It is written after each
+// group commit whose fdatasync made records durable (never before: after any
+// crash the journal is at least as long as its anchor), and fdatasynced
+// within FlushInterval, at each checkpoint and at Close; two checksummed
+// slots make a write torn by a crash fall back to the previous head. Open
+// refuses a journal shorter than its anchor, or whose record at the anchor's
+// seq has another hash (ErrTruncated, ErrAnchor), and a missing or damaged
+// anchor of a journal that has records or was used before, unless
+// Options.AcceptMissingAnchor. Options.OnHead hands the head out at each
+// checkpoint and at Close, for shipping elsewhere.
+//
+// # State files
+//
+// The state directory is created 0700 and every file in it 0600. Each is
+// opened with O_NOFOLLOW and checked on the open descriptor: a symbolic link,
+// a file or directory another user can write, or one owned by another uid is
+// refused (ErrUnsafe). Files are replaced by a temporary file in the same
+// directory renamed over them.
 //
 // # Durability, group commit and leases
 //
@@ -64,8 +93,10 @@
 // first). An edited record fails its own hash, or, if the editor recomputed it,
 // the next record's prev; a removed, inserted or reordered record breaks the seq
 // sequence or the chain. Verify names the first bad line. The last record can
-// only be protected against a recomputed edit by keeping its hash elsewhere:
-// Verify returns it (the head) for that purpose.
+// only be protected against a recomputed edit, and the end of the journal
+// against removal, by keeping its hash elsewhere: the anchor does so in the
+// state directory, Verify returns the head for shipping further, and
+// VerifyHead checks a journal against a head kept elsewhere.
 //
 // A line without its final newline is a torn write from a crash: Verify reports
 // it, and Open truncates it (only such a partial last line; a complete but bad

@@ -48,11 +48,16 @@ type Ledger struct {
 
 	lockFile *os.File
 	journal  *os.File
+	anchor   *anchor // the journal's head outside it (writer only, after Open)
+	onHead   func(Head)
+	// acceptMissing is Options.AcceptMissingAnchor.
+	acceptMissing bool
 
 	mu      sync.Mutex
 	st      *state
 	seq     uint64     // last sequence number handed out
 	head    string     // hash of the last record written (writer only, after Open)
+	written uint64     // seq of the last record written (writer only, after Open)
 	end     journalEnd // where the journal ends (writer only, after Open)
 	pending []entry    // records waiting for the writer, in seq order
 	cur     *batch     // the batch the pending records belong to
@@ -63,8 +68,14 @@ type Ledger struct {
 	// checkpoints while running, which bounds the replay after a crash.
 	checkpointEvery uint64
 	checkpointAt    uint64 // stats.Records at the last checkpoint
-	kick            chan struct{}
-	stopped         chan struct{}
+	// lastCheckpoint is the seq of the newest checkpoint record; Close
+	// writes one when at least closeCheckpointMin records followed it (a
+	// short journal replays in milliseconds, and need not grow by a record
+	// at each restart).
+	lastCheckpoint     uint64
+	closeCheckpointMin uint64
+	kick               chan struct{}
+	stopped            chan struct{}
 }
 
 type entry struct {
@@ -87,13 +98,13 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create state directory: %w", err)
+	if err := prepareDir("state directory", dir); err != nil {
+		return nil, err
 	}
 	l := &Ledger{
 		dir: dir, auditPath: audit, redact: o.Redact, syncEach: o.SyncEachCall, now: o.Now, flushEvery: o.FlushInterval,
 		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
-		checkpointEvery: 20_000,
+		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, acceptMissing: o.AcceptMissingAnchor,
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -138,7 +149,7 @@ func resolvePaths(o Options) (dir, audit string, err error) {
 
 func (l *Ledger) lockDir() error {
 	path := filepath.Join(l.dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openState("lock file", path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return fmt.Errorf("open lock file: %w", err)
 	}
@@ -169,7 +180,7 @@ type binding struct {
 
 func readBinding(dir string) (binding, bool, error) {
 	var b binding
-	data, err := os.ReadFile(filepath.Join(dir, bindingName))
+	data, err := readState("state binding", filepath.Join(dir, bindingName), 1<<16)
 	if errors.Is(err, os.ErrNotExist) {
 		return b, false, nil
 	}
@@ -198,7 +209,10 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 			return fmt.Errorf("create the audit log's directory: %w", err)
 		}
 	}
-	f, err := os.OpenFile(l.auditPath, flags, 0o600)
+	if err := checkParent("audit log", filepath.Dir(l.auditPath)); err != nil {
+		return err
+	}
+	f, err := openState("audit log", l.auditPath, flags)
 	if bound && errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: audit log %s of state directory %s is missing, so its call counts are lost; refusing to start from zero (remove %s to accept that)",
 			ErrBinding, l.auditPath, l.dir, filepath.Join(l.dir, bindingName))
@@ -214,12 +228,40 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 		f.Close()
 		return fmt.Errorf("lock audit log: %w", err)
 	}
-	if err := l.replay(ctx, f); err != nil {
+	// The anchor is read before the journal: while a proxy runs, the
+	// journal is never shorter than an anchor read earlier.
+	ah, slot, anchored, err := readAnchor(l.dir)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	var want *Head
+	if anchored {
+		want = &ah
+	}
+	rp, err := l.replay(ctx, f, want)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if !anchored {
+		if (bound || rp.res.Records > 0) && !l.acceptMissing {
+			f.Close()
+			return fmt.Errorf("%w: the anchor %s of audit log %s (%d records) is missing, and deleting it is how a truncation of the log would be hidden; refusing to start. If you know why it is missing (an upgrade from a planlock without anchors, a restored backup), check the log against a head kept elsewhere and start once with --accept-missing-anchor",
+				ErrAnchor, filepath.Join(l.dir, anchorName), l.auditPath, rp.res.Records)
+		}
+		if err := createAnchor(l.dir, Head{Seq: uint64(rp.res.Records), Hash: rp.res.Head}); err != nil {
+			f.Close()
+			return fmt.Errorf("write anchor: %w", err)
+		}
+	}
+	if l.anchor, err = openAnchor(l.dir, slot); err != nil {
 		f.Close()
 		return err
 	}
 	if !bound {
 		if err := l.bind(); err != nil {
+			l.anchor.close()
 			f.Close()
 			return err
 		}
@@ -229,32 +271,49 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 }
 
 // replay rebuilds the state from the journal (from the checkpoint on, when
-// it fits) and cuts a torn last line.
-func (l *Ledger) replay(ctx context.Context, f *os.File) error {
+// it matches the journal), checks it against its anchor (when there is one)
+// and cuts a torn last line.
+func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replayed, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	st, res, end, err := replayFile(l.dir, l.auditPath, f)
-	good := end.size
+	at := ^uint64(0)
+	if anchor != nil {
+		at = anchor.Seq
+	}
+	rp, err := replayFile(l.dir, l.auditPath, f, at)
 	var ve *VerifyError
+	if anchor != nil && (err == nil || errors.As(err, &ve) && ve.Torn) {
+		// Before anything is cut: a journal that does not reach its
+		// anchor is left as it is for the operator to look at.
+		if aerr := rp.checkAnchor(f, *anchor); aerr != nil {
+			return nil, fmt.Errorf("%s: %w; nothing is forwarded from a journal whose end was removed or rewritten (check it with planlock audit verify --anchor %s)",
+				l.auditPath, aerr, filepath.Join(l.dir, anchorName))
+		}
+	}
+	good := rp.end.size
 	switch {
 	case errors.As(err, &ve) && ve.Torn:
 		// Only the unsynced tail of a crashed write: no caller was told it
 		// was durable, so it is dropped and the chain continues.
 		if err := f.Truncate(good); err != nil {
-			return fmt.Errorf("truncate the torn last line of %s: %w", l.auditPath, err)
+			return nil, fmt.Errorf("truncate the torn last line of %s: %w", l.auditPath, err)
 		}
 		if err := datasync(f); err != nil {
-			return fmt.Errorf("sync %s: %w", l.auditPath, err)
+			return nil, fmt.Errorf("sync %s: %w", l.auditPath, err)
 		}
+	case errors.Is(err, ErrCheckpoint), errors.Is(err, ErrUnsafe):
+		return nil, fmt.Errorf("%w; refusing to start", err)
 	case err != nil:
-		return fmt.Errorf("%s: %w; the state cannot be trusted, refusing to start (check it with planlock audit verify)", l.auditPath, err)
+		return nil, fmt.Errorf("%s: %w; the state cannot be trusted, refusing to start (check it with planlock audit verify)", l.auditPath, err)
 	}
-	l.st = st
-	l.seq = uint64(res.Records)
-	l.head = res.Head
-	l.end = end
-	return nil
+	l.st = rp.st
+	l.seq = uint64(rp.res.Records)
+	l.written = l.seq
+	l.head = rp.res.Head
+	l.end = rp.end
+	l.lastCheckpoint = uint64(rp.cp.Records)
+	return rp, nil
 }
 
 func (l *Ledger) bind() error {
@@ -264,19 +323,8 @@ func (l *Ledger) bind() error {
 		return fmt.Errorf("sync %s: %w", filepath.Dir(l.auditPath), err)
 	}
 	data, _ := json.Marshal(binding{Audit: l.auditPath})
-	tmp := filepath.Join(l.dir, bindingName+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+	if err := writeStateAtomic("state binding", l.dir, bindingName, append(data, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", bindingName, err)
-	}
-	if f, err := os.Open(tmp); err == nil {
-		_ = f.Sync()
-		f.Close()
-	}
-	if err := os.Rename(tmp, filepath.Join(l.dir, bindingName)); err != nil {
-		return fmt.Errorf("write %s: %w", bindingName, err)
-	}
-	if err := syncDir(l.dir); err != nil {
-		return fmt.Errorf("sync %s: %w", l.dir, err)
 	}
 	return nil
 }
@@ -310,18 +358,28 @@ func (l *Ledger) Close() error {
 	l.signal()
 	<-l.stopped
 	l.mu.Lock()
-	var cp []byte
-	if l.failed == nil && l.seq > 0 {
+	var cp *cpPrep
+	if l.failed == nil && l.seq > 0 && l.seq-l.lastCheckpoint >= l.closeCheckpointMin {
 		// Everything is written and synced and the state matches it
 		// exactly: the next Open can start here.
-		cp = l.encodeCheckpoint()
+		cp = l.prepareCheckpoint()
 	}
+	failed := l.failed
 	l.mu.Unlock()
 	var err error
+	head := Head{Seq: l.written, Hash: l.head}
 	if cp != nil {
-		if cerr := writeCheckpoint(l.dir, cp); cerr != nil {
-			err = fmt.Errorf("write checkpoint: %w", cerr)
+		if head, err = l.finishCheckpoint(cp); err != nil {
+			l.mu.Lock()
+			l.failed = err
+			l.mu.Unlock()
 		}
+	}
+	if failed == nil && err == nil && l.onHead != nil {
+		l.onHead(head)
+	}
+	if cerr := l.anchor.close(); err == nil {
+		err = cerr
 	}
 	if cerr := l.journal.Close(); err == nil {
 		err = cerr
@@ -420,7 +478,9 @@ func (l *Ledger) writer() {
 		dirty  bool
 		armed  bool  // the timer runs: it syncs what is dirty at the latest flushEvery after the first unsynced write
 		broken error // after a failed write nothing more is written
-		timer  = time.NewTimer(time.Hour)
+		// anchor updates since the counters were last added to stats
+		anchorWrites, anchorSyncs uint64
+		timer                     = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
 	for {
@@ -454,6 +514,9 @@ func (l *Ledger) writer() {
 			}
 			dirty = true
 		}
+		if err == nil && len(entries) > 0 {
+			l.written = entries[len(entries)-1].seq
+		}
 		synced := false
 		var syncTime time.Duration
 		if err == nil && dirty && (flush || closing || (b != nil && b.sync)) {
@@ -461,9 +524,21 @@ func (l *Ledger) writer() {
 			err = datasync(l.journal)
 			syncTime = time.Since(start)
 			dirty, synced = false, true
+			if err == nil {
+				// Only now, once they are durable, may the anchor name
+				// these records. Its own sync waits for the timer.
+				err = l.anchor.write(Head{Seq: l.written, Hash: l.head})
+				anchorWrites++
+			}
+		}
+		if err == nil && (flush || closing) && l.anchor.dirty {
+			err = l.anchor.sync()
+			anchorSyncs++
 		}
 		if err != nil && broken == nil {
-			err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			if !errors.Is(err, ErrFailed) {
+				err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			}
 			broken = err
 		}
 		l.mu.Lock()
@@ -475,17 +550,20 @@ func (l *Ledger) writer() {
 			l.stats.Syncs++
 			l.stats.SyncTime += syncTime
 		}
+		l.stats.AnchorWrites += anchorWrites
+		l.stats.AnchorSyncs += anchorSyncs
+		anchorWrites, anchorSyncs = 0, 0
 		if err != nil && l.failed == nil {
 			l.failed = err
 		}
-		var cp []byte
+		var cp *cpPrep
 		if err == nil && synced && !closing && len(l.pending) == 0 &&
 			l.checkpointEvery > 0 && l.stats.Records-l.checkpointAt >= l.checkpointEvery {
 			// Nothing is queued, so the state is exactly what the journal
 			// holds up to l.end: every change of it is made together with
 			// the enqueue of its record, under mu.
-			cp = l.encodeCheckpoint()
-			l.checkpointAt = l.stats.Records
+			cp = l.prepareCheckpoint()
+			l.checkpointAt = l.stats.Records + 1
 		}
 		l.mu.Unlock()
 		if b != nil {
@@ -493,12 +571,22 @@ func (l *Ledger) writer() {
 			close(b.done)
 		}
 		if cp != nil {
-			// A cache: failing to write it costs only replay time.
-			_ = writeCheckpoint(l.dir, cp)
+			// Written before any record queued after it took its seq.
+			h, cerr := l.finishCheckpoint(cp)
+			if cerr != nil {
+				broken = cerr
+				l.mu.Lock()
+				if l.failed == nil {
+					l.failed = cerr
+				}
+				l.mu.Unlock()
+			} else if l.onHead != nil {
+				l.onHead(h)
+			}
 		}
 		clear(entries)
 		spare = entries
-		if dirty && !armed {
+		if (dirty || l.anchor.dirty) && !armed {
 			// Not reset while armed: steady traffic must not postpone it.
 			timer.Reset(l.flushEvery)
 			armed = true

@@ -3,6 +3,8 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -686,6 +688,7 @@ func TestTornTailRepairedOnOpen(t *testing.T) {
 func reserveN(t *testing.T, dir string, n int) {
 	t.Helper()
 	l := openT(t, Options{Dir: dir})
+	l.closeCheckpointMin = 1 // a checkpoint at each Close, whatever the journal's size
 	for i := 0; i < n; i++ {
 		if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 100}); err != nil {
 			t.Fatal(err)
@@ -711,57 +714,158 @@ func editUsed(t *testing.T, dir string, n int) {
 	}
 }
 
+// dropLines removes the last n lines of the journal of dir.
+func dropLines(t *testing.T, dir string, n int) {
+	t.Helper()
+	path := filepath.Join(dir, auditName)
+	data, _ := os.ReadFile(path)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	lines = lines[:len(lines)-1] // the empty rest after the last newline
+	if err := os.WriteFile(path, bytes.Join(lines[:len(lines)-n], nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editFile replaces old with new once in path.
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	if !bytes.Contains(data, []byte(old)) {
+		t.Fatalf("%s has no %q", path, old)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(old), []byte(new), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptJournalAndCheckpoint: the journal is the truth. A damaged
+// journal, a checkpoint that disagrees with it and a journal shorter than
+// its anchor are refused; a checkpoint that matches only speeds up Open.
 func TestCorruptJournalAndCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	cpPath := func(dir string) string { return filepath.Join(dir, checkpointName) }
 	tests := []struct {
 		name      string
 		setup     func(t *testing.T, dir string)
-		wantErr   string // empty: Open succeeds
+		wantIs    error  // nil: Open succeeds
+		wantErr   string // in the error
 		wantCalls int
 	}{
 		{"edited record, no checkpoint", func(t *testing.T, dir string) {
 			reserveN(t, dir, 3)
 			os.Remove(cpPath(dir))
 			editUsed(t, dir, 2)
-		}, "line 2: record hash does not match", 0},
+		}, ErrCorrupt, "line 2: record hash does not match", 0},
 		{"edited record after the checkpoint (crash after a restart)", func(t *testing.T, dir string) {
-			reserveN(t, dir, 3)
+			reserveN(t, dir, 3) // records 1-3, checkpoint record 4
 			old, _ := os.ReadFile(cpPath(dir))
 			reserveN(t, dir, 2)
 			os.WriteFile(cpPath(dir), old, 0o600) // as if the second run never closed cleanly
 			editUsed(t, dir, 4)
-		}, "line 4: record hash does not match", 0},
-		{"records after the checkpoint are replayed", func(t *testing.T, dir string) {
+		}, ErrCorrupt, "line 5: record hash does not match", 0},
+		{"records after an older checkpoint are replayed", func(t *testing.T, dir string) {
 			reserveN(t, dir, 3)
 			old, _ := os.ReadFile(cpPath(dir))
 			reserveN(t, dir, 2)
 			os.WriteFile(cpPath(dir), old, 0o600)
-		}, "", 5},
-		{"garbage checkpoint is ignored", func(t *testing.T, dir string) {
+		}, nil, "", 5},
+		{"an edit before the checkpoint cannot lower the count", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			editUsed(t, dir, 3) // planlock audit verify reports it
+		}, nil, "", 3},
+		{"garbage checkpoint is refused", func(t *testing.T, dir string) {
 			reserveN(t, dir, 3)
 			os.WriteFile(cpPath(dir), []byte("{not json"), 0o600)
-		}, "", 3},
-		{"checkpoint whose last record changed is ignored", func(t *testing.T, dir string) {
+		}, ErrCheckpoint, "checkpoint.json: not valid JSON", 0},
+		{"checkpoint counts edited to 0 are refused", func(t *testing.T, dir string) {
 			reserveN(t, dir, 3)
-			editUsed(t, dir, 3)
-		}, "line 3: record hash does not match", 0},
-		{"checkpoint of a truncated journal is ignored", func(t *testing.T, dir string) {
+			editFile(t, cpPath(dir), `"used":[3]`, `"used":[0]`)
+		}, ErrCheckpoint, "checkpoint.json: its state is not the one checkpoint record 4 of the audit log vouches for: it was edited", 0},
+		{"checkpoint hold edited to approved is refused", func(t *testing.T, dir string) {
+			l := openT(t, Options{Dir: dir})
+			l.closeCheckpointMin = 1
+			if _, err := l.Hold(ctx, call("a", 0, "t", `{"n":1}`), "approval", time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			editFile(t, cpPath(dir), `"state":"pending"`, `"state":"approved"`)
+		}, ErrCheckpoint, "it was edited", 0},
+		{"checkpoint of an older planlock (not bound to the journal) is refused", func(t *testing.T, dir string) {
 			reserveN(t, dir, 3)
+			editFile(t, cpPath(dir), `"version":2,`, ``)
+		}, ErrCheckpoint, "version 0, not 2", 0},
+		{"checkpoint naming a record that is not a checkpoint record is refused", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			data, _ := os.ReadFile(filepath.Join(dir, auditName))
+			lines := bytes.SplitAfter(data, []byte("\n"))
+			var cp checkpoint
+			json.Unmarshal(mustRead(t, cpPath(dir)), &cp)
+			cp.Records, cp.Head, cp.LastStart = 3, lineHash(bytes.TrimSuffix(lines[2], []byte("\n"))), int64(len(lines[0])+len(lines[1]))
+			cp.Offset = cp.LastStart + int64(len(lines[2]))
+			b, _ := json.Marshal(cp)
+			os.WriteFile(cpPath(dir), b, 0o600)
+		}, ErrCheckpoint, "record 3 of the audit log is not a checkpoint record", 0},
+		{"checkpoint of a truncated journal is refused", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			dropLines(t, dir, 2)
+		}, ErrTruncated, "the audit log was truncated", 0},
+		{"truncated journal without checkpoint is refused by its anchor", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			os.Remove(cpPath(dir))
+			dropLines(t, dir, 2)
+		}, ErrTruncated, "truncated: the audit log has 2 records but its anchor says 4", 0},
+		{"forged checkpoint with its record rehashed is refused by the anchor", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			// Zero the counts and rewrite the checkpoint record to vouch
+			// for it: the chain holds (it is the last record), the anchor
+			// does not.
+			editFile(t, cpPath(dir), `"used":[3]`, `"used":[0]`)
+			var cp checkpoint
+			json.Unmarshal(mustRead(t, cpPath(dir)), &cp)
+			sum := sha256.Sum256(cp.State)
 			path := filepath.Join(dir, auditName)
 			data, _ := os.ReadFile(path)
 			lines := bytes.SplitAfter(data, []byte("\n"))
-			os.WriteFile(path, bytes.Join(lines[:2], nil), 0o600)
-		}, "", 2},
+			last := lines[3]
+			var rec parsed
+			json.Unmarshal(last, &rec)
+			last = bytes.Replace(last, []byte(rec.StateSHA), []byte(hex.EncodeToString(sum[:])), 1)
+			last = rehash(last)
+			lines[3] = last
+			os.WriteFile(path, bytes.Join(lines, nil), 0o600)
+			cp.Head = lineHash(bytes.TrimSuffix(last, []byte("\n")))
+			cp.Offset = cp.LastStart + int64(len(last))
+			b, _ := json.Marshal(cp)
+			os.WriteFile(cpPath(dir), b, 0o600)
+		}, ErrAnchor, "rewritten: record 4 has hash", 0},
+		{"damaged anchor is refused", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			os.WriteFile(filepath.Join(dir, anchorName), []byte("seq=1"), 0o600)
+		}, ErrAnchor, "holds no valid head", 0},
+		{"missing anchor is refused", func(t *testing.T, dir string) {
+			reserveN(t, dir, 3)
+			os.Remove(filepath.Join(dir, anchorName))
+		}, ErrAnchor, "is missing, and deleting it is how a truncation of the log would be hidden", 0},
+		{"missing anchor of an empty journal is refused once the directory was used", func(t *testing.T, dir string) {
+			reserveN(t, dir, 0)
+			os.Remove(filepath.Join(dir, anchorName))
+		}, ErrAnchor, "(0 records) is missing", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tt.setup(t, dir)
 			l, err := Open(ctx, Options{Dir: dir})
-			if tt.wantErr != "" {
-				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "refusing to start") {
-					t.Fatalf("Open: %v, want ErrCorrupt with %q", err, tt.wantErr)
+			if tt.wantIs != nil {
+				if !errors.Is(err, tt.wantIs) || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "refusing to start") && !strings.Contains(err.Error(), "nothing is forwarded") {
+					t.Fatalf("Open: %v, want %v with %q", err, tt.wantIs, tt.wantErr)
+				}
+				// A read-only look (holds list) reads a journal without
+				// an anchor, and refuses the rest as Open does.
+				if _, err := Inspect(ctx, Options{Dir: dir}); !errors.Is(err, tt.wantIs) && !strings.Contains(tt.wantErr, "is missing") {
+					t.Fatalf("Inspect: %v, want %v", err, tt.wantIs)
 				}
 				return
 			}
@@ -774,6 +878,15 @@ func TestCorruptJournalAndCheckpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // The checkpoint written at Close must be exactly the state a full replay

@@ -20,6 +20,7 @@ const (
 	typeHoldUpdate = "hold_update" // a hold approved, rejected or given its PR
 	typePlanLoaded = "plan_loaded" // a verified plan loaded (no-downgrade high-water mark)
 	typeLease      = "lease"       // calls of a step counted ahead: through = the highest call number covered
+	typeCheckpoint = "checkpoint"  // the state as of the record before, by digest: binds checkpoint.json to the chain
 )
 
 // Decisions of the gate.
@@ -57,6 +58,7 @@ type record struct {
 	Used      int             `json:"used,omitempty"`
 	Max       int             `json:"max,omitempty"`
 	Through   int             `json:"through,omitempty"`
+	StateSHA  string          `json:"state_sha256,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.
@@ -150,6 +152,7 @@ func encodeBody(r *record) ([]byte, error) {
 			b = strconv.AppendInt(b, int64(f.v), 10)
 		}
 	}
+	b = appendStringField(b, "state_sha256", r.StateSHA, true)
 	return b, nil
 }
 

@@ -51,6 +51,7 @@ func TestEncodeBodyMatchesEncodingJSON(t *testing.T) {
 		{Time: now, Type: typeOutcome, LatencyMS: &neg},
 		{Time: now, Type: typePlanLoaded, PlanName: "refund-4711", SignedAt: &signed, Note: "ünïcödé, \x01 control, \xff invalid, <html> & \u2029"},
 		{Time: now, Type: typeLease, Through: 256, Max: -5, Used: 0},
+		{Time: now, Type: typeCheckpoint, StateSHA: "0f13b09a719284bb02b27395b4c84c88d86ee451e3d2ed4ce7facc19e6587ae4"},
 		{Time: now.In(time.FixedZone("y", 5*3600+1800)), Type: typeHoldUpdate, PRURL: "https://github.com/acme/plans/pull/12?a=1&b=<2>"},
 		{Time: time.Time{}, Type: ""},
 		{Time: now, Type: typeDecision, Args: json.RawMessage(`{"a":`)},                             // invalid args: both refuse
@@ -71,7 +72,7 @@ func FuzzEncodeBody(f *testing.F) {
 		at := time.Unix(sec, int64(n)).UTC()
 		r := record{Time: at, Type: s1, Decision: s2, Plan: s3, Step: s1 + s2, StepIndex: &n, Tool: s3,
 			Reason: s2, Hold: s1, HoldState: HoldState(s3), Expires: &at, PRURL: s2, Note: s3, SignedAt: &at,
-			Ref: ref, Error: s1, LatencyMS: &lat, HoldStep: n%2 == 0, Used: n, Max: -n, Through: n * 2}
+			Ref: ref, Error: s1, LatencyMS: &lat, HoldStep: n%2 == 0, Used: n, Max: -n, Through: n * 2, StateSHA: s2}
 		if len(args) > 0 {
 			r.Args = json.RawMessage(args)
 		}

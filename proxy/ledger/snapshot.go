@@ -41,7 +41,13 @@ func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(audit)
+	// The anchor first: the journal read after it is never shorter, even
+	// while a proxy writes both.
+	ah, _, anchored, err := readAnchor(dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := openState("audit log", audit, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no state in %s: audit log %s does not exist", dir, audit)
 	}
@@ -53,15 +59,27 @@ func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
 	if o.Now != nil {
 		now = o.Now
 	}
-	st, res, _, err := replayFile(dir, audit, f)
-	s := &Snapshot{st: st, now: now().UTC(), auditPath: audit}
+	at := ^uint64(0)
+	if anchored {
+		at = ah.Seq
+	}
+	rp, err := replayFile(dir, audit, f, at)
+	s := &Snapshot{st: rp.st, now: now().UTC(), auditPath: audit}
 	var ve *VerifyError
 	switch {
 	case errors.As(err, &ve) && ve.Torn:
 		s.TornTail = true
+	case errors.Is(err, ErrCheckpoint), errors.Is(err, ErrUnsafe):
+		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", audit, err)
 	}
+	if anchored {
+		if err := rp.checkAnchor(f, ah); err != nil {
+			return nil, fmt.Errorf("%s: %w", audit, err)
+		}
+	}
+	res := rp.res
 	s.Records = res.Records
 	return s, nil
 }
