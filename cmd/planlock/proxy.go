@@ -168,7 +168,7 @@ func runProxy(c *cli.Context) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: shortVersion(), Approvals: holdApprover(appr)})
 	if err != nil {
 		return failf("%v", err)
 	}

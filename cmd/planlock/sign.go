@@ -60,9 +60,6 @@ func runSign(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErrorf("sign: give at least one file")
 	}
-	if err := flagAfterArgs(c); err != nil {
-		return err
-	}
 	if c.NArg() > 1 && (c.IsSet("out") || c.IsSet("path")) {
 		return usageErrorf("sign: --out and --path take one file only")
 	}

@@ -42,7 +42,7 @@ func cliUpstream(c *cli.Context, args []string) (proxy.UpstreamConfig, error) {
 		up.Env = env
 	}
 	up.Stderr = c.App.ErrWriter
-	up.ClientName, up.ClientVersion = "planlock", version
+	up.ClientName, up.ClientVersion = "planlock", shortVersion()
 	up.InitTimeout = c.Duration("timeout")
 	return up, nil
 }
