@@ -18,6 +18,8 @@ func TestMain(m *testing.M) {
 		"planlock": func() {
 			os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
 		},
+		"testupstream": func() { os.Exit(testUpstreamMain()) },
+		"npx":          func() { os.Exit(npxMain(os.Args[1:])) },
 	})
 }
 

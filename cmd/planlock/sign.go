@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/sign"
 	"github.com/urfave/cli/v2"
 )
@@ -31,6 +33,9 @@ schemes are refused); no Rekor entry unless --rekor-url is given.
 
 In GitHub Actions the repository, ref, merge commit, pull request and merger
 come from the environment and event payload; the flags override them.
+
+A plan (--kind plan) that has expired is refused (exit 1); one that expires
+within a day is signed with a warning.
 
 Examples:
    planlock sign plans/refund.hcl                     # in the sign-on-merge workflow
@@ -91,6 +96,16 @@ func runSign(c *cli.Context) error {
 		base.Approvers = c.StringSlice("approver")
 	}
 
+	if kind == sign.KindPlan {
+		// Before any signature: an expired plan would be refused by every
+		// proxy, so signing it can only mislead.
+		for _, file := range c.Args().Slice() {
+			if err := checkExpiry(c.App.ErrWriter, file, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
+
 	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), RekorURL: c.String("rekor-url"), TSAURL: c.String("tsa-url")}
 	if key := c.String("key"); key != "" {
 		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
@@ -141,6 +156,29 @@ func runSign(c *cli.Context) error {
 			logged = fmt.Sprintf(", Rekor log index %d", signed.LogIndex)
 		}
 		fmt.Fprintf(c.App.Writer, "%s: signed %s as %s by %s%s -> %s\n", file, pred.Kind, signed.Predicate.Path, who, logged, out)
+	}
+	return nil
+}
+
+// checkExpiry refuses a plan that has expired and warns about one that
+// expires within a day. A file that does not parse is left to the signature
+// (sign signs bytes; plan validate judges them).
+func checkExpiry(w io.Writer, file string, now time.Time) error {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return failf("sign: %v", err)
+	}
+	p, _ := hclplan.Parse(file, src)
+	if p == nil || p.Expires.IsZero() {
+		return nil
+	}
+	at := p.Expires.UTC().Format(time.RFC3339)
+	switch {
+	case p.Expired(now):
+		return failf("sign: %s: plan %q expired at %s; set a later expires (or remove it), approve the plan again and sign that", file, p.Name, at)
+	case p.Expires.Sub(now) <= 24*time.Hour:
+		fmt.Fprintf(w, "planlock: warning: %s: plan %q expires at %s, in %s; the proxy refuses it from then on\n",
+			file, p.Name, at, p.Expires.Sub(now).Round(time.Minute))
 	}
 	return nil
 }
