@@ -87,13 +87,17 @@ func normalizeArgs(app *cli.App, args []string) (commandLine, error) {
 			break
 		}
 	}
-	cl.args = append(out, reorder(rest, flags)...)
+	rest, err := reorder(rest, flags)
+	if err != nil {
+		return cl, err
+	}
+	cl.args = append(out, rest...)
 	return cl, nil
 }
 
 // reorder puts flags (with their values) first, then positional arguments,
 // then "--" and what follows it as given.
-func reorder(args []string, flags map[string]bool) []string {
+func reorder(args []string, flags map[string]bool) ([]string, error) {
 	var fl, pos []string
 	for i := 0; i < len(args); {
 		if args[i] == "--" {
@@ -106,10 +110,14 @@ func reorder(args []string, flags map[string]bool) []string {
 			continue
 		}
 		n := flagLen(args[i:], flags)
+		if name := strings.TrimLeft(args[i], "-"); n == 1 && flags[name] {
+			// Moved before the arguments, it would take one as its value.
+			return nil, usageErrorf("flag needs an argument: %s", args[i])
+		}
 		fl = append(fl, args[i:i+n]...)
 		i += n
 	}
-	return append(fl, pos...)
+	return append(fl, pos...), nil
 }
 
 // isFlag reports whether a looks like a flag; "-" alone means standard input
