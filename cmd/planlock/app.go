@@ -76,6 +76,7 @@ See https://github.com/planlock/planlock for the plan language.`,
 		Commands: commands(),
 	}
 	usageErrors(app.Commands)
+	documentEnv(app.Commands, "") // env.go
 	return app
 }
 

@@ -192,3 +192,13 @@ func runProxy(c *cli.Context) error {
 	}
 	return nil
 }
+
+// proxyEnv are the variables the proxy reads.
+func proxyEnv() []envVar {
+	vars := []envVar{
+		{"PLANLOCK_LISTEN_TOKEN", "with --listen: clients must send it as a bearer token"},
+		stateEnv, tufCacheEnv,
+	}
+	vars = append(vars, upstreamEnv...)
+	return append(vars, githubEnv...) // hold pull requests
+}

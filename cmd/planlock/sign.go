@@ -182,3 +182,21 @@ func checkExpiry(w io.Writer, file string, now time.Time) error {
 	}
 	return nil
 }
+
+// signEnv are the variables sign reads (package sign: GitHub Actions and
+// the OIDC token; the Vault client: VAULT_*).
+func signEnv() []envVar {
+	return []envVar{
+		{"SIGSTORE_ID_TOKEN", "OIDC token for keyless signing outside GitHub Actions"},
+		{"ACTIONS_ID_TOKEN_REQUEST_URL", "GitHub Actions: where the job's OIDC token is requested"},
+		{"ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GitHub Actions: the token for that request"},
+		{"GITHUB_ACTIONS", "\"true\" in GitHub Actions: the approval comes from the environment"},
+		{"GITHUB_REPOSITORY", "default --repository"},
+		{"GITHUB_REF", "default --ref"},
+		{"GITHUB_SHA", "default --commit"},
+		{"GITHUB_EVENT_PATH", "the event payload: default --pr and --approver"},
+		{"VAULT_ADDR", "Vault server for --key hashivault://KEY (BAO_ADDR for openbao://)"},
+		{"VAULT_TOKEN", "Vault token for --key hashivault://KEY (BAO_TOKEN for openbao://)"},
+		{"TRANSIT_SECRET_ENGINE_PATH", "Vault transit mount (default transit)"},
+	}
+}
