@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,7 +75,7 @@ func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []stri
 	case sources == 0:
 		return up, usageErrorf("no upstream: give -- COMMAND ARGS..., --upstream-url URL, or an upstream block in the plan")
 	case sources > 1:
-		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one")
+		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one; when the plan has an upstream block, the signed plan decides")
 	}
 	up.URL = url + planURL
 	if len(args) > 0 {
@@ -127,7 +128,13 @@ func runProxy(c *cli.Context) error {
 		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
 			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
-	up, err := upstreamFrom(plan, c.Args().Slice(), c.String("upstream-url"), c.StringSlice("env"))
+	args := c.Args().Slice()
+	if plan.Upstream != nil && len(args) > 0 && slices.Equal(plan.Upstream.Command, args) {
+		// As mcp-config: the signed plan decides; repeating it is harmless.
+		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
+		args = nil
+	}
+	up, err := upstreamFrom(plan, args, c.String("upstream-url"), c.StringSlice("env"))
 	if err != nil {
 		return err
 	}
