@@ -13,8 +13,8 @@ import (
 	"github.com/planlock/planlock/internal/doctest"
 )
 
-// TestDocs runs every shell command of README.md and docs/*.md, in document
-// order, in one sandbox per document (testscript): a Git checkout of a
+// TestDocs runs every shell command of README.md and docs/*.md, and every
+// --help example (help_run_test.go), in order, in one sandbox per document (testscript): a Git checkout of a
 // plans repository with a bare origin, a copy of examples/, HOME with a
 // ~/docs directory, and "npx" serving the filesystem server offline
 // (upstreams_test.go). A command that fails fails the test. Blocks that
@@ -63,6 +63,10 @@ func TestDocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every --help example too (the reviewed list of help_run_test.go).
+	if err := os.WriteFile(filepath.Join(dir, "help_examples.txtar"), []byte(helpExampleScript(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: dir,
 		Setup: func(env *testscript.Env) error {
@@ -99,8 +103,11 @@ func docSandbox(env *testscript.Env, root string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(work, "plans", "refund.hcl"), refund, 0o644); err != nil {
-		return err
+	// The help examples name the plan in the current directory or in plans/.
+	for _, f := range []string{filepath.Join(work, "plans", "refund.hcl"), filepath.Join(work, "refund.hcl")} {
+		if err := os.WriteFile(f, refund, 0o644); err != nil {
+			return err
+		}
 	}
 	for k, v := range map[string]string{
 		"HOME": home, "EDITOR": filepath.Join(home, "bin", "edit-plan"),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,8 +27,8 @@ func helpExamples(app *cli.App) map[string][]string {
 				i++
 				l = strings.TrimSuffix(l, "\\") + " " + strings.TrimSpace(lines[i])
 			}
-			if _, after, ok := strings.Cut(" "+l, " planlock "); ok {
-				out[where] = append(out[where], "planlock "+after)
+			if exampleStart.MatchString(l) {
+				out[where] = append(out[where], l)
 			}
 		}
 	}
@@ -43,6 +44,10 @@ func helpExamples(app *cli.App) map[string][]string {
 	walk("planlock", app.Commands)
 	return out
 }
+
+// exampleStart finds where planlock starts in an example line, also after
+// an environment assignment, a pipe or a process substitution.
+var exampleStart = regexp.MustCompile(`(?:^|[\s(|])planlock\s`)
 
 // words splits a shell command line the simple way the examples are
 // written: single and double quotes, no escapes; it stops at a comment,
@@ -121,7 +126,11 @@ func resolve(app *cli.App, path []string) (*cli.Command, map[string]bool) {
 
 // checkExample parses one example with the command's own definitions.
 func checkExample(app *cli.App, ex string) error {
-	cl, err := normalizeArgs(app, words(ex))
+	loc := exampleStart.FindStringIndex(ex)
+	if loc == nil {
+		return fmt.Errorf("runs no planlock command")
+	}
+	cl, err := normalizeArgs(app, words(strings.TrimLeft(ex[loc[0]:], " (|")))
 	if err != nil {
 		return err
 	}
