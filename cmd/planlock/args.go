@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -58,6 +59,7 @@ func normalizeArgs(app *cli.App, args []string) (commandLine, error) {
 	flags := flagArity(append(slices.Clone(app.Flags), cli.HelpFlag, cli.VersionFlag))
 	cmds := app.Commands
 	parent := app.Name
+	var leaf *cli.Command
 	for {
 		// This level's flags, up to the command name.
 		i := 0
@@ -69,9 +71,9 @@ func normalizeArgs(app *cli.App, args []string) (commandLine, error) {
 		}
 		name := rest[i]
 		if name == "help" || name == "h" {
-			// urfave's help command: help [COMMAND...], nothing to reorder.
-			cl.args = append(out, rest...)
-			return cl, nil
+			// "planlock help plan init", as in gh: the help of that command.
+			again := append(append(slices.Clone(out), rest[:i]...), rest[i+1:]...)
+			return normalizeArgs(app, append(again, "--help"))
 		}
 		cmd := findCommand(cmds, name)
 		if cmd == nil {
@@ -80,6 +82,7 @@ func normalizeArgs(app *cli.App, args []string) (commandLine, error) {
 		out = append(out, rest[:i+1]...)
 		rest = rest[i+1:]
 		cl.path = append(cl.path, cmd.Name)
+		leaf = cmd
 		parent += " " + cmd.Name
 		flags = flagArity(append(slices.Clone(cmd.Flags), cli.HelpFlag))
 		cmds = cmd.Subcommands
@@ -90,6 +93,11 @@ func normalizeArgs(app *cli.App, args []string) (commandLine, error) {
 	rest, err := reorder(rest, flags)
 	if err != nil {
 		return cl, err
+	}
+	if leaf != nil {
+		if err := requiredFlags(leaf, rest); err != nil {
+			return cl, err
+		}
 	}
 	cl.args = append(out, rest...)
 	return cl, nil
@@ -205,4 +213,37 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// requiredFlags reports a required flag that args (the command's own,
+// reordered) do not set, as a usage error. urfave/cli would print the whole
+// help to standard output first.
+func requiredFlags(cmd *cli.Command, args []string) error {
+	given := map[string]bool{}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isFlag(a) {
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			given[name] = true
+		}
+	}
+	if given["help"] || given["h"] {
+		return nil
+	}
+	for _, f := range cmd.Flags {
+		r, ok := f.(cli.RequiredFlag)
+		if !ok || !r.IsRequired() || slices.ContainsFunc(f.Names(), func(n string) bool { return given[n] }) {
+			continue
+		}
+		if e, ok := f.(interface{ GetEnvVars() []string }); ok && slices.ContainsFunc(e.GetEnvVars(), func(v string) bool {
+			_, set := os.LookupEnv(v)
+			return set
+		}) {
+			continue
+		}
+		return usageErrorf("required flag --%s not set", f.Names()[0])
+	}
+	return nil
 }

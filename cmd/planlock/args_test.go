@@ -32,7 +32,9 @@ func TestNormalizeArgs(t *testing.T) {
 		{"stdin dash is an argument", "plan fmt - --check", "plan fmt --check -", "plan fmt"},
 		{"unknown flag kept for urfave to name", "plan show a.hcl --nope", "plan show --nope a.hcl", "plan show"},
 		{"root flags", "--help", "--help", ""},
-		{"help command untouched", "help plan", "help plan", ""},
+		{"help command: the command's --help", "help plan init", "plan init --help", "plan init"},
+		{"help alone", "help", "--help", ""},
+		{"required flag not needed for help", "proxy --help", "proxy --help", "proxy"},
 		{"parent level only", "plan", "plan", "plan"},
 		{"subcommand flags", "holds show ID --json --state d", "holds show --json --state d ID", "holds show"},
 		{"completion request untouched", "verify a.hcl --ke --generate-bash-completion", "verify a.hcl --ke --generate-bash-completion", ""},
@@ -67,6 +69,12 @@ func TestNormalizeArgsEveryCommand(t *testing.T) {
 				walk(p, c.Subcommands)
 				continue
 			}
+			var req []string // required flags, given first
+			for _, f := range c.Flags {
+				if r, ok := f.(cli.RequiredFlag); ok && r.IsRequired() {
+					req = append(req, "--"+f.Names()[0], "REQ")
+				}
+			}
 			for _, f := range c.Flags {
 				name := f.Names()[0]
 				takes := f.(cli.DocGenerationFlag).TakesValue()
@@ -74,9 +82,9 @@ func TestNormalizeArgsEveryCommand(t *testing.T) {
 				if takes {
 					flag = append(flag, "VALUE")
 				}
-				in := append(append(append([]string{"planlock"}, p...), "ARG"), flag...)
+				in := append(append(append(append([]string{"planlock"}, p...), req...), "ARG"), flag...)
 				in = append(in, "--", "up", "--"+name)
-				want := append(append(append([]string{"planlock"}, p...), flag...), "ARG", "--", "up", "--"+name)
+				want := append(append(append(append([]string{"planlock"}, p...), req...), flag...), "ARG", "--", "up", "--"+name)
 				t.Run(strings.Join(p, "_")+"/"+name, func(t *testing.T) {
 					cl, err := normalizeArgs(app, in)
 					if err != nil {
@@ -104,6 +112,9 @@ func TestNormalizeArgsErrors(t *testing.T) {
 		{"plan sh", `unknown command "sh" for "planlock plan"; did you mean show?`},
 		{"zzzzzz", `unknown command "zzzzzz" for "planlock"`},
 		{"sign x.hcl --key", `flag needs an argument: --key`},
+		{"proxy -- node s.js", `required flag --plan not set`},
+		{"mcp-config --key k -- node s.js --plan p", `required flag --plan not set`},
+		{"help prxy", `unknown command "prxy" for "planlock"; did you mean proxy?`},
 	}
 	for _, tt := range tests {
 		_, err := normalizeArgs(testApp(), append([]string{"planlock"}, strings.Fields(tt.in)...))
