@@ -13,7 +13,9 @@
 //
 //	<!-- doctest: run sed -i s/a/b/ plans/x.hcl -->
 //
-// Any other "doctest:" comment is an error, so a typo never skips silently.
+// Any other "doctest:" comment is an error, so a typo never skips silently,
+// and so is a planlock command in a code block without a language (label a
+// synopsis ```text).
 package doctest
 
 import (
@@ -48,6 +50,7 @@ func Extract(file string, md []byte) ([]Step, error) {
 	line := 0
 	var fence string // the open fence ("```" or "~~~"), "" outside a block
 	inSh := false    // the open block is a shell block
+	plain := false   // the open block has no language
 	var cmd []string // the logical command being read
 	cmdLine := 0     // where it started
 	blockSkip := ""  // the skip reason of the open block
@@ -73,6 +76,9 @@ func Extract(file string, md []byte) ([]Step, error) {
 				continue
 			}
 			if !inSh {
+				if plain && strings.HasPrefix(trimmed, "planlock ") {
+					return nil, fmt.Errorf("%s:%d: a planlock command in an unlabelled code block: label it ```sh (it runs as a test) or ```text (a synopsis)", file, line)
+				}
 				continue
 			}
 			if len(cmd) == 0 {
@@ -91,6 +97,7 @@ func Extract(file string, md []byte) ([]Step, error) {
 			fence = trimmed[:3]
 			info := strings.TrimSpace(strings.TrimLeft(trimmed, fence[:1]))
 			inSh = info == "sh" || info == "bash" || info == "shell" || info == "console"
+			plain = info == ""
 			if info == "console" {
 				return nil, fmt.Errorf("%s:%d: use ```sh for commands (```console mixes in output)", file, line)
 			}

@@ -58,6 +58,7 @@ func TestExtractErrors(t *testing.T) {
 		{"unclosed block", "```sh\nx\n", "not closed"},
 		{"dangling backslash", "```sh\nx \\\n```\n", "ends with a backslash"},
 		{"console", "```console\n$ x\n```\n", "use ```sh"},
+		{"unlabelled command", "```\nplanlock plan fmt\n```\n", "label it ```sh"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
