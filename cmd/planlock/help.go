@@ -45,7 +45,11 @@ func rootHelpTemplate() string {
 // "(devel)"; with -buildvcs=false there is no revision).
 func versionLine() string {
 	info, ok := debug.ReadBuildInfo()
-	v := version
+	return formatVersion(version, info, ok)
+}
+
+// formatVersion is versionLine for a given -X version and build info.
+func formatVersion(v string, info *debug.BuildInfo, ok bool) string {
 	if v == "" && ok {
 		v = info.Main.Version
 	}
