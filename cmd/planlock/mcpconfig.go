@@ -25,7 +25,13 @@ one is refused), else the command after --.
 Paste the "mcpServers" entry into claude_desktop_config.json, .cursor/mcp.json
 or .mcp.json (Claude Code). Paths are made absolute, since clients start
 servers from another directory. The trust flags (as for planlock proxy) are
-passed on, so that the proxy the client starts verifies the plan.`,
+passed on, so that the proxy the client starts verifies the plan.
+
+Examples:
+   planlock mcp-config --plan plans/refund.hcl --key planlock.pub
+   planlock mcp-config --plan plans/refund.hcl \
+     --certificate-identity https://github.com/acme/plans/.github/workflows/planlock.yml@refs/heads/main \
+     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE`", Required: true},
 			&cli.StringFlag{Name: "name", Usage: "server `NAME` in the client (default: the plan's name)"},

@@ -34,7 +34,11 @@ not be expired, and must not be older than a plan of the same name already
 loaded. The plan file is read once; those bytes are verified and parsed.
 When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
-verified plan keeps serving.`,
+verified plan keeps serving.
+
+Examples:
+   planlock proxy --plan plans/refund.hcl --key planlock.pub
+   PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`,
 		Flags: withHoldFlags(append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},

@@ -111,6 +111,13 @@ func toolsCommand() *cli.Command {
 		Name:      "tools",
 		Usage:     "list an upstream MCP server's tools with their arguments",
 		ArgsUsage: "[-- UPSTREAM_COMMAND ARGS...]",
+		Description: `Starts the upstream (or connects to --upstream-url), lists its tools with
+their arguments and stops it. While the upstream starts, stderr shows
+"starting upstream… N s" every few seconds; it is given --timeout.
+
+Examples:
+   planlock tools -- npx -y @modelcontextprotocol/server-filesystem ~/docs
+   planlock tools --json --upstream-url http://127.0.0.1:3001/mcp > tools.json`,
 		Flags: append(upstreamFlags(),
 			&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)"}),
 		Action: func(c *cli.Context) error {
