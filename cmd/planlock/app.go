@@ -118,6 +118,9 @@ func run(ctx context.Context, args []string, s streams) int {
 	if err == nil {
 		err = app.RunContext(ctx, cl.args)
 	}
+	if err != nil {
+		err = suggestFlag(app, cl.path, err) // args.go
+	}
 	code := exitCode(err)
 	if err != nil {
 		var ee *exitError

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -246,4 +247,35 @@ func requiredFlags(cmd *cli.Command, args []string) error {
 		return usageErrorf("required flag --%s not set", f.Names()[0])
 	}
 	return nil
+}
+
+var undefinedFlag = regexp.MustCompile(`flag provided but not defined: -+(\S+)`)
+
+// suggestFlag adds the nearest flag of the command to an unknown-flag error.
+func suggestFlag(app *cli.App, path []string, err error) error {
+	m := undefinedFlag.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	flags := app.Flags
+	cmds := app.Commands
+	for _, name := range path {
+		c := findCommand(cmds, name)
+		if c == nil {
+			return err
+		}
+		flags, cmds = c.Flags, c.Subcommands
+	}
+	best, bestD := "", 3
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if d := editDistance(m[1], n); d < bestD && len(n) > 1 {
+				best, bestD = n, d
+			}
+		}
+	}
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w; did you mean --%s?", err, best)
 }
