@@ -2,6 +2,7 @@ package hclplan
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,8 +40,8 @@ func TestParseRefund(t *testing.T) {
 	if p.Name != "refund-4711" || p.Order != OrderSequential || p.OnViolation != ViolationBlock {
 		t.Errorf("plan header = %q %q %q", p.Name, p.Order, p.OnViolation)
 	}
-	if want := time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC); !p.Expires.Equal(want) {
-		t.Errorf("Expires = %v, want %v", p.Expires, want)
+	if !p.Expires.IsZero() {
+		t.Errorf("Expires = %v, want none (the example does not expire)", p.Expires)
 	}
 	if p.Digest != Digest(src) || !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != 71 {
 		t.Errorf("Digest = %q", p.Digest)
@@ -188,5 +189,37 @@ func TestPinLookup(t *testing.T) {
 		if _, ok := p.Lookup(bad); ok {
 			t.Errorf("Lookup(%v) found a value", bad)
 		}
+	}
+}
+
+// TestExamplesDoNotExpireSoon keeps the committed examples usable: an
+// example plan that expires within a year would stop loading for everyone
+// who copies it.
+func TestExamplesDoNotExpireSoon(t *testing.T) {
+	limit := time.Now().AddDate(1, 0, 0)
+	n := 0
+	err := filepath.WalkDir("../examples", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".hcl" {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		p, _ := Parse(path, src)
+		if p == nil {
+			return nil // not a plan (TestParseExamples judges them)
+		}
+		n++
+		if !p.Expires.IsZero() && p.Expires.Before(limit) {
+			t.Errorf("%s: plan %q expires at %s, within a year: remove expires or set it later", path, p.Name, p.Expires.Format(time.RFC3339))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no example plans found")
 	}
 }

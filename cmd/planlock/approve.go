@@ -155,3 +155,6 @@ func writeApproveJSON(c *cli.Context, plan *hclplan.Plan, res gitapprove.Approve
 	_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
 	return err
 }
+
+// approveEnv are the variables approve reads.
+func approveEnv() []envVar { return append([]envVar{noColorEnv}, githubEnv...) }

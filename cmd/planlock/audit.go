@@ -37,7 +37,7 @@ last record. Nothing inside the log protects its last records: removing them
 leaves a shorter log whose chain still holds. Compare it with a head kept
 elsewhere (see planlock audit head):
 
-  --anchor FILE  a head copied out earlier: the output of planlock audit head,
+  --anchor FILE  a head copied out earlier: the output of "audit head",
                  a "seq=N hash=H" line of the proxy's log, or a copy of the
                  state directory's head file. The log must still have record N
                  with hash H; a shorter log is reported as truncated.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -15,10 +18,20 @@ func mcpConfigCommand() *cli.Command {
 		Name:      "mcp-config",
 		Usage:     "print the MCP client snippet (Claude Desktop, Cursor, Claude Code) that runs an upstream behind planlock",
 		ArgsUsage: "[-- UPSTREAM_COMMAND ARGS...]",
-		Description: `Paste the "mcpServers" entry into claude_desktop_config.json, .cursor/mcp.json
+		Description: `The upstream is the plan's upstream block when it has one (the signed plan
+decides it; giving the same command after -- is accepted with a note, another
+one is refused), else the command after --.
+
+Paste the "mcpServers" entry into claude_desktop_config.json, .cursor/mcp.json
 or .mcp.json (Claude Code). Paths are made absolute, since clients start
 servers from another directory. The trust flags (as for planlock proxy) are
-passed on, so that the proxy the client starts verifies the plan.`,
+passed on, so that the proxy the client starts verifies the plan.
+
+Examples:
+   planlock mcp-config --plan plans/refund.hcl --key planlock.pub
+   planlock mcp-config --plan plans/refund.hcl \
+     --certificate-identity https://github.com/acme/plans/.github/workflows/planlock.yml@refs/heads/main \
+     --certificate-oidc-issuer https://token.actions.githubusercontent.com`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE`", Required: true},
 			&cli.StringFlag{Name: "name", Usage: "server `NAME` in the client (default: the plan's name)"},
@@ -42,7 +55,14 @@ passed on, so that the proxy the client starts verifies the plan.`,
 			}
 			upstream := c.Args().Slice()
 			if plan.Upstream != nil && len(upstream) > 0 {
-				return usageErrorf("the plan has an upstream block; do not give -- COMMAND as well")
+				// The plan's upstream is part of what was approved and signed:
+				// the command line never overrides it. Repeating it is harmless.
+				if !slices.Equal(plan.Upstream.Command, upstream) {
+					return usageErrorf("the plan's upstream block names %s; -- gives %s: the signed plan decides the upstream, so drop -- COMMAND (or change the plan's upstream and approve it again)",
+						upstreamWords(plan.Upstream), strings.Join(upstream, " "))
+				}
+				fmt.Fprintln(c.App.ErrWriter, "planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
+				upstream = nil
 			}
 			if plan.Upstream == nil && len(upstream) == 0 {
 				return usageErrorf("no upstream: give -- COMMAND ARGS... or an upstream block in the plan")
@@ -85,4 +105,11 @@ passed on, so that the proxy the client starts verifies the plan.`,
 			return err
 		},
 	}
+}
+
+func upstreamWords(u *hclplan.Upstream) string {
+	if u.URL != "" {
+		return u.URL
+	}
+	return strings.Join(u.Command, " ")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +34,11 @@ not be expired, and must not be older than a plan of the same name already
 loaded. The plan file is read once; those bytes are verified and parsed.
 When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
-verified plan keeps serving.`,
+verified plan keeps serving.
+
+Examples:
+   planlock proxy --plan plans/refund.hcl --key planlock.pub
+   PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`,
 		Flags: withHoldFlags(append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
@@ -75,7 +80,7 @@ func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []stri
 	case sources == 0:
 		return up, usageErrorf("no upstream: give -- COMMAND ARGS..., --upstream-url URL, or an upstream block in the plan")
 	case sources > 1:
-		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one")
+		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one; when the plan has an upstream block, the signed plan decides")
 	}
 	up.URL = url + planURL
 	if len(args) > 0 {
@@ -128,7 +133,13 @@ func runProxy(c *cli.Context) error {
 		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
 			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
-	up, err := upstreamFrom(plan, c.Args().Slice(), c.String("upstream-url"), c.StringSlice("env"))
+	args := c.Args().Slice()
+	if plan.Upstream != nil && len(args) > 0 && slices.Equal(plan.Upstream.Command, args) {
+		// As mcp-config: the signed plan decides; repeating it is harmless.
+		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
+		args = nil
+	}
+	up, err := upstreamFrom(plan, args, c.String("upstream-url"), c.StringSlice("env"))
 	if err != nil {
 		return err
 	}
@@ -173,7 +184,7 @@ func runProxy(c *cli.Context) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: shortVersion(), Approvals: holdApprover(appr)})
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -196,4 +207,14 @@ func runProxy(c *cli.Context) error {
 		return failf("%v", err)
 	}
 	return nil
+}
+
+// proxyEnv are the variables the proxy reads.
+func proxyEnv() []envVar {
+	vars := []envVar{
+		{"PLANLOCK_LISTEN_TOKEN", "with --listen: clients must send it as a bearer token"},
+		stateEnv, tufCacheEnv,
+	}
+	vars = append(vars, upstreamEnv...)
+	return append(vars, githubEnv...) // hold pull requests
 }

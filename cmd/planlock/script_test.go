@@ -18,6 +18,8 @@ func TestMain(m *testing.M) {
 		"planlock": func() {
 			os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
 		},
+		"testupstream": func() { os.Exit(testUpstreamMain()) },
+		"npx":          func() { os.Exit(npxMain(os.Args[1:])) },
 	})
 }
 
@@ -27,7 +29,8 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": cmdExits,
+			"exits":          cmdExits,
+			"sign-unchecked": cmdSignUnchecked,
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/sign"
 	"github.com/urfave/cli/v2"
 )
@@ -34,6 +36,9 @@ approval is only claimed by the signer (see docs/signing.md).
 
 In GitHub Actions the repository, ref, merge commit, pull request and merger
 come from the environment and event payload; the flags override them.
+
+A plan (--kind plan) that has expired is refused (exit 1); one that expires
+within a day is signed with a warning.
 
 Examples:
    planlock sign plans/refund.hcl                     # in the sign-on-merge workflow
@@ -66,9 +71,6 @@ func runSign(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErrorf("sign: give at least one file")
 	}
-	if err := flagAfterArgs(c); err != nil {
-		return err
-	}
 	if c.NArg() > 1 && (c.IsSet("out") || c.IsSet("path")) {
 		return usageErrorf("sign: --out and --path take one file only")
 	}
@@ -98,6 +100,16 @@ func runSign(c *cli.Context) error {
 	}
 	if c.IsSet("approver") {
 		base.Approvers = c.StringSlice("approver")
+	}
+
+	if kind == sign.KindPlan {
+		// Before any signature: an expired plan would be refused by every
+		// proxy, so signing it can only mislead.
+		for _, file := range c.Args().Slice() {
+			if err := checkExpiry(c.App.ErrWriter, file, time.Now()); err != nil {
+				return err
+			}
+		}
 	}
 
 	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), TSAURL: c.String("tsa-url")}
@@ -193,4 +205,45 @@ func signRekorURL(c *cli.Context) (string, error) {
 		return "", failf("sign: trusted root %s names no transparency log valid now: give --rekor-url, or --tlog-upload=false", file)
 	}
 	return u, nil
+}
+
+// checkExpiry refuses a plan that has expired and warns about one that
+// expires within a day. A file that does not parse is left to the signature
+// (sign signs bytes; plan validate judges them).
+func checkExpiry(w io.Writer, file string, now time.Time) error {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return failf("sign: %v", err)
+	}
+	p, _ := hclplan.Parse(file, src)
+	if p == nil || p.Expires.IsZero() {
+		return nil
+	}
+	at := p.Expires.UTC().Format(time.RFC3339)
+	switch {
+	case p.Expired(now):
+		return failf("sign: %s: plan %q expired at %s; set a later expires (or remove it), approve the plan again and sign that", file, p.Name, at)
+	case p.Expires.Sub(now) <= 24*time.Hour:
+		fmt.Fprintf(w, "planlock: warning: %s: plan %q expires at %s, in %s; the proxy refuses it from then on\n",
+			file, p.Name, at, p.Expires.Sub(now).Round(time.Minute))
+	}
+	return nil
+}
+
+// signEnv are the variables sign reads (package sign: GitHub Actions and
+// the OIDC token; the Vault client: VAULT_*).
+func signEnv() []envVar {
+	return []envVar{
+		{"SIGSTORE_ID_TOKEN", "OIDC token for keyless signing outside GitHub Actions"},
+		{"ACTIONS_ID_TOKEN_REQUEST_URL", "GitHub Actions: where the job's OIDC token is requested"},
+		{"ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GitHub Actions: the token for that request"},
+		{"GITHUB_ACTIONS", "\"true\" in GitHub Actions: the approval comes from the environment"},
+		{"GITHUB_REPOSITORY", "default --repository"},
+		{"GITHUB_REF", "default --ref"},
+		{"GITHUB_SHA", "default --commit"},
+		{"GITHUB_EVENT_PATH", "the event payload: default --pr and --approver"},
+		{"VAULT_ADDR", "Vault server for --key hashivault://KEY (BAO_ADDR for openbao://)"},
+		{"VAULT_TOKEN", "Vault token for --key hashivault://KEY (BAO_TOKEN for openbao://)"},
+		{"TRANSIT_SECRET_ENGINE_PATH", "Vault transit mount (default transit)"},
+	}
 }

@@ -93,14 +93,3 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 	}
 	return p, nil
 }
-
-// flagAfterArgs catches a flag typed after the file arguments, which the
-// CLI parser would otherwise take for a file name.
-func flagAfterArgs(c *cli.Context) error {
-	for _, a := range c.Args().Slice() {
-		if len(a) > 1 && a[0] == '-' {
-			return usageErrorf("%s: flags go before the files: move %s before the first file", c.Command.Name, a)
-		}
-	}
-	return nil
-}

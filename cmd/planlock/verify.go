@@ -62,9 +62,6 @@ func runVerify(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErrorf("verify: give at least one file")
 	}
-	if err := flagAfterArgs(c); err != nil {
-		return err
-	}
 	if c.NArg() > 1 && (c.IsSet("bundle") || c.IsSet("path")) {
 		return usageErrorf("verify: --bundle and --path take one file only")
 	}

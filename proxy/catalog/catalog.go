@@ -126,16 +126,22 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Skeleton writes a plan with every tool as a commented-out step, each
 // argument with a suggested constraint. Uncommenting a whole step gives a
-// valid step; the plan needs at least one.
-func Skeleton(name string, tools []Tool, command []string, url string, now time.Time) []byte {
+// valid step; the plan needs at least one. The plan expires at expires, or
+// never when it is zero: an expiry is written only when asked for.
+func Skeleton(name string, tools []Tool, command []string, url string, expires time.Time) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Plan skeleton written by `planlock plan init` from the upstream's tools.\n")
 	fmt.Fprintf(&b, "# Uncomment the steps the task needs (a plan needs at least one), tighten\n")
 	fmt.Fprintf(&b, "# every suggested constraint, then check it with `planlock plan validate`.\n")
 	fmt.Fprintf(&b, "plan %s {\n", hclString(name))
-	fmt.Fprintf(&b, "  goal    = %s\n", hclString("Describe the task in one sentence"))
-	fmt.Fprintf(&b, "  expires = %s\n", hclString(now.UTC().Add(7*24*time.Hour).Truncate(time.Second).Format(time.RFC3339)))
-	fmt.Fprintf(&b, "  order   = \"sequential\"\n")
+	if expires.IsZero() {
+		fmt.Fprintf(&b, "  goal  = %s\n", hclString("Describe the task in one sentence"))
+		fmt.Fprintf(&b, "  order = \"sequential\"\n")
+	} else {
+		fmt.Fprintf(&b, "  goal    = %s\n", hclString("Describe the task in one sentence"))
+		fmt.Fprintf(&b, "  expires = %s\n", hclString(expires.UTC().Truncate(time.Second).Format(time.RFC3339)))
+		fmt.Fprintf(&b, "  order   = \"sequential\"\n")
+	}
 	b.WriteString("\n  upstream {\n")
 	if url != "" {
 		fmt.Fprintf(&b, "    url = %s\n", hclString(url))

@@ -97,7 +97,7 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 		return nil, &refusal{kind: ErrInvalid, cause: diags, msg: fmt.Sprintf("plan %s is not valid: %s", s.File, strings.ReplaceAll(diags.Error(), "\n", "; "))}
 	}
 	if plan.Expired(now) {
-		return nil, &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
+		return nil, &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it (to renew it, sign a new plan with a later expires)", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
 	}
 	return &Loaded{Plan: plan, Approval: approval}, nil
 }

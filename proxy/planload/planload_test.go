@@ -63,7 +63,7 @@ func TestReadRefusals(t *testing.T) {
 		{"truncated bundle", planV1, good[:len(good)/2], k.policy, []error{ErrNotVerified, sign.ErrBundleNotJSON},
 			"bundle is not valid JSON"},
 		{"expired", expired, k.signBytes(t, []byte(expired), "plans/refund.hcl", t0), k.policy, []error{ErrExpired},
-			`plan "refund" expired at 2026-11-01T09:00:00Z; refusing to load it`},
+			`plan "refund" expired at 2026-11-01T09:00:00Z; refusing to load it (to renew it, sign a new plan with a later expires)`},
 		{"signed but not a plan", "plan {", k.signBytes(t, []byte("plan {"), "plans/refund.hcl", t0), k.policy, []error{ErrInvalid},
 			"refund.hcl is not valid: "},
 		{"insecure, not a plan", "plan {", nil, nil, []error{ErrInvalid}, "is not valid"},
