@@ -318,16 +318,27 @@ type callsInFlight struct {
 	mu    sync.Mutex
 	n     uint64
 	calls map[uint64]context.Context
+	// caller is the first identity that made a call; mixed is set once
+	// another one has. A log message can trail the call that caused it, so
+	// once two identities have used the shared upstream no log message can
+	// be attributed to one of them.
+	caller string
+	mixed  bool
 
-	dropped  int
+	dropped  int // since the last note
+	total    int // ever
 	lastNote time.Time
 }
 
 func (c *callsInFlight) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ident, _ := ctx.Value(identityKey{}).(string)
 		c.mu.Lock()
 		if c.calls == nil {
 			c.calls = map[uint64]context.Context{}
+			c.caller = ident
+		} else if ident != c.caller {
+			c.mixed = true
 		}
 		c.n++
 		k := c.n
@@ -343,11 +354,14 @@ func (c *callsInFlight) middleware(next server.ToolHandlerFunc) server.ToolHandl
 }
 
 // soleSession returns the context of a call in flight when every call in
-// flight belongs to one client session; false when none is in flight or
-// calls of several sessions are.
+// flight belongs to one client session and only one identity has ever
+// called; false otherwise.
 func (c *callsInFlight) soleSession() (context.Context, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.mixed {
+		return nil, false
+	}
 	var ctx context.Context
 	var sess server.ClientSession
 	for _, cctx := range c.calls {
@@ -370,6 +384,7 @@ func (c *callsInFlight) soleSession() (context.Context, bool) {
 func (c *callsInFlight) noteDrop(log io.Writer) {
 	c.mu.Lock()
 	c.dropped++
+	c.total++
 	now := time.Now()
 	if now.Sub(c.lastNote) < 10*time.Second {
 		c.mu.Unlock()
@@ -378,15 +393,17 @@ func (c *callsInFlight) noteDrop(log io.Writer) {
 	n := c.dropped
 	c.dropped, c.lastNote = 0, now
 	c.mu.Unlock()
-	fmt.Fprintf(log, "planlock proxy: dropped %d upstream log message(s): a log message goes to an HTTP client only while that client's session alone has calls in flight\n", n)
+	fmt.Fprintf(log, "planlock proxy: dropped %d upstream log message(s): over HTTP a log message goes to a client only while its session alone has calls in flight and no other bearer identity has made calls\n", n)
 }
 
 // routeLog relays an upstream notifications/message. The upstream is one
 // connection shared by every client and a log message names no request, so
 // over stdio (one client) it goes to the client, and over HTTP only to the
-// session whose calls are the only ones in flight; otherwise it is dropped
-// (and counted in the log) rather than shown to a client it may not
-// belong to.
+// session whose calls are the only ones in flight, and only while a single
+// bearer identity has ever made calls (a message may trail its call, so
+// within that identity it can reach another of its sessions, never another
+// identity). Otherwise it is dropped (and counted in the log) rather than
+// shown to a client it may not belong to.
 func (p *Proxy) routeLog(method string, params map[string]any) {
 	if p.stdioProg != nil {
 		p.srv.SendNotificationToAllClients(method, params)
