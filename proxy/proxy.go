@@ -89,6 +89,8 @@ type Proxy struct {
 	sessProg  map[string]*sessionProgress // HTTP sessions (trackSession)
 
 	heldMu sync.Mutex // guards planState.held
+
+	inflight callsInFlight // tool calls being handled, for routeLog
 }
 
 // progressRoute sends an upstream progress token back to the client call
@@ -134,6 +136,7 @@ func New(cfg Config) (*Proxy, error) {
 		server.WithLogging(),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(p.inflight.middleware),
 		server.WithInstructions(fmt.Sprintf("Tools are gated by planlock plan %q: %s. Calls outside the plan are blocked with the reason.", cfg.Plan.Name, cfg.Plan.Goal)),
 	)
 	if cfg.Upstream.InitTimeout <= 0 {
@@ -317,7 +320,8 @@ func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
 }
 
 // relayNotification sends the upstream's progress to the call that asked for
-// it, under the client's token, and its log messages to every client.
+// it, under the client's token, and its log messages to the one client they
+// can belong to (routeLog).
 // Other notifications (list changes of what is not exposed) are dropped.
 func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 	switch n.Method {
@@ -348,7 +352,7 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 		for k, v := range n.Params.AdditionalFields {
 			params[k] = v
 		}
-		p.srv.SendNotificationToAllClients(n.Method, params)
+		p.routeLog(n.Method, params)
 	case string(mcp.MethodNotificationToolsListChanged):
 		// The upstream's tools changed: read them again so schemas stay exact.
 		go func() {

@@ -46,6 +46,8 @@ Examples:
 			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
 			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for a changed plan or bundle every `DURATION` (0: never reload)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
+			&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --listen, also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address"},
+			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
 			&cli.StringFlag{Name: "state", Usage: "state `DIR` (default $XDG_STATE_HOME/planlock)"},
@@ -146,6 +148,7 @@ func runProxy(c *cli.Context) error {
 	up.Stderr = c.App.ErrWriter
 	var ln net.Listener
 	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	front := proxy.HTTPOptions{}
 	if addr := c.String("listen"); addr != "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -154,14 +157,26 @@ func runProxy(c *cli.Context) error {
 		if host == "" {
 			host = "127.0.0.1" // loopback unless an address is given explicitly
 		}
-		if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
-			errw("planlock: WARNING: listening on " + host + " without PLANLOCK_LISTEN_TOKEN: anyone who can reach it can call the planned tools")
+		for _, o := range c.StringSlice("allow-origin") {
+			n, err := proxy.NormalizeOrigin(o)
+			if err != nil {
+				return usageErrorf("--allow-origin: %v", err)
+			}
+			front.AllowOrigins = append(front.AllowOrigins, n)
+		}
+		if err := checkListenAuth(host, token, c.Bool("insecure-no-auth"), errw); err != nil {
+			return err
+		}
+		if token != "" {
+			front.Tokens = []string{token}
 		}
 		ln, err = net.Listen("tcp", net.JoinHostPort(host, port))
 		if err != nil {
 			return failf("listen: %v", err)
 		}
 		defer ln.Close()
+	} else if len(c.StringSlice("allow-origin")) > 0 || c.Bool("insecure-no-auth") {
+		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
 	ctx := c.Context
 	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
@@ -199,7 +214,7 @@ func runProxy(c *cli.Context) error {
 	}
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
-		err = p.ServeHTTP(ctx, ln, token)
+		err = p.ServeHTTPWith(ctx, ln, front)
 	} else {
 		err = p.ServeStdio(ctx, c.App.Reader, c.App.Writer)
 	}
@@ -217,4 +232,24 @@ func proxyEnv() []envVar {
 	}
 	vars = append(vars, upstreamEnv...)
 	return append(vars, githubEnv...) // hold pull requests
+}
+
+// checkListenAuth applies the rule for serving HTTP without a token: on
+// loopback it is allowed (said once), elsewhere only with --insecure-no-auth
+// (warned loudly).
+func checkListenAuth(host, token string, noAuth bool, errw func(string)) error {
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	switch {
+	case token != "" && noAuth:
+		return usageErrorf("--insecure-no-auth contradicts PLANLOCK_LISTEN_TOKEN: unset one of them")
+	case token != "":
+	case !loopback && !noAuth:
+		return usageErrorf("--listen %s is not a loopback address and PLANLOCK_LISTEN_TOKEN is not set: set PLANLOCK_LISTEN_TOKEN to a secret token (clients send Authorization: Bearer TOKEN), or pass --insecure-no-auth to serve without authentication", host)
+	case !loopback:
+		errw("planlock: WARNING: --insecure-no-auth: serving on " + host + " WITHOUT AUTHENTICATION: anyone who can reach it can call the planned tools")
+	default:
+		errw("planlock: no PLANLOCK_LISTEN_TOKEN: serving on loopback " + host + " without authentication (any local process can call the planned tools)")
+	}
+	return nil
 }
