@@ -2,6 +2,7 @@ package hclplan
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -163,5 +164,39 @@ func TestParseCELDiagnostics(t *testing.T) {
 				t.Fatalf("detail %q does not say %q", first.Detail, tt.why)
 			}
 		})
+	}
+}
+
+// fmt lays out expressions' attributes but never changes an expression: the
+// formatted plan has the same canonical JSON, expressions byte for byte.
+func TestFormatKeepsExpressions(t *testing.T) {
+	in, err := os.ReadFile("testdata/fmt/cel.in.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, diags := Format("cel.hcl", in)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	pIn, d1 := Parse("cel.hcl", in)
+	pOut, d2 := Parse("cel.hcl", out)
+	if d1.HasErrors() || d2.HasErrors() {
+		t.Fatal(d1, d2)
+	}
+	jIn, _ := JSON(pIn)
+	jOut, _ := JSON(pOut)
+	strip := func(j []byte, digest string) string { return strings.Replace(string(j), digest, "", 1) }
+	if strip(jIn, pIn.Digest) != strip(jOut, pOut.Digest) {
+		t.Fatalf("fmt changed the plan:\n%s\n%s", jIn, jOut)
+	}
+	want := "!self.contains('..')  &&  self != \"\""
+	if got := pOut.Steps[0].Args[1].Items.Fields[0].Expr.Source; got != want {
+		t.Fatalf("expression = %q, want %q", got, want)
+	}
+	if got := pOut.Steps[0].Checks[0].Source; got != "args.edits.all(e,\n  e.oldText != e.newText)\n" {
+		t.Fatalf("heredoc expression = %q", got)
+	}
+	if !strings.Contains(string(jOut), `"expr": "!self.contains('..')  &&  self != \"\""`) {
+		t.Fatalf("canonical JSON does not hold the expression byte for byte:\n%s", jOut)
 	}
 }

@@ -1,6 +1,7 @@
 package hclplan
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -136,5 +137,29 @@ func TestParseNestedDiagnostics(t *testing.T) {
 				t.Fatalf("diagnostics:\n%s\nwant:\n%s\nsource:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"), tt.src)
 			}
 		})
+	}
+}
+
+// The v2 example of docs/plan-language.md is a valid plan body.
+func TestDocsV2ExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../docs/plan-language.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## Arrays, objects and expressions (v2)")
+	if !ok {
+		t.Fatal("docs/plan-language.md has no v2 section")
+	}
+	_, rest, _ = strings.Cut(rest, "```hcl\n")
+	example, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("no hcl example in the v2 section")
+	}
+	p, diags := Parse("doc.hcl", []byte(plan(example)))
+	if diags.HasErrors() {
+		t.Fatalf("the documented example does not parse: %s", diags.Error())
+	}
+	if len(p.Steps) != 2 || p.Steps[1].Checks == nil || p.Steps[0].Args[0].Items == nil {
+		t.Fatalf("example parsed to %+v", p.Steps)
 	}
 }
