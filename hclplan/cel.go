@@ -82,7 +82,7 @@ type celEnvs struct{ self, args *cel.Env }
 func celBaseOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		ext.Strings(),
-		ext.Lists(),
+		ext.Lists(ext.ListsMaxRangeSize(10_000)),
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(maxExprLen),
 		cel.ParserRecursionLimit(64),
