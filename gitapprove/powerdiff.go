@@ -92,6 +92,7 @@ func (d *differ) plan(o, n *hclplan.Plan) {
 			d.add(Less, "step `%s` removed: `%s` may no longer be called by it", s.Name, s.Tool)
 		}
 	}
+	d.resourcesAndPrompts(o, n)
 	if o.Order == hclplan.OrderSequential && n.Order == hclplan.OrderSequential && !sameOrder(o, n) {
 		d.add(Changed, "step order changed to: %s", stepNames(n))
 	}

@@ -162,3 +162,86 @@ func describeFields(a *hclplan.Arg) string {
 	}
 	return s
 }
+
+// resourcesAndPrompts compares the resource and prompt blocks by name.
+func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
+	uri := func(r *hclplan.Resource) string {
+		switch {
+		case r.URIPattern != nil:
+			return "URIs matching `" + r.URIPattern.Source + "`"
+		case r.URITemplate != "":
+			return "URIs of the template `" + r.URITemplate + "`"
+		}
+		return "`" + r.URI + "`"
+	}
+	old := map[string]*hclplan.Resource{}
+	for _, r := range o.Resources {
+		old[r.Name] = r
+	}
+	now := map[string]bool{}
+	for _, r := range n.Resources {
+		now[r.Name] = true
+		prev, ok := old[r.Name]
+		switch {
+		case !ok:
+			d.add(More, "new resource `%s`: may read %s %s", r.Name, uri(r), times(r.MaxReads))
+			continue
+		case uri(prev) != uri(r):
+			d.add(Changed, "resource `%s` now allows %s (was %s)", r.Name, uri(r), uri(prev))
+		}
+		switch {
+		case r.MaxReads > prev.MaxReads:
+			d.add(More, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
+		case r.MaxReads < prev.MaxReads:
+			d.add(Less, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
+		}
+	}
+	for _, r := range o.Resources {
+		if !now[r.Name] {
+			d.add(Less, "resource `%s` removed: %s may no longer be read by it", r.Name, uri(r))
+		}
+	}
+	oldP := map[string]*hclplan.Prompt{}
+	for _, p := range o.Prompts {
+		oldP[p.Name] = p
+	}
+	nowP := map[string]bool{}
+	for _, p := range n.Prompts {
+		nowP[p.Name] = true
+		prev, ok := oldP[p.Name]
+		if !ok {
+			d.add(More, "new prompt `%s` may be used %s", p.Name, times(p.MaxCalls))
+			continue
+		}
+		switch {
+		case p.MaxCalls > prev.MaxCalls:
+			d.add(More, "prompt `%s`: max_calls %d → %d", p.Name, prev.MaxCalls, p.MaxCalls)
+		case p.MaxCalls < prev.MaxCalls:
+			d.add(Less, "prompt `%s`: max_calls %d → %d", p.Name, prev.MaxCalls, p.MaxCalls)
+		}
+		at := "prompt `" + p.Name + "`"
+		oldArgs := map[string]*hclplan.Arg{}
+		for _, a := range prev.Args {
+			oldArgs[a.Name] = a
+		}
+		seen := map[string]bool{}
+		for _, a := range p.Args {
+			seen[a.Name] = true
+			if oa, ok := oldArgs[a.Name]; ok {
+				d.arg(at+", argument `"+a.Name+"`", oa, a)
+			} else {
+				d.add(More, "%s: new argument `%s` %s", at, a.Name, describe(a))
+			}
+		}
+		for _, a := range prev.Args {
+			if !seen[a.Name] {
+				d.add(Less, "%s: argument `%s` removed", at, a.Name)
+			}
+		}
+	}
+	for _, p := range o.Prompts {
+		if !nowP[p.Name] {
+			d.add(Less, "prompt `%s` removed", p.Name)
+		}
+	}
+}

@@ -16,13 +16,18 @@ type Violation struct {
 	Arg    string // empty when the violation is not about one argument
 	Path   string // where inside the argument, such as `[2].oldText`; often empty
 	Reason string
+	Kind   string // "" for a step, "prompt" for a prompt's arguments
 }
 
 func (v *Violation) Error() string {
-	if v.Arg == "" {
-		return fmt.Sprintf("step %q: %s", v.Step, v.Reason)
+	kind := "step"
+	if v.Kind != "" {
+		kind = v.Kind
 	}
-	return fmt.Sprintf("step %q: argument %q%s %s", v.Step, v.Arg, v.Path, v.Reason)
+	if v.Arg == "" {
+		return fmt.Sprintf("%s %q: %s", kind, v.Step, v.Reason)
+	}
+	return fmt.Sprintf("%s %q: argument %q%s %s", kind, v.Step, v.Arg, v.Path, v.Reason)
 }
 
 // Check reports whether args, a decoded JSON object (numbers as json.Number

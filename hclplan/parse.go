@@ -28,6 +28,8 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "upstream"},
 			{Type: "step", LabelNames: []string{"name"}},
+			{Type: "resource", LabelNames: []string{"name"}},
+			{Type: "prompt", LabelNames: []string{"name"}},
 		},
 	}
 	upstreamSchema = &hcl.BodySchema{
@@ -181,7 +183,9 @@ func (d *decoder) plan(b *hcl.Block) *Plan {
 			p.Steps = append(p.Steps, s)
 		}
 	}
-	if len(seen) == 0 {
+	p.Resources = d.resources(c.Blocks.OfType("resource"))
+	p.Prompts = d.prompts(c.Blocks.OfType("prompt"))
+	if len(seen) == 0 && len(p.Resources) == 0 && len(p.Prompts) == 0 {
 		d.errorf(b.DefRange, "Plan has no steps", "A plan must allow at least one tool call: add a step block.")
 	}
 	return p

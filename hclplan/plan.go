@@ -60,6 +60,8 @@ type Plan struct {
 	OnViolation OnViolation
 	Upstream    *Upstream // nil when the plan leaves it to the command line
 	Steps       []*Step
+	Resources   []*Resource // v2: resources the agent may read, in file order
+	Prompts     []*Prompt   // v2: prompts the agent may get, in file order
 
 	// Filename is the name the file was parsed under; Digest is
 	// "sha256:<hex>" of its exact bytes.

@@ -44,6 +44,9 @@ func Summary(p *Plan) string {
 	fmt.Fprintf(&b, "- **Digest:** `%s`\n", p.Digest)
 
 	b.WriteString("\n### Steps\n")
+	if len(p.Steps) == 0 {
+		b.WriteString("\nNo tool may be called.\n")
+	}
 	for i, s := range p.Steps {
 		fmt.Fprintf(&b, "\n%d. **%s** calls `%s` %s", i+1, s.Name, s.Tool, times(s.MaxCalls))
 		if s.OnError == ErrorHold {
@@ -68,6 +71,7 @@ func Summary(p *Plan) string {
 				s.Pin.Tool, s.Pin.Args.String(), s.Pin.Field, s.Pin.Eq.String())
 		}
 	}
+	writeResourcesAndPrompts(&b, p)
 	b.WriteString("\nAny other tool, argument or call is blocked.\n")
 	return b.String()
 }
@@ -145,14 +149,16 @@ func shellJoin(args []string) string {
 // The canonical JSON form. Struct fields marshal in declaration order and
 // maps with sorted keys, so the bytes are stable for tests and tools.
 type jsonPlan struct {
-	Name        string        `json:"name"`
-	Digest      string        `json:"digest"`
-	Goal        string        `json:"goal"`
-	Expires     *string       `json:"expires"`
-	Order       Order         `json:"order"`
-	OnViolation OnViolation   `json:"on_violation"`
-	Upstream    *jsonUpstream `json:"upstream"`
-	Steps       []jsonStep    `json:"steps"`
+	Name        string         `json:"name"`
+	Digest      string         `json:"digest"`
+	Goal        string         `json:"goal"`
+	Expires     *string        `json:"expires"`
+	Order       Order          `json:"order"`
+	OnViolation OnViolation    `json:"on_violation"`
+	Upstream    *jsonUpstream  `json:"upstream"`
+	Steps       []jsonStep     `json:"steps"`
+	Resources   []jsonResource `json:"resources,omitempty"`
+	Prompts     []jsonPrompt   `json:"prompts,omitempty"`
 }
 
 type jsonUpstream struct {
@@ -243,6 +249,7 @@ func JSON(p *Plan) ([]byte, error) {
 		}
 		jp.Steps = append(jp.Steps, js)
 	}
+	jp.Resources, jp.Prompts = jsonResourcesAndPrompts(p)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

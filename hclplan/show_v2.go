@@ -50,3 +50,61 @@ func writeNested(b *strings.Builder, a *Arg, indent string) {
 		writeNested(b, f, indent+"  ")
 	}
 }
+
+type jsonResource struct {
+	Name        string `json:"name"`
+	URI         string `json:"uri,omitempty"`
+	URIPattern  string `json:"uri_pattern,omitempty"`
+	URITemplate string `json:"uri_template,omitempty"`
+	MaxReads    int    `json:"max_reads"`
+}
+
+type jsonPrompt struct {
+	Name     string    `json:"name"`
+	MaxCalls int       `json:"max_calls"`
+	Args     []jsonArg `json:"args"`
+}
+
+func jsonResourcesAndPrompts(p *Plan) ([]jsonResource, []jsonPrompt) {
+	var rs []jsonResource
+	for _, r := range p.Resources {
+		jr := jsonResource{Name: r.Name, URI: r.URI, URITemplate: r.URITemplate, MaxReads: r.MaxReads}
+		if r.URIPattern != nil {
+			jr.URIPattern = r.URIPattern.Source
+		}
+		rs = append(rs, jr)
+	}
+	var ps []jsonPrompt
+	for _, pr := range p.Prompts {
+		jp := jsonPrompt{Name: pr.Name, MaxCalls: pr.MaxCalls, Args: []jsonArg{}}
+		for _, a := range pr.Args {
+			jp.Args = append(jp.Args, jsonArgOf(a))
+		}
+		ps = append(ps, jp)
+	}
+	return rs, ps
+}
+
+// writeResourcesAndPrompts adds the v2 sections; a plan without resource or
+// prompt blocks gets none (its summary is as in v1).
+func writeResourcesAndPrompts(b *strings.Builder, p *Plan) {
+	if len(p.Resources) > 0 {
+		b.WriteString("\n### Resources\n\n")
+		for _, r := range p.Resources {
+			fmt.Fprintf(b, "- %s.\n", describeResource(r))
+		}
+	}
+	if len(p.Prompts) > 0 {
+		b.WriteString("\n### Prompts\n\n")
+		for _, pr := range p.Prompts {
+			fmt.Fprintf(b, "- **%s** may be used %s.\n", pr.Name, times(pr.MaxCalls))
+			if len(pr.Args) == 0 {
+				b.WriteString("  - No arguments allowed.\n")
+			}
+			for _, a := range pr.Args {
+				fmt.Fprintf(b, "  - `%s` %s\n", a.Name, describeArg(a))
+				writeNested(b, a, "    ")
+			}
+		}
+	}
+}
