@@ -133,20 +133,26 @@ func (d *decoder) contradictoryKinds(attrs hcl.Attributes, a *Arg, name string) 
 	type need struct {
 		what  string
 		kinds string // the JSON types it accepts
+		v2    bool
 	}
 	var needs []need
-	add := func(set bool, what, kinds string) {
+	add := func(set bool, what, kinds string, v2 bool) {
 		if set {
-			needs = append(needs, need{what, kinds})
+			needs = append(needs, need{what, kinds, v2})
 		}
 	}
-	add(attrs["pattern"] != nil, "pattern", "string")
-	add(attrs["min"] != nil || attrs["max"] != nil, "min/max", "number")
-	add(attrs["max_length"] != nil, "max_length", "string array")
-	add(a.Items != nil || a.MinItems != nil || a.MaxItems != nil, "items/min_items/max_items", "array")
-	add(len(a.Fields) > 0, "field", "object")
+	add(attrs["pattern"] != nil, "pattern", "string", false)
+	add(attrs["min"] != nil || attrs["max"] != nil, "min/max", "number", false)
+	add(attrs["max_length"] != nil, "max_length", "string array", false)
+	add(a.Items != nil || a.MinItems != nil || a.MaxItems != nil, "items/min_items/max_items", "array", true)
+	add(len(a.Fields) > 0, "field", "object", true)
 	for i := range needs {
 		for j := i + 1; j < len(needs); j++ {
+			// Two v1 constraints that contradict each other were valid in
+			// v1 (the argument just never passes); v1 plans keep their meaning.
+			if !needs[i].v2 && !needs[j].v2 {
+				continue
+			}
 			if !sharesWord(needs[i].kinds, needs[j].kinds) {
 				d.errorf(a.DeclRange, "Contradictory constraints", "%s needs %s but %s needs %s: no value of %s could pass.",
 					needs[i].what, orWords(needs[i].kinds), needs[j].what, orWords(needs[j].kinds), name)

@@ -120,3 +120,16 @@ func readPlanFixture(t *testing.T, name string) []byte {
 	t.Fatalf("%s has no member %s", file, member)
 	return nil
 }
+
+// A v1 plan whose constraints contradict each other stays valid, as in v1:
+// the v2 check for contradictory kinds only concerns v2 constraints.
+func TestV1ContradictoryConstraintsStayValid(t *testing.T) {
+	src := plan("  step \"s\" {\n    tool = \"t\"\n    arg \"a\" {\n      pattern = \"x\"\n      max     = 3\n    }\n  }")
+	p, diags := Parse("v1.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatalf("a valid v1 plan is now invalid: %s", diags.Error())
+	}
+	if err := p.Steps[0].Check(map[string]any{"a": "x"}); err == nil {
+		t.Fatal("a string passed max = 3")
+	}
+}
