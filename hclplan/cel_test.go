@@ -2,8 +2,10 @@ package hclplan
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -198,5 +200,42 @@ func TestFormatKeepsExpressions(t *testing.T) {
 	}
 	if !strings.Contains(string(jOut), `"expr": "!self.contains('..')  &&  self != \"\""`) {
 		t.Fatalf("canonical JSON does not hold the expression byte for byte:\n%s", jOut)
+	}
+}
+
+// A plan is shared by every call: its compiled expressions evaluate
+// concurrently without data races (run with -race).
+func TestCheckCELConcurrent(t *testing.T) {
+	s := stepFrom(t, `arg "paths" {
+  max_items = 5
+  items { max_length = 100 }
+  expr    = "self.all(p, p.startsWith('/srv/'))"
+  message = "inside /srv"
+}
+check { expr = "size(args.paths) > 0" }`)
+	ok := decode(t, `{"paths": ["/srv/a", "/srv/b"]}`)
+	bad := decode(t, `{"paths": ["/etc/a"]}`)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if err := s.Check(ok); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Check(bad); err == nil || !strings.Contains(err.Error(), "inside /srv") {
+					errs <- fmt.Errorf("goroutine %d: bad call got %v", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
