@@ -92,6 +92,7 @@ func (d *differ) plan(o, n *hclplan.Plan) {
 			d.add(Less, "step `%s` removed: `%s` may no longer be called by it", s.Name, s.Tool)
 		}
 	}
+	d.resourcesAndPrompts(o, n)
 	if o.Order == hclplan.OrderSequential && n.Order == hclplan.OrderSequential && !sameOrder(o, n) {
 		d.add(Changed, "step order changed to: %s", stepNames(n))
 	}
@@ -173,6 +174,7 @@ func (d *differ) step(o, n *hclplan.Step) {
 			d.add(Less, "%s: argument `%s` removed (calls with it are now blocked)", at, a.Name)
 		}
 	}
+	d.checks(at, o.Checks, n.Checks)
 }
 
 func (d *differ) pin(at string, o, n *hclplan.Pin) {
@@ -258,6 +260,7 @@ func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	case o.Pattern.Source != n.Pattern.Source:
 		d.add(Changed, "%s pattern changed from `%s` to `%s` (read it: it may match more)", at, o.Pattern.Source, n.Pattern.Source)
 	}
+	d.argV2(at, o, n)
 }
 
 // bound compares a min (wider = -1, lower) or max (wider = +1, higher).
@@ -324,6 +327,7 @@ func describe(a *hclplan.Arg) string {
 	if a.Pattern != nil {
 		p = append(p, "matching `"+a.Pattern.Source+"`")
 	}
+	p = append(p, describeV2(a)...)
 	s := strings.Join(p, ", ")
 	if a.Optional {
 		s += " (optional)"

@@ -306,12 +306,16 @@ func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
 		if a.Pattern != nil {
 			cs = append(cs, "matches "+a.Pattern.Source)
 		}
+		cs = append(cs, a.LimitsV2()...)
 		if a.Optional {
 			cs = append(cs, "optional")
 		}
 		if len(cs) > 0 {
 			b.WriteString(" " + strings.Join(cs, ", "))
 		}
+	}
+	for _, c := range s.Checks {
+		b.WriteString("; check: " + c.Limit())
 	}
 	if s.Approval == hclplan.ApprovalEach {
 		b.WriteString("; each call needs human approval")
