@@ -73,6 +73,7 @@ See https://github.com/planlock/planlock for the plan language.`,
 		},
 		Commands: commands(),
 	}
+	applySettings(app.Commands, nil) // PLANLOCK_* variables and the config file (config.go)
 	return app
 }
 
@@ -90,6 +91,7 @@ func commands() []*cli.Command {
 		holdsCommand(),
 		approveCommand(),
 		initCommand(),
+		configCommand(),
 	}
 }
 

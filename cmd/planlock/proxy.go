@@ -33,7 +33,19 @@ not be expired, and must not be older than a plan of the same name already
 loaded. The plan file is read once; those bytes are verified and parsed.
 When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
-verified plan keeps serving.`,
+verified plan keeps serving.
+
+Each plan has its own state directory, <state-root>/<plan name> (--state
+names one directory explicitly), so proxies of different plans never share
+one. When the proxy cannot start, it writes why to --log-file (default
+<state>/proxy.log) and, over stdio, answers the client's initialize request
+with a JSON-RPC error carrying the reason, since many clients show only
+"connection closed".
+
+With an operator config file holding the trust policy (see planlock config)
+and an upstream block in the plan, the whole command is:
+
+  planlock proxy --plan refund.hcl`,
 		Flags: withHoldFlags(append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
@@ -43,15 +55,37 @@ verified plan keeps serving.`,
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-			&cli.StringFlag{Name: "state", Usage: "state `DIR` (default $XDG_STATE_HOME/planlock)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
+			&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true},
+			&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, trustFlags()...)),
+		}, append(stateFlags(), trustFlags()...)...)),
 		Action: runProxy,
 	}
+}
+
+// listenToken is the HTTP bearer token: PLANLOCK_LISTEN_TOKEN or --token-file.
+func listenToken(c *cli.Context) (string, error) {
+	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	f := c.String("token-file")
+	if f == "" {
+		return token, nil
+	}
+	if token != "" {
+		return "", usageErrorf("both PLANLOCK_LISTEN_TOKEN and --token-file give the listen token: give one")
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", failf("--token-file: %v", err)
+	}
+	token = strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, " \t\r\n") {
+		return "", failf("--token-file %s: want one token on one line", f)
+	}
+	return token, nil
 }
 
 // upstreamFrom decides the upstream from the plan and the command line:
@@ -110,6 +144,16 @@ func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*pla
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func runProxy(c *cli.Context) error {
+	started := false
+	err := serveProxy(c, &started)
+	if err != nil && !started {
+		reportStartFailure(c, err) // proxy_start.go
+	}
+	return err
+}
+
+// serveProxy sets *started once it serves the client.
+func serveProxy(c *cli.Context, started *bool) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
@@ -133,7 +177,10 @@ func runProxy(c *cli.Context) error {
 	}
 	up.Stderr = c.App.ErrWriter
 	var ln net.Listener
-	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	token, err := listenToken(c)
+	if err != nil {
+		return err
+	}
 	if addr := c.String("listen"); addr != "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -152,7 +199,11 @@ func runProxy(c *cli.Context) error {
 		defer ln.Close()
 	}
 	ctx := c.Context
-	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"), SyncEachCall: c.Bool("sync-each-call")})
+	stateDir, err := planStateDir(c, plan.Name) // proxy_start.go
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"), SyncEachCall: c.Bool("sync-each-call")})
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -181,6 +232,7 @@ func runProxy(c *cli.Context) error {
 		}()
 		defer func() { cancel(); <-done }() // before the ledger closes
 	}
+	*started = true
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
 		err = p.ServeHTTP(ctx, ln, token)
