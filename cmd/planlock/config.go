@@ -145,6 +145,10 @@ func (st *settings) wrap(next cli.ActionFunc) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
+		if c.App.Metadata == nil {
+			c.App.Metadata = map[string]any{}
+		}
+		c.App.Metadata[configSourcesKey] = sources
 		if st.show != nil {
 			return showSettings(c, cfg, sources, st.show.args)
 		}
@@ -356,6 +360,16 @@ func refuseConfigInPlanRepo(c *cli.Context, configPath string) error {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// configSourcesKey keeps, in the app's metadata, the flags the config file set.
+const configSourcesKey = "planlock.configSources"
+
+// fromConfig reports whether the config file set the flag.
+func fromConfig(c *cli.Context, name string) bool {
+	m, _ := c.App.Metadata[configSourcesKey].(map[string]source)
+	_, ok := m[name]
+	return ok
 }
 
 // source says where a flag's value came from.

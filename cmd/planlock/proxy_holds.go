@@ -210,8 +210,10 @@ func localApprovals(c *cli.Context, l *ledger.Ledger) (holdGate, error) {
 	if err != nil {
 		return nil, failf("%v", err)
 	}
+	// The holds commands read the same config file; a directory given on
+	// the command line or in the environment must be passed on.
 	where := ""
-	if c.String("state") != "" || c.String("state-root") != "" {
+	if (c.IsSet("state") && !fromConfig(c, "state")) || (c.IsSet("state-root") && !fromConfig(c, "state-root")) {
 		where = " --state " + shellQuote(l.Dir())
 	}
 	return &localApprover{Approvals: a, where: where}, nil
@@ -229,8 +231,8 @@ func (la *localApprover) Decide(ctx context.Context, r approvals.Request) approv
 	h := d.Hold
 	switch {
 	case d.Outcome == approvals.Held && h.ID != "":
-		d.Message = fmt.Sprintf("held: %s; needs approval (hold %s, expires %s). Ask the user to approve exactly this call with `planlock holds approve %s%s --key KEY` (or to reject it with `planlock holds reject %s%s`), then repeat exactly the same call.",
-			h.Reason, h.ID, h.Expires.UTC().Format(time.RFC3339), h.ID, la.where, h.ID, la.where)
+		d.Message = fmt.Sprintf("held: %s; needs approval (hold %s, expires %s). Ask the user to approve exactly this call with `planlock holds approve%s --key KEY %s` (or to reject it with `planlock holds reject%s %s`), then repeat exactly the same call.",
+			h.Reason, h.ID, h.Expires.UTC().Format(time.RFC3339), la.where, h.ID, la.where, h.ID)
 	case d.Outcome == approvals.Refused && h.State == ledger.HoldRejected:
 		d.Message = fmt.Sprintf("rejected: hold %s for exactly this call was refused (planlock holds reject); do not retry this call", h.ID)
 	case d.Outcome == approvals.Refused:

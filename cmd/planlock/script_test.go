@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -14,11 +15,11 @@ import (
 // TestMain lets testscript run the real CLI as the "planlock" command, in a
 // child process, exactly as a user types it.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"planlock": func() {
-			os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
-		},
-	})
+	cmds := testCommands() // mcpcall_test.go
+	cmds["planlock"] = func() {
+		os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+	}
+	testscript.Main(m, cmds)
 }
 
 func TestScript(t *testing.T) {
@@ -27,7 +28,8 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": cmdExits,
+			"exits":   cmdExits,
+			"capture": cmdCapture,
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
@@ -37,6 +39,20 @@ func TestScript(t *testing.T) {
 			return setupSigstore(env)
 		},
 	})
+}
+
+// cmdCapture sets an environment variable from the last command's stdout:
+//
+//	capture HOLD 'hold ([0-9a-f]{16})'
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture NAME REGEXP")
+	}
+	m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture: %q does not match stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 // cmdExits runs a command and checks its exit status, since the contract's
