@@ -374,7 +374,7 @@ func fromConfig(c *cli.Context, name string) bool {
 
 // source says where a flag's value came from.
 type source struct {
-	kind string // "flag", "env", "config", "default"
+	kind  string // "flag", "env", "config", "default"
 	where string
 }
 
@@ -405,7 +405,7 @@ func (cfg *operatorConfig) apply(c *cli.Context) (map[string]source, error) {
 				s = configPath(cfg.path, s)
 			}
 			if err := c.Set(name, s); err != nil {
-				return nil, usageErrorf("%s: %s: %v", pos(v.rng), key, err)
+				return nil, usageErrorf("%s: %s = %q: %s", pos(v.rng), key, s, valueHint(f, err))
 			}
 		}
 		sources[name] = source{kind: "config", where: pos(v.rng)}
@@ -414,6 +414,19 @@ func (cfg *operatorConfig) apply(c *cli.Context) (map[string]source, error) {
 }
 
 // takesFile reads the TakesFile field some flag types have.
+// valueHint says what a flag wants, since the flag package says only "parse error".
+func valueHint(f cli.Flag, err error) string {
+	switch f.(type) {
+	case *cli.DurationFlag:
+		return "want a duration such as 30s or 2m"
+	case *cli.BoolFlag:
+		return "want true or false"
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+		return "want a whole number"
+	}
+	return err.Error()
+}
+
 func takesFile(f cli.Flag) bool {
 	rv := reflect.ValueOf(f)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
