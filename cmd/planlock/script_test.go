@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -30,6 +31,7 @@ func TestScript(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exits":   cmdExits,
 			"capture": cmdCapture,
+			"waitfor": cmdWaitFor,
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
@@ -53,6 +55,23 @@ func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("capture: %q does not match stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// cmdWaitFor waits until a file's content matches a regexp, for a process
+// started in the background (&) to be ready; it gives up after a minute.
+//
+//	waitfor state/a/lock 'planlock proxy'
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor FILE REGEXP")
+	}
+	re := regexp.MustCompile(args[1])
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+	}
+	ts.Fatalf("waitfor: %s does not match %q after a minute", args[0], args[1])
 }
 
 // cmdExits runs a command and checks its exit status, since the contract's
