@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -210,6 +211,10 @@ func loadOperatorConfig(c *cli.Context, known map[string]bool) (*operatorConfig,
 	}
 	if err := refuseConfigInPlanRepo(c, abs); err != nil {
 		return nil, err
+	}
+	// Anyone who can write the file chooses whom the proxy trusts.
+	if st, err := os.Stat(abs); err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o002 != 0 {
+		return nil, usageErrorf("config file %s is writable by every user (mode %04o): it holds the trust policy; chmod o-w it", abs, st.Mode().Perm())
 	}
 	cfg.path = abs
 	values, err := parseOperatorConfig(abs, src, known)
