@@ -163,3 +163,19 @@ func TestSettingsConfigErrors(t *testing.T) {
 		t.Fatalf("missing named config: %v", err)
 	}
 }
+
+// BenchmarkSettings is one command run through the settings layer with a
+// config file setting every flag (parse, apply, action).
+func BenchmarkSettings(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "c.hcl")
+	src := "state_root = \"s\"\nlisten = \"127.0.0.1:3\"\naudit_redact = true\ncall_timeout = \"5s\"\nenv = [\"A\", \"B\"]\nsigning_key = \"k\"\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	t := &testing.T{}
+	for b.Loop() {
+		if _, err := runSettings(t, "--config", path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

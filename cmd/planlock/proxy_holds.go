@@ -39,7 +39,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 		&cli.StringFlag{Name: "github-api", Usage: "GitHub API base `URL` for hold pull requests (default: from the remote URL)", Category: holdsCategory},
 		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
 		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
-		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state only (no Git, no pull requests)", Category: holdsCategory},
+		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state, approved with planlock holds approve (no Git, no pull requests)", Category: holdsCategory},
 	}
 	for _, f := range extra {
 		if !have[f.Names()[0]] {
