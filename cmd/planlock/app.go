@@ -75,6 +75,7 @@ See https://github.com/planlock/planlock for the plan language.`,
 		},
 		Commands: commands(),
 	}
+	applySettings(app.Commands, nil) // PLANLOCK_* variables and the config file (config.go)
 	usageErrors(app.Commands)
 	documentEnv(app.Commands, "") // env.go
 	return app
@@ -108,6 +109,7 @@ func commands() []*cli.Command {
 		in(catInspect, auditCommand()),
 		versionCommand(),
 		completionCommand(),
+		configCommand(),
 	}
 }
 

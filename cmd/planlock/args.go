@@ -87,6 +87,12 @@ func normalizeArgs(app *cli.App, args []string) (commandLine, error) {
 		parent += " " + cmd.Name
 		flags = flagArity(append(slices.Clone(cmd.Flags), cli.HelpFlag))
 		cmds = cmd.Subcommands
+		if cmd.SkipFlagParsing {
+			// The command reads its arguments itself (config show takes
+			// another command's line): leave them exactly as typed.
+			cl.args = append(out, rest...)
+			return cl, nil
+		}
 		if len(cmds) == 0 {
 			break
 		}

@@ -25,8 +25,9 @@ var (
 		{"PATH", "finds the upstream command; passed to a stdio upstream"},
 		{"HOME", "passed to a stdio upstream (with the variables --env or the plan names)"},
 	}
-	tufCacheEnv = envVar{"XDG_CACHE_HOME", "default --tuf-cache is $XDG_CACHE_HOME/planlock/sigstore-tuf (else ~/.cache/...)"}
-	stateEnv    = envVar{"XDG_STATE_HOME", "default --state is $XDG_STATE_HOME/planlock (else ~/.local/state/planlock)"}
+	tufCacheEnv  = envVar{"XDG_CACHE_HOME", "default --tuf-cache is $XDG_CACHE_HOME/planlock/sigstore-tuf (else ~/.cache/...)"}
+	xdgConfigEnv = envVar{"XDG_CONFIG_HOME", "the operator config file is $XDG_CONFIG_HOME/planlock/config.hcl (else ~/.config/...)"}
+	stateEnv     = envVar{"XDG_STATE_HOME", "default --state is $XDG_STATE_HOME/planlock (else ~/.local/state/planlock)"}
 )
 
 // commandEnv maps each command path to the variables it reads; each list
@@ -44,6 +45,8 @@ func commandEnv() map[string][]envVar {
 		"proxy":         proxyEnv(),
 		"holds list":    {stateEnv},
 		"holds show":    {stateEnv},
+		"mcp-config": {xdgConfigEnv,
+			{"APPDATA", "Windows: where --write finds Claude Desktop's configuration"}},
 	}
 }
 

@@ -138,6 +138,18 @@ func checkExample(app *cli.App, ex string) error {
 	if cmd == nil || cmd.Action == nil && len(cmd.Subcommands) > 0 {
 		return fmt.Errorf("names no command")
 	}
+	if cmd.SkipFlagParsing {
+		// "config show COMMAND FLAGS": check the command line it names.
+		rest := cl.args[1+len(cl.path):]
+		if len(rest) == 0 {
+			return nil
+		}
+		err := checkExample(app, "planlock "+strings.Join(rest, " "))
+		if err != nil && strings.Contains(err.Error(), "required flag") {
+			return nil // config show reports a missing flag itself
+		}
+		return err
+	}
 	rest := cl.args[1+len(cl.path):]
 	if i := slices.Index(rest, "--"); i >= 0 {
 		rest = rest[:i]

@@ -12,6 +12,29 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// writeTrustBlock prints the operator config that trusts what the workflow
+// signs: its keyless identity on the protected branch. The repository comes
+// from the checkout's origin when there is one.
+func writeTrustBlock(c *cli.Context, dir, branch string) {
+	repo := "OWNER/REPO"
+	note := "  # replace OWNER/REPO with the repository on GitHub"
+	if r, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
+		if u, err := r.RemoteURL(); err == nil {
+			if rr, err := gitapprove.ParseRemoteURL(u); err == nil && rr.Host == "github.com" {
+				repo, note = rr.Owner+"/"+rr.Name, ""
+			}
+		}
+	}
+	fmt.Fprintf(c.App.Writer, `
+Trust what this workflow signs: put this in the operator config of every
+machine that runs planlock proxy ($XDG_CONFIG_HOME/planlock/config.hcl,
+default ~/.config/planlock/config.hcl; see planlock config):
+
+certificate_identity    = "https://github.com/%s/%s@refs/heads/%s"%s
+certificate_oidc_issuer = "https://token.actions.githubusercontent.com"
+`, repo, gitapprove.WorkflowPath, branch, note)
+}
+
 func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
@@ -63,6 +86,7 @@ Examples:
 					case err == nil && bytes.Equal(old, wf):
 						fmt.Fprintf(c.App.Writer, "%s is up to date.\n", path)
 						fmt.Fprintln(c.App.Writer, initTrustFlags(c.String("branch")))
+						writeTrustBlock(c, c.String("dir"), c.String("branch"))
 						return nil
 					case err == nil && !c.Bool("force"):
 						return failf("init github: %s exists and differs; use --force to overwrite it", path)
@@ -77,6 +101,7 @@ Examples:
 					}
 					fmt.Fprintf(c.App.Writer, "Wrote %s. Commit it, protect %s (require pull request reviews), and see docs/approvals.md.\n", path, c.String("branch"))
 					fmt.Fprintln(c.App.Writer, initTrustFlags(c.String("branch")))
+					writeTrustBlock(c, c.String("dir"), c.String("branch"))
 					return nil
 				},
 			},

@@ -36,6 +36,18 @@ When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
 verified plan keeps serving.
 
+Each plan has its own state directory, <state-root>/<plan name> (--state
+names one directory explicitly), so proxies of different plans never share
+one. When the proxy cannot start, it writes why to --log-file (default
+<state>/proxy.log) and, over stdio, answers the client's initialize request
+with a JSON-RPC error carrying the reason, since many clients show only
+"connection closed".
+
+With an operator config file holding the trust policy (see planlock config)
+and an upstream block in the plan, the whole command is:
+
+  planlock proxy --plan refund.hcl
+
 Examples:
    planlock proxy --plan plans/refund.hcl --key planlock.pub
    PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`,
@@ -50,16 +62,38 @@ Examples:
 			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-			&cli.StringFlag{Name: "state", Usage: "state `DIR` (default $XDG_STATE_HOME/planlock)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
+			&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true},
+			&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere"},
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, trustFlags()...)),
+		}, append(stateFlags(), trustFlags()...)...)),
 		Action: runProxy,
 	}
+}
+
+// listenToken is the HTTP bearer token: PLANLOCK_LISTEN_TOKEN or --token-file.
+func listenToken(c *cli.Context) (string, error) {
+	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	f := c.String("token-file")
+	if f == "" {
+		return token, nil
+	}
+	if token != "" {
+		return "", usageErrorf("both PLANLOCK_LISTEN_TOKEN and --token-file give the listen token: give one")
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", failf("--token-file: %v", err)
+	}
+	token = strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, " \t\r\n") {
+		return "", failf("--token-file %s: want one token on one line", f)
+	}
+	return token, nil
 }
 
 // upstreamFrom decides the upstream from the plan and the command line:
@@ -118,6 +152,16 @@ func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*pla
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func runProxy(c *cli.Context) error {
+	started := false
+	err := serveProxy(c, &started)
+	if err != nil && !started {
+		reportStartFailure(c, err) // proxy_start.go
+	}
+	return err
+}
+
+// serveProxy sets *started once it serves the client.
+func serveProxy(c *cli.Context, started *bool) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
@@ -147,7 +191,10 @@ func runProxy(c *cli.Context) error {
 	}
 	up.Stderr = c.App.ErrWriter
 	var ln net.Listener
-	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	token, err := listenToken(c)
+	if err != nil {
+		return err
+	}
 	front := proxy.HTTPOptions{}
 	if addr := c.String("listen"); addr != "" {
 		host, port, err := net.SplitHostPort(addr)
@@ -179,7 +226,11 @@ func runProxy(c *cli.Context) error {
 		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
 	ctx := c.Context
-	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
+	stateDir, err := planStateDir(c, plan.Name) // proxy_start.go
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
 		SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
 		// One line per checkpoint and at shutdown, for a log shipper to
 		// keep: planlock audit verify --anchor reads it back.
@@ -212,6 +263,7 @@ func runProxy(c *cli.Context) error {
 		}()
 		defer func() { cancel(); <-done }() // before the ledger closes
 	}
+	*started = true
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
 		err = p.ServeHTTPWith(ctx, ln, front)
@@ -228,7 +280,7 @@ func runProxy(c *cli.Context) error {
 func proxyEnv() []envVar {
 	vars := []envVar{
 		{"PLANLOCK_LISTEN_TOKEN", "with --listen: clients must send it as a bearer token"},
-		stateEnv, tufCacheEnv,
+		stateEnv, tufCacheEnv, xdgConfigEnv,
 	}
 	vars = append(vars, upstreamEnv...)
 	return append(vars, githubEnv...) // hold pull requests

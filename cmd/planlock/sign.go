@@ -48,7 +48,7 @@ Examples:
    planlock sign --key planlock.key --kind hold --pr 18 holds/refund-4711/h1.hcl
    planlock sign --fulcio-url https://fulcio.example --rekor-url https://rekor.example plans/*.hcl`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "key", Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true},
+			&cli.StringFlag{Name: "key", EnvVars: []string{"PLANLOCK_SIGNING_KEY"}, Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true},
 			&cli.StringFlag{Name: "out", Usage: "write the bundle to `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true},
 			&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "approval `KIND`: plan or hold"},
 			&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)"},

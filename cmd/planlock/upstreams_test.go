@@ -22,7 +22,17 @@ func testUpstreamMain() int {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		return 2
 	}
-	if err := testupstream.Run(context.Background(), testupstream.Config{Mode: mode}, os.Stdin, os.Stdout, os.Stderr); err != nil {
+	// --calls-log FILE appends every tools/call to FILE; any other argument
+	// is ignored, so scripts can check what reaches the upstream's command line.
+	var callsLog string
+	for i, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, "--calls-log="); ok {
+			callsLog = v
+		} else if a == "--calls-log" && i+2 < len(os.Args) {
+			callsLog = os.Args[i+2]
+		}
+	}
+	if err := testupstream.Run(context.Background(), testupstream.Config{Mode: mode, CallsLog: callsLog}, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		return 1
 	}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -233,15 +236,33 @@ func (e *DowngradeError) Is(target error) bool { return target == ErrDowngrade }
 
 // LockedError is returned by Open when another process holds the state directory.
 type LockedError struct {
-	Dir string
-	PID int // 0 when unknown
+	Dir     string
+	PID     int    // the holder's pid; 0 when unknown
+	Command string // the holder's command line, as it wrote it in the lock file
 }
 
 func (e *LockedError) Error() string {
-	if e.PID > 0 {
-		return fmt.Sprintf("state directory %s is in use by another planlock proxy (pid %d); stop it or use another --state directory", e.Dir, e.PID)
+	holder := "another planlock proxy"
+	switch {
+	case e.PID > 0 && e.Command != "":
+		holder += fmt.Sprintf(" (pid %d: %s)", e.PID, e.Command)
+	case e.PID > 0:
+		holder += fmt.Sprintf(" (pid %d)", e.PID)
 	}
-	return fmt.Sprintf("state directory %s is in use by another planlock proxy; stop it or use another --state directory", e.Dir)
+	return fmt.Sprintf("state directory %s is in use by %s, so this one (pid %d: %s) cannot use it: stop the other one, or give this one its own state directory with --state DIR",
+		e.Dir, holder, os.Getpid(), commandLine(os.Args))
+}
+
+// commandLine is args as one line, quoting the arguments that need it.
+func commandLine(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
 }
 
 // Is makes errors.Is(err, ErrLocked) true.

@@ -159,14 +159,16 @@ func (l *Ledger) lockDir() error {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
 	if !ok {
-		b, _ := io.ReadAll(io.LimitReader(f, 32))
+		b, _ := io.ReadAll(io.LimitReader(f, 4096))
 		f.Close()
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return &LockedError{Dir: l.dir, PID: pid}
+		first, rest, _ := strings.Cut(string(b), "\n")
+		pid, _ := strconv.Atoi(strings.TrimSpace(first))
+		return &LockedError{Dir: l.dir, PID: pid, Command: strings.TrimSpace(rest)}
 	}
-	// The pid is only for the message a second proxy prints.
+	// The pid and command line are only for the message a second process
+	// prints: it names the holder.
 	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"+commandLine(os.Args)+"\n"), 0)
 	}
 	l.lockFile = f
 	return nil
