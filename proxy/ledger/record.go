@@ -57,6 +57,13 @@ type record struct {
 	Used      int             `json:"used,omitempty"`
 	Max       int             `json:"max,omitempty"`
 	Through   int             `json:"through,omitempty"`
+	// Cause and ObservedPin (hold decisions) say what a new hold stands for
+	// and the pin value read when it was made; SignedPath (plan loads) is
+	// the signed repository path the no-downgrade mark is kept for. Records
+	// written before these fields existed simply lack them.
+	Cause       string `json:"cause,omitempty"`
+	ObservedPin string `json:"observed_pin,omitempty"`
+	SignedPath  string `json:"signed_path,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.
@@ -150,6 +157,9 @@ func encodeBody(r *record) ([]byte, error) {
 			b = strconv.AppendInt(b, int64(f.v), 10)
 		}
 	}
+	b = appendStringField(b, "cause", r.Cause, true)
+	b = appendStringField(b, "observed_pin", r.ObservedPin, true)
+	b = appendStringField(b, "signed_path", r.SignedPath, true)
 	return b, nil
 }
 
