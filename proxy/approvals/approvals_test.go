@@ -165,8 +165,18 @@ func TestNewHoldOpensPRAndRepeatIsPending(t *testing.T) {
 
 func TestPinHoldUpdatesPlanPin(t *testing.T) {
 	e := newEnv(t, Config{PlanPath: "plans/refund.hcl"})
-	r := req(`{}`)
-	r.ObservedPin = "0c1f2e3d4b5a6978"
+	// A hold of a pinned step shows the value read, but only a pin
+	// mismatch (cause "pin") proposes a new pin for the plan.
+	r := req(`{"a":1}`)
+	r.Cause, r.ObservedPin = "approval", "9f86d081884c7d65"
+	if d := e.a.Decide(t.Context(), r); d.Outcome != Held {
+		t.Fatalf("%v %q", d.Outcome, d.Message)
+	}
+	if e.forge.lastPin != nil || e.forge.lastReq.ObservedPin != "9f86d081884c7d65" {
+		t.Fatalf("approval hold: pin change %+v, request %+v", e.forge.lastPin, e.forge.lastReq)
+	}
+	r = req(`{}`)
+	r.Cause, r.ObservedPin = "pin", "0c1f2e3d4b5a6978"
 	if d := e.a.Decide(t.Context(), r); d.Outcome != Held {
 		t.Fatalf("%v %q", d.Outcome, d.Message)
 	}

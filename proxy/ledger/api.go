@@ -134,10 +134,10 @@ type Hold struct {
 	// step has no pin or the read failed).
 	ObservedPin string    `json:"observed_pin,omitempty"`
 	State       HoldState `json:"state"`
-	PRURL      string          `json:"pr_url,omitempty"`
-	Created    time.Time       `json:"created"`
-	Expires    time.Time       `json:"expires"`
-	Updated    time.Time       `json:"updated"`
+	PRURL       string    `json:"pr_url,omitempty"`
+	Created     time.Time `json:"created"`
+	Expires     time.Time `json:"expires"`
+	Updated     time.Time `json:"updated"`
 }
 
 // HoldSpec is what a new hold records besides the call.
