@@ -108,7 +108,8 @@ type Block struct {
 }
 
 // Hold: the call needs a human. Causes are every reason that has to be
-// lifted for this call (the hold records them); Reason is the first.
+// lifted for this call, the ones an older approval lifted included (the new
+// hold records them all); Reason is the first one not lifted.
 type Hold struct {
 	Step   *hclplan.Step // nil for a tool in no step
 	Causes Causes
@@ -119,8 +120,8 @@ type Hold struct {
 // PinCheck) and taken the count. Hold, when set, is the approved hold the
 // call runs under; Lifts are the causes it lifts, so it must be consumed
 // with the count when Lifts is not empty (or when the pin needs its
-// approval). Needs are the holdable causes the call met (lifted ones
-// included), for a hold made if the pin read fails.
+// approval). Needs are all the causes the call met (lifted ones included),
+// for a hold made if the pin read fails.
 type Forward struct {
 	Step     *hclplan.Step
 	PinCheck bool
@@ -223,9 +224,7 @@ func (g *Gate) Decide(in Input) Decision {
 	var first *obstacle
 	for i := range obs {
 		o := &obs[i]
-		if o.holdable {
-			needs = append(needs, o.cause)
-		}
+		needs = append(needs, o.cause)
 		if approved && hold.Causes.Has(o.cause) {
 			lifts = append(lifts, o.cause)
 			continue
