@@ -169,10 +169,9 @@ type PlanLoad struct {
 	Name     string    // plan name (the label of the plan block)
 	Digest   string    // digest of the plan bytes
 	SignedAt time.Time // transparency-log integrated time, else the signed predicate's time
-	// Path is the signed repository path ("<repository>:<path>" as signed;
-	// the path alone when the predicate names no repository). When set, the
-	// no-downgrade mark is kept for it as well as for Name, so that an older
-	// plan for the same file is refused whatever its plan label.
+	// Path is the repository path the plan's signature approves. When set,
+	// the no-downgrade mark is kept for it as well as for Name, so that an
+	// older plan for the same file is refused whatever its plan label.
 	Path string
 }
 
