@@ -184,10 +184,15 @@ type Decision struct {
 	Hold    ledger.Hold
 	// Message is one line for the agent (Held) or the block reason (Refused).
 	Message string
+	// record is what the review found that the state must record
+	// (approved or rejected); Decide writes it.
+	record *ledger.HoldUpdate
 }
 
-// Decide handles a held call: a new hold opens a pull request; a repeated
-// call checks its hold's pull request and signed approval.
+// Decide handles a held call, top to bottom: find the call's hold in the
+// state (or record a new one), review it on the forge (open its pull
+// request, or read its outcome and verify the signed approval: no state
+// is touched there), then record what the review found.
 func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	canon, err := ledger.CanonicalArgs(r.Call.Args)
 	if err != nil {
@@ -213,7 +218,7 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 			if h.PRURL == "" {
 				d = a.open(ctx, r, h)
 			} else {
-				d = a.check(ctx, r, h)
+				d = a.record(ctx, r, a.check(ctx, r, h))
 			}
 			if d.Outcome == Held {
 				// A repeated call that stays held is a decision of its
@@ -232,7 +237,7 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	case h.State == ledger.HoldApproved:
 		return Decision{Outcome: Approved, Hold: h}
 	case h.PRURL != "":
-		return a.check(ctx, r, h)
+		return a.record(ctx, r, a.check(ctx, r, h))
 	}
 	return a.open(ctx, r, h)
 }
@@ -368,14 +373,7 @@ func (a *Approvals) check(ctx context.Context, r Request, h ledger.Hold) Decisio
 		if st.PR == nil {
 			note = "hold branch deleted without merging"
 		}
-		nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, ledger.HoldUpdate{State: ledger.HoldRejected, Note: note})
-		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
-			return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, note, oneLine(err.Error()))}
-		}
-		if err == nil {
-			h = nh
-		}
-		return rejected(h)
+		return Decision{Outcome: Refused, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldRejected, Note: note}}
 	case gitapprove.HoldMerged:
 		return a.approve(ctx, r, h, hr, st)
 	}
@@ -405,13 +403,34 @@ func (a *Approvals) approve(ctx context.Context, r Request, h ledger.Hold, hr *g
 	if st.PR != nil {
 		note += fmt.Sprintf(", pull request #%d merged as %s", st.PR.Number, st.PR.MergeCommit)
 	}
-	nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, ledger.HoldUpdate{State: ledger.HoldApproved, Note: note})
-	if err != nil {
+	return Decision{Outcome: Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note}}
+}
+
+// record writes what the forge said about the hold (merged and verified,
+// or closed) into the state. It is the only place a review's result
+// reaches the state; open, check and approve only read Git and GitHub.
+func (a *Approvals) record(ctx context.Context, r Request, d Decision) Decision {
+	u := d.record
+	if u == nil {
+		return d
+	}
+	h := d.Hold
+	nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, *u)
+	switch {
+	case u.State == ledger.HoldRejected:
+		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
+			return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, u.Note, oneLine(err.Error()))}
+		}
+		if err == nil {
+			h = nh
+		}
+		return rejected(h)
+	case err != nil:
 		// Another call may have approved it meanwhile; trust only the state.
 		if cur, ok := a.cfg.Store.FindHold(r.Call); ok && cur.ID == h.ID && cur.State == ledger.HoldApproved {
 			return Decision{Outcome: Approved, Hold: cur}
 		}
-		return refuse("recording the approval failed: %s", oneLine(err.Error()))
+		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but recording the approval failed: %s; the call was not forwarded", h.ID, oneLine(err.Error()))}
 	}
 	return Decision{Outcome: Approved, Hold: nh}
 }

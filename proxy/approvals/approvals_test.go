@@ -382,6 +382,44 @@ func TestConsumedHoldOpensANewOne(t *testing.T) {
 	}
 }
 
+// An approved hold counts only for what it was made for: a call that now
+// also needs past max_calls gets a new hold and pull request, and the
+// approved one is left unspent.
+func TestApprovedHoldCountsOnlyForItsCause(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := req(`{"n":12}`)
+	r.Cause = "approval"
+	d := e.a.Decide(t.Context(), r)
+	e.forge.setStatus(e.signed(e.forge.lastReq, e.priv, e.forge.lastReq.Path()), nil)
+	if got := e.a.Decide(t.Context(), r); got.Outcome != Approved || got.Hold.ID != d.Hold.ID {
+		t.Fatalf("approval: %v %q", got.Outcome, got.Message)
+	}
+	r.Cause = "violation:max_calls,approval"
+	got := e.a.Decide(t.Context(), r)
+	if got.Outcome != Held || got.Hold.ID == d.Hold.ID || got.Hold.Cause != r.Cause || e.forge.opens.Load() != 2 {
+		t.Fatalf("past max_calls: %v %+v opens=%d", got.Outcome, got.Hold, e.forge.opens.Load())
+	}
+	if h, _ := e.led.GetHold(d.Hold.ID); h.State != ledger.HoldApproved {
+		t.Fatalf("the first approval changed: %s", h.State)
+	}
+}
+
+// A signed hold file binds to the pin value the hold observed: an approval
+// of another value does not count.
+func TestSignedHoldBindsTheObservedPin(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := req(`{"n":13}`)
+	r.Cause, r.ObservedPin = "pin", "0c1f2e3d4b5a6978"
+	e.a.Decide(t.Context(), r)
+	other := *e.forge.lastReq
+	other.ObservedPin = "1111111111111111"
+	e.forge.setStatus(e.signed(&other, e.priv, other.Path()), nil)
+	got := e.a.Decide(t.Context(), r)
+	if got.Outcome != Refused || !strings.Contains(got.Message, `observed pin "1111111111111111", not "0c1f2e3d4b5a6978"`) {
+		t.Fatalf("%v %q", got.Outcome, got.Message)
+	}
+}
+
 func TestPRNumber(t *testing.T) {
 	for url, want := range map[string]int{
 		"https://github.com/acme/plans/pull/42":         42,
