@@ -62,6 +62,7 @@ func TestDecideMatrix(t *testing.T) {
 	causes := []string{"", "approval", "pin", "on_error", "violation:order", "violation:args", "violation:max_calls",
 		"violation:order,violation:args,violation:max_calls,approval,on_error"}
 	n := 0
+	gates := map[string]*Gate{} // one per plan shape
 	for _, order := range orders {
 		for _, argsOK := range []bool{true, false} {
 			for _, used := range []bool{false, true} {
@@ -83,8 +84,12 @@ func TestDecideMatrix(t *testing.T) {
 										if each {
 											approval = "each"
 										}
-										plan := matrixPlan(t, planOrder, onViolation, approval, pinned)
-										g := New(plan)
+										key := fmt.Sprint(planOrder, onViolation, approval, pinned)
+										g := gates[key]
+										if g == nil {
+											g = New(matrixPlan(t, planOrder, onViolation, approval, pinned))
+											gates[key] = g
+										}
 										pr := prog{done: map[int]bool{0: order == "sequential-pass"}, calls: map[int]int{}}
 										if used {
 											pr.calls[1] = 1
