@@ -87,16 +87,16 @@ type redecide struct{ reason string }
 // act carries out one decision. A non-nil redecide asks handleCall to
 // decide again (the result is then nil).
 func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) (*mcp.CallToolResult, *redecide) {
-	switch d := d.(type) {
-	case gate.Block:
-		if d.Step != nil {
-			call.Step, call.StepIndex = d.Step.Name, d.Step.Index
+	switch d.Kind {
+	case gate.KindBlock:
+		if d.Block.Step != nil {
+			call.Step, call.StepIndex = d.Block.Step.Name, d.Block.Step.Index
 		}
-		return p.block(ctx, call, d.Reason), nil
-	case gate.Hold:
-		return p.hold(ctx, st, call, d, nil)
-	case gate.Forward:
-		return p.run(ctx, req, st, call, d)
+		return p.block(ctx, call, d.Block.Reason), nil
+	case gate.KindHold:
+		return p.hold(ctx, st, call, d.Hold, nil)
+	case gate.KindForward:
+		return p.run(ctx, req, st, call, d.Forward)
 	}
 	return p.block(ctx, call, fmt.Sprintf("internal error: no decision for tool %q", call.Tool)), nil
 }

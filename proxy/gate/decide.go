@@ -98,8 +98,29 @@ type Input struct {
 	Hold *BoundHold
 }
 
-// Decision is one of Block, Hold or Forward.
-type Decision interface{ isDecision() }
+// Kind says which outcome a Decision is.
+type Kind int
+
+// Kinds of decision.
+const (
+	KindBlock Kind = iota + 1
+	KindHold
+	KindForward
+)
+
+// Decision is one of Block, Hold or Forward: Kind says which field holds
+// it. (A struct rather than an interface, so that deciding allocates
+// nothing on the call path.)
+type Decision struct {
+	Kind    Kind
+	Block   Block
+	Hold    Hold
+	Forward Forward
+}
+
+func blockD(b Block) Decision     { return Decision{Kind: KindBlock, Block: b} }
+func holdD(h Hold) Decision       { return Decision{Kind: KindHold, Hold: h} }
+func forwardD(f Forward) Decision { return Decision{Kind: KindForward, Forward: f} }
 
 // Block: the call is refused; nothing reaches the upstream.
 type Block struct {
@@ -129,10 +150,6 @@ type Forward struct {
 	Lifts    Causes
 	Needs    Causes
 }
-
-func (Block) isDecision()   {}
-func (Hold) isDecision()    {}
-func (Forward) isDecision() {}
 
 // Consumes reports whether the forward must consume its hold, given how the
 // pin read went: pinApproved says the pin differed from the plan and only
@@ -174,7 +191,7 @@ type obstacle struct {
 func (g *Gate) Decide(in Input) Decision {
 	p := g.plan
 	if p.Expired(in.Now) {
-		return Block{Reason: fmt.Sprintf("plan %q expired at %s; no call is allowed", p.Name, p.Expires.UTC().Format(time.RFC3339))}
+		return blockD(Block{Reason: fmt.Sprintf("plan %q expired at %s; no call is allowed", p.Name, p.Expires.UTC().Format(time.RFC3339))})
 	}
 	hold := in.Hold
 	if hold != nil && hold.State != HoldPending && hold.State != HoldApproved && hold.State != HoldRejected {
@@ -189,13 +206,13 @@ func (g *Gate) Decide(in Input) Decision {
 		if fail.Rule == RuleUnplanned {
 			switch {
 			case !onViolation:
-				return Block{Reason: fail.Reason}
+				return blockD(Block{Reason: fail.Reason})
 			case approved:
-				return Block{Reason: fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", hold.ID, in.Tool)}
+				return blockD(Block{Reason: fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", hold.ID, in.Tool)})
 			case hold != nil && hold.State == HoldRejected:
-				return rejectedBlock(nil, hold)
+				return blockD(rejectedBlock(nil, hold))
 			}
-			return Hold{Causes: Causes{ViolationCause(RuleUnplanned)}, Reason: fail.Reason}
+			return holdD(Hold{Causes: Causes{ViolationCause(RuleUnplanned)}, Reason: fail.Reason})
 		}
 		step = fail.Step
 		// An approved hold speaks for the step it was made for.
@@ -238,15 +255,15 @@ func (g *Gate) Decide(in Input) Decision {
 		if approved {
 			f.Hold = hold
 		}
-		return f
+		return forwardD(f)
 	}
 	if !first.holdable {
-		return Block{Step: step, Reason: first.reason}
+		return blockD(Block{Step: step, Reason: first.reason})
 	}
 	if hold != nil && hold.State == HoldRejected {
-		return rejectedBlock(step, hold)
+		return blockD(rejectedBlock(step, hold))
 	}
-	return Hold{Step: step, Causes: needs, Reason: first.reason}
+	return holdD(Hold{Step: step, Causes: needs, Reason: first.reason})
 }
 
 func rejectedBlock(step *hclplan.Step, h *BoundHold) Block {

@@ -140,7 +140,7 @@ func TestDecideMatrix(t *testing.T) {
 										d := g.Decide(in)
 										switch {
 										case len(remaining) == 0:
-											f, ok := d.(Forward)
+											f, ok := d.Forward, d.Kind == KindForward
 											if !ok {
 												t.Fatalf("%s: got %#v, want Forward", name, d)
 											}
@@ -154,17 +154,17 @@ func TestDecideMatrix(t *testing.T) {
 												t.Fatalf("%s: consumes %v with lifts %v", name, f.Consumes(false), lifted)
 											}
 										case isViolation(remaining[0]) && onViolation == "block":
-											b, ok := d.(Block)
+											b, ok := d.Block, d.Kind == KindBlock
 											if !ok || !strings.Contains(b.Reason, ruleText(remaining[0])) {
 												t.Fatalf("%s: got %#v, want Block for %s", name, d, remaining[0])
 											}
 										case st == HoldRejected:
-											b, ok := d.(Block)
+											b, ok := d.Block, d.Kind == KindBlock
 											if !ok || !strings.Contains(b.Reason, "was rejected; do not retry it") {
 												t.Fatalf("%s: got %#v, want Block (rejected)", name, d)
 											}
 										default:
-											h, ok := d.(Hold)
+											h, ok := d.Hold, d.Kind == KindHold
 											if !ok {
 												t.Fatalf("%s: got %#v, want Hold", name, d)
 											}
@@ -241,14 +241,16 @@ plan "old" {
 				in.Args = map[string]any{}
 			}
 			d := New(tt.plan).Decide(in)
-			reason := ""
-			switch d := d.(type) {
-			case Block:
-				reason = d.Reason
-			case Hold:
-				reason = d.Reason
+			reason, kind := "", ""
+			switch d.Kind {
+			case KindBlock:
+				reason, kind = d.Block.Reason, "gate.Block"
+			case KindHold:
+				reason, kind = d.Hold.Reason, "gate.Hold"
+			case KindForward:
+				kind = "gate.Forward"
 			}
-			got := fmt.Sprintf("%T: %s", d, reason)
+			got := kind + ": " + reason
 			kind, frag, _ := strings.Cut(tt.want, ": ")
 			if !strings.HasPrefix(got, kind) || !strings.Contains(reason, frag) {
 				t.Fatalf("got %s, want %s", got, tt.want)
@@ -350,7 +352,7 @@ func BenchmarkGateDecide(b *testing.B) {
 	held := func(int) (string, bool) { return "", false }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := g.Decide(Input{Now: now, Tool: "refund_customer", Args: a, Progress: p, OnErrorHeld: held}).(Forward); !ok {
+		if d := g.Decide(Input{Now: now, Tool: "refund_customer", Args: a, Progress: p, OnErrorHeld: held}); d.Kind != KindForward {
 			b.Fatal("not forwarded")
 		}
 	}
