@@ -3,6 +3,7 @@ package proxy
 import (
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,4 +233,43 @@ func TestViolationHoldLiftsOnlyItsRule(t *testing.T) {
 	if nh.Cause != "violation:order,violation:max_calls" {
 		t.Fatalf("new hold cause %q", nh.Cause)
 	}
+}
+
+// TestParallelIdenticalCallsSpendOneApproval: an approved hold is consumed
+// by exactly one of many identical parallel calls; the others are decided
+// again on the new state and held for a new approval.
+func TestParallelIdenticalCallsSpendOneApproval(t *testing.T) {
+	h := newHarness(t, strings.Replace(anyOrder(refundPlan), `approval = "each"`, `approval = "each"
+    max_calls = 50`, 1), harnessOpts{})
+	args := `{"to":"customer-4711@example.com","body":"once"}`
+	text, _ := h.call("send_email", args)
+	id := h.approve(text)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ran, held := 0, 0
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, isErr := h.call("send_email", args)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case !isErr:
+				ran++
+			case strings.HasPrefix(text, `held: step "email" needs a human approval for each call`) && holdID(text) != id:
+				held++
+			default:
+				t.Errorf("unexpected answer: %q", text)
+			}
+		}()
+	}
+	wg.Wait()
+	if ran != 1 || held != 19 {
+		t.Fatalf("%d ran, %d held; want 1 and 19", ran, held)
+	}
+	if got := h.upstreamCalls()["send_email"]; got != 1 {
+		t.Fatalf("upstream received %d emails, want 1", got)
+	}
+	h.verifyAudit()
 }
