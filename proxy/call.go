@@ -58,7 +58,8 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 }
 
 // decideInput gathers what Decide looks at: the clock, the call, the plan's
-// progress, the steps on hold and the hold bound to this exact call.
+// progress, the steps on hold and (looked up only when Decide asks) the
+// hold bound to this exact call.
 func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any) gate.Input {
 	prog := p.cfg.State.Progress(call.PlanDigest)
 	in := gate.Input{Now: p.cfg.Now(), Tool: call.Tool, Args: args, Progress: ledgerProgress{&prog},
@@ -68,8 +69,12 @@ func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any
 			why, ok := st.held[i]
 			return why, ok
 		}}
-	if h, ok := p.holds().Bound(call); ok {
-		in.Hold = &gate.BoundHold{ID: h.ID, State: gate.HoldState(h.State), Causes: holdCauses(h),
+	in.Hold = func() *gate.BoundHold {
+		h, ok := p.holds().Bound(call)
+		if !ok {
+			return nil
+		}
+		return &gate.BoundHold{ID: h.ID, State: gate.HoldState(h.State), Causes: holdCauses(h),
 			StepIndex: h.StepIndex, Step: h.Step, ObservedPin: h.ObservedPin}
 	}
 	return in

@@ -94,8 +94,11 @@ type Input struct {
 	// OnErrorHeld says whether step i is on hold after a failed call, and
 	// why; nil means no step is.
 	OnErrorHeld func(i int) (reason string, held bool)
-	// Hold is the hold bound to this call; nil when there is none.
-	Hold *BoundHold
+	// Hold returns the hold bound to this call (nil when there is none).
+	// Decide calls it only for a call that may need a human (a failed
+	// check, approval = "each", a pinned step, steps on hold), so that a
+	// plain allowed call costs no hold look-up. Nil means no hold.
+	Hold func() *BoundHold
 }
 
 // Kind says which outcome a Decision is.
@@ -193,14 +196,15 @@ func (g *Gate) Decide(in Input) Decision {
 	if p.Expired(in.Now) {
 		return blockD(Block{Reason: fmt.Sprintf("plan %q expired at %s; no call is allowed", p.Name, p.Expires.UTC().Format(time.RFC3339))})
 	}
-	hold := in.Hold
-	if hold != nil && hold.State != HoldPending && hold.State != HoldApproved && hold.State != HoldRejected {
-		hold = nil // expired or consumed: binds to nothing
-	}
-	approved := hold != nil && hold.State == HoldApproved
 	onViolation := p.OnViolation == hclplan.ViolationHold
-
 	step, fail := g.Check(in.Now, in.Tool, in.Args, in.Progress)
+	if fail == nil && step.Approval != hclplan.ApprovalEach && step.Pin == nil && !onErrorHeld(in, step) {
+		// Nothing for a human to lift: the hold is not looked up, so a
+		// plain allowed call does not pay for it.
+		return forwardD(Forward{Step: step})
+	}
+	hold := bound(in)
+	approved := hold != nil && hold.State == HoldApproved
 	var obs []obstacle
 	if fail != nil {
 		if fail.Rule == RuleUnplanned {
@@ -264,6 +268,27 @@ func (g *Gate) Decide(in Input) Decision {
 		return blockD(rejectedBlock(step, hold))
 	}
 	return holdD(Hold{Step: step, Causes: needs, Reason: first.reason})
+}
+
+func onErrorHeld(in Input, s *hclplan.Step) bool {
+	if in.OnErrorHeld == nil {
+		return false
+	}
+	_, held := in.OnErrorHeld(s.Index)
+	return held
+}
+
+// bound is the hold bound to the call, or nil when there is none or it is
+// expired or consumed (it binds to nothing any more).
+func bound(in Input) *BoundHold {
+	if in.Hold == nil {
+		return nil
+	}
+	h := in.Hold()
+	if h != nil && h.State != HoldPending && h.State != HoldApproved && h.State != HoldRejected {
+		return nil
+	}
+	return h
 }
 
 func rejectedBlock(step *hclplan.Step, h *BoundHold) Block {

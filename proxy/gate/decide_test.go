@@ -105,7 +105,7 @@ func TestDecideMatrix(t *testing.T) {
 										var bound *BoundHold
 										if st != "" {
 											bound = &BoundHold{ID: "h1", State: st, Causes: ParseCauses(cause, false), StepIndex: 1, Step: "target"}
-											in.Hold = bound
+											in.Hold = func() *BoundHold { return bound }
 										}
 										name := fmt.Sprintf("order=%s/args=%v/used=%v/each=%v/onerr=%v/onviolation=%s/pin=%v/hold=%s:%s",
 											order, argsOK, used, each, onErr, onViolation, pinned, st, cause)
@@ -147,7 +147,8 @@ func TestDecideMatrix(t *testing.T) {
 											if f.Step.Name != "target" || f.PinCheck != pinned || !slices.Equal(f.Lifts, lifted) {
 												t.Fatalf("%s: got %+v, want step target, pin check %v, lifts %v", name, f, pinned, lifted)
 											}
-											if wantHold := st == HoldApproved; (f.Hold != nil) != wantHold {
+											// A call with nothing to lift does not even look its hold up.
+											if wantHold := st == HoldApproved && (len(obstacles) > 0 || pinned); (f.Hold != nil) != wantHold {
 												t.Fatalf("%s: forward under hold %v, want %v", name, f.Hold, wantHold)
 											}
 											if f.Consumes(false) != (len(lifted) > 0) {
@@ -236,7 +237,10 @@ plan "old" {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := Input{Now: now, Tool: tt.tool, Args: map[string]any{"x": jsonNum("1")}, Progress: prog{}, Hold: tt.hold}
+			in := Input{Now: now, Tool: tt.tool, Args: map[string]any{"x": jsonNum("1")}, Progress: prog{}}
+			if tt.hold != nil {
+				in.Hold = func() *BoundHold { return tt.hold }
+			}
 			if tt.tool == "zz" {
 				in.Args = map[string]any{}
 			}
@@ -350,12 +354,45 @@ func BenchmarkGateDecide(b *testing.B) {
 	p := prog{cur: 0, done: map[int]bool{0: true}, calls: map[int]int{0: 1}}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	held := func(int) (string, bool) { return "", false }
+	hold := func() *BoundHold { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if d := g.Decide(Input{Now: now, Tool: "refund_customer", Args: a, Progress: p, OnErrorHeld: held}); d.Kind != KindForward {
+		if d := g.Decide(Input{Now: now, Tool: "refund_customer", Args: a, Progress: p, OnErrorHeld: held, Hold: hold}); d.Kind != KindForward {
 			b.Fatal("not forwarded")
 		}
 	}
 }
 
 func jsonNum(s string) json.Number { return json.Number(s) }
+
+// TestPlainCallLooksUpNoHold: a call with nothing for a human to lift
+// (checks pass, no approval, no pin, step not on hold) is forwarded without
+// looking its hold up; any other call looks it up.
+func TestPlainCallLooksUpNoHold(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		plan     *hclplan.Plan
+		x        string
+		onErr    bool
+		wantLook bool
+	}{
+		{"plain", matrixPlan(t, "any", "block", "", false), "1", false, false},
+		{"argument violation", matrixPlan(t, "any", "hold", "", false), "2", false, true},
+		{"approval each", matrixPlan(t, "any", "block", "each", false), "1", false, true},
+		{"pinned", matrixPlan(t, "any", "block", "", true), "1", false, true},
+		{"on hold after a failure", matrixPlan(t, "any", "block", "", false), "1", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			looked := false
+			in := Input{Now: now, Tool: "b", Args: map[string]any{"x": jsonNum(tt.x)}, Progress: prog{},
+				OnErrorHeld: func(int) (string, bool) { return "on hold after a failed call", tt.onErr },
+				Hold:        func() *BoundHold { looked = true; return nil }}
+			New(tt.plan).Decide(in)
+			if looked != tt.wantLook {
+				t.Fatalf("looked up the hold: %v, want %v", looked, tt.wantLook)
+			}
+		})
+	}
+}
