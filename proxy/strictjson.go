@@ -28,10 +28,30 @@ const maxArgDepth = 64
 // leading zeros are not JSON and encoding/json refuses them. What is
 // checked is then what the upstream reads.
 func decodeArgs(raw []byte) (map[string]any, error) {
+	v, err := decodeStrict(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+// decodeDocument decodes the JSON document of a pin's result as strictly as
+// arguments (what the pin compares is the only reading of it), except that
+// any value may be the document and a negative zero is read as zero, as the
+// pin compares numbers by value.
+func decodeDocument(raw []byte) (any, error) {
+	return decodeStrict(raw, false)
+}
+
+func decodeStrict(raw []byte, refuseNegZero bool) (any, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("invalid UTF-8")
 	}
-	members, depth, err := shape(raw)
+	members, depth, err := shape(raw, refuseNegZero)
 	if err != nil {
 		return nil, err
 	}
@@ -57,18 +77,15 @@ func decodeArgs(raw []byte) (map[string]any, error) {
 		}
 		return nil, errors.New("a key appears twice in one object")
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("got %s", jsonKind(v))
-	}
-	return m, nil
+	return v, nil
 }
 
 // shape counts the object members of a JSON text (the colons outside
 // strings) and its deepest nesting, in one pass over the bytes, and refuses
 // a lone surrogate escape in any string, a number out of hclplan's bounds
-// and a negative zero. Malformed JSON is left to the decoder.
-func shape(raw []byte) (members, depth int, err error) {
+// and, with refuseNegZero, a negative zero. Malformed JSON is left to the
+// decoder.
+func shape(raw []byte, refuseNegZero bool) (members, depth int, err error) {
 	cur := 0
 	for i := 0; i < len(raw); i++ {
 		switch c := raw[i]; {
@@ -88,7 +105,7 @@ func shape(raw []byte) (members, depth int, err error) {
 			for j < len(raw) && isNumberByte(raw[j]) {
 				j++
 			}
-			if err := checkNumber(raw[i:j]); err != nil {
+			if err := checkNumber(raw[i:j], refuseNegZero); err != nil {
 				return 0, 0, err
 			}
 			i = j - 1
@@ -101,12 +118,13 @@ func isNumberByte(c byte) bool {
 	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
-// checkNumber refuses a number out of hclplan's bounds or a negative zero.
-func checkNumber(num []byte) error {
+// checkNumber refuses a number out of hclplan's bounds or, with
+// refuseNegZero, a negative zero.
+func checkNumber(num []byte, refuseNegZero bool) error {
 	if err := hclplan.CheckNumber(num); err != nil {
 		return err
 	}
-	if num[0] != '-' || len(num) < 2 || num[1] != '0' {
+	if !refuseNegZero || num[0] != '-' || len(num) < 2 || num[1] != '0' {
 		return nil
 	}
 	for _, c := range num[2:] {
