@@ -221,9 +221,11 @@ func (d *decoder) upstream(b *hcl.Block) *Upstream {
 	if a := c.Attributes["env"]; a != nil {
 		if list, ok := d.strList(a); ok {
 			seen := map[string]bool{}
-			for _, n := range list {
+			for i, n := range list {
 				if !envVarRE.MatchString(n) {
 					d.errorf(a.Expr.Range(), "Invalid environment variable name", "%q is not a variable name.", n)
+				} else if IsOwnSecret(n) {
+					d.errorf(elementRange(a.Expr, i), "planlock's own secret", "%s is one of planlock's own variables (its tokens and signing credentials); an upstream never gets it. Give the upstream its own variable.", n)
 				} else if seen[n] {
 					d.errorf(a.Expr.Range(), "Duplicate environment variable", "%q is listed twice.", n)
 				}
@@ -236,6 +238,15 @@ func (d *decoder) upstream(b *hcl.Block) *Upstream {
 		}
 	}
 	return u
+}
+
+// elementRange is the range of a list's i-th element where the list is
+// written out, else the whole expression's.
+func elementRange(e hcl.Expression, i int) hcl.Range {
+	if t, ok := e.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
+		return t.Exprs[i].Range()
+	}
+	return e.Range()
 }
 
 func (d *decoder) step(b *hcl.Block) *Step {
