@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/catalog"
 )
 
@@ -32,7 +33,7 @@ passed on, so that the proxy the client starts verifies the plan.`,
 			if err != nil {
 				return failf("%v", err)
 			}
-			src, err := os.ReadFile(planPath)
+			src, err := boundedio.ReadFile(planPath, boundedio.MaxPlanBytes)
 			if err != nil {
 				return failf("read plan: %v", err)
 			}

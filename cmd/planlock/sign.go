@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/sign"
 	"github.com/urfave/cli/v2"
 )
@@ -73,7 +74,7 @@ func runSign(c *cli.Context) error {
 	if c.Int("pr") < 0 {
 		return usageErrorf("sign: --pr must be a pull request number")
 	}
-	base, err := sign.PredicateFromGitHub(os.Getenv, os.ReadFile)
+	base, err := sign.PredicateFromGitHub(os.Getenv, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxEventBytes) })
 	if err != nil {
 		return failf("sign: %v", err)
 	}
@@ -96,7 +97,7 @@ func runSign(c *cli.Context) error {
 
 	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), RekorURL: c.String("rekor-url"), TSAURL: c.String("tsa-url")}
 	if key := c.String("key"); key != "" {
-		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
+		kp, err := sign.LoadSigningKey(c.Context, key, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -120,7 +121,7 @@ func runSign(c *cli.Context) error {
 				return failf("sign: %v", err)
 			}
 		}
-		content, err := os.ReadFile(file)
+		content, err := boundedio.ReadFile(file, sign.MaxFileBytes(kind))
 		if err != nil {
 			return failf("sign: %v", err)
 		}
