@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -84,6 +85,10 @@ func (f *fmtRun) errorf(format string, a ...any) {
 
 func (f *fmtRun) stdin(r io.Reader) {
 	src, err := boundedio.ReadAll(r, "standard input", boundedio.MaxPlanBytes)
+	if errors.Is(err, boundedio.ErrTooLarge) {
+		f.errorf("%v", err)
+		return
+	}
 	if err != nil {
 		f.errorf("read standard input: %v", err)
 		return

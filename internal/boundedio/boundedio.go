@@ -51,11 +51,8 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > max {
 		return nil, &TooLargeError{Name: path, Limit: max}
 	}
-	b, err := ReadAll(f, path, max)
-	if err != nil && !errors.Is(err, ErrTooLarge) {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return b, err
+	// A read error is an *fs.PathError: it names the file already.
+	return ReadAll(f, path, max)
 }
 
 // ReadAll reads r to its end, refusing more than max bytes; name says what

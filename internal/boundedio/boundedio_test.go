@@ -27,7 +27,7 @@ func TestReadFile(t *testing.T) {
 		{"over the limit", over, "", over + " is larger than 5 bytes"},
 		{"endless device", "/dev/zero", "", "/dev/zero is larger than 5 bytes"},
 		{"missing", filepath.Join(dir, "none"), "", "open " + filepath.Join(dir, "none") + ": no such file or directory"},
-		{"a directory", dir, "", "read " + dir + ": read " + dir + ": is a directory"},
+		{"a directory", dir, "", "read " + dir + ": is a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
