@@ -607,7 +607,7 @@ func (d *decoder) json(a *hcl.Attribute) (Value, bool) {
 func numberText(f *big.Float) (string, error) {
 	// 2^1400 is about 1e421: anything beyond is out of bounds whatever its
 	// text (the exact bound is checked on the text below).
-	if exp := f.MantExp(nil); f.Sign() != 0 && (exp > 1400 || exp < -1400) {
+	if exp := f.MantExp(nil); f.IsInf() || (f.Sign() != 0 && (exp > 1400 || exp < -1400)) {
 		return "", fmt.Errorf("a number with an exponent beyond ±%d is refused", MaxNumberExponent)
 	}
 	var s string
