@@ -24,9 +24,9 @@ const maxArgDepth = 64
 // rejected elsewhere) and a negative zero (-0 to some parsers, 0 to others,
 // and 0 in the canonical form an approval binds to). Numbers are bounded
 // (hclplan.CheckNumber) before anything does arithmetic on them. Deep
-// nesting is refused for its cost; BOMs, trailing data, NaN, Infinity and
-// leading zeros are not JSON and encoding/json refuses them. What is
-// checked is then what the upstream reads.
+// nesting is refused for its cost, trailing data after the object too;
+// BOMs, NaN, Infinity and leading zeros are not JSON and encoding/json
+// refuses them. What is checked is then what the upstream reads.
 func decodeArgs(raw []byte) (map[string]any, error) {
 	v, err := decodeStrict(raw, true)
 	if err != nil {
