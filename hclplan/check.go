@@ -2,6 +2,7 @@ package hclplan
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -92,6 +93,12 @@ func (s *Step) firstUndeclared(args map[string]any) string {
 func (a *Arg) check(v any) string {
 	if a.Any {
 		return ""
+	}
+	if n, ok := v.(json.Number); ok {
+		// Bounded before eq, enum, min or max do exact arithmetic on it.
+		if err := CheckNumber(string(n)); err != nil {
+			return "is refused: " + err.Error()
+		}
 	}
 	if a.Eq != nil && !a.Eq.Equal(v) {
 		return fmt.Sprintf("= %s, want %s", describe(v), a.Eq.String())

@@ -228,9 +228,11 @@ func (d *decoder) upstream(b *hcl.Block) *Upstream {
 	if a := c.Attributes["env"]; a != nil {
 		if list, ok := d.strList(a); ok {
 			seen := map[string]bool{}
-			for _, n := range list {
+			for i, n := range list {
 				if !envVarRE.MatchString(n) {
 					d.errorf(a.Expr.Range(), "Invalid environment variable name", "%q is not a variable name.", n)
+				} else if IsOwnSecret(n) {
+					d.errorf(elementRange(a.Expr, i), "planlock's own secret", "%s is one of planlock's own variables (its tokens and signing credentials); an upstream never gets it. Give the upstream its own variable.", n)
 				} else if seen[n] {
 					d.errorf(a.Expr.Range(), "Duplicate environment variable", "%q is listed twice.", n)
 				}
@@ -243,6 +245,15 @@ func (d *decoder) upstream(b *hcl.Block) *Upstream {
 		}
 	}
 	return u
+}
+
+// elementRange is the range of a list's i-th element where the list is
+// written out, else the whole expression's.
+func elementRange(e hcl.Expression, i int) hcl.Range {
+	if t, ok := e.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
+		return t.Exprs[i].Range()
+	}
+	return e.Range()
 }
 
 func (d *decoder) step(b *hcl.Block) *Step {
@@ -584,7 +595,12 @@ func (d *decoder) number(a *hcl.Attribute) *Number {
 		d.typeError(a, "a number", v)
 		return nil
 	}
-	n, err := ParseNumber(numberText(v.AsBigFloat()))
+	text, err := numberText(v.AsBigFloat())
+	if err != nil {
+		d.errorf(a.Expr.Range(), "Invalid number", "%s: %s.", a.Name, err)
+		return nil
+	}
+	n, err := ParseNumber(text)
 	if err != nil {
 		d.errorf(a.Expr.Range(), "Invalid number", "%s: %s.", a.Name, err)
 		return nil
@@ -605,15 +621,29 @@ func (d *decoder) json(a *hcl.Attribute) (Value, bool) {
 	return Value{v: j}, true
 }
 
-// numberText renders an HCL number as exact JSON number text.
-func numberText(f *big.Float) string {
-	if f.IsInt() {
-		i, _ := f.Int(nil)
-		return i.String()
+// numberText renders an HCL number as exact JSON number text within
+// CheckNumber's bounds. The magnitude is checked first: rendering 1e-999999
+// in decimal takes minutes.
+func numberText(f *big.Float) (string, error) {
+	// 2^1400 is about 1e421: anything beyond is out of bounds whatever its
+	// text (the exact bound is checked on the text below).
+	if exp := f.MantExp(nil); f.IsInf() || (f.Sign() != 0 && (exp > 1400 || exp < -1400)) {
+		return "", fmt.Errorf("a number with an exponent beyond ±%d is refused", MaxNumberExponent)
 	}
-	s := f.Text('g', -1)
-	// big.Float writes exponents as "e+06"; JSON accepts that form.
-	return s
+	var s string
+	if f.IsInt() && f.MantExp(nil) <= int(f.Prec()) {
+		// Exact: the integer fits the mantissa.
+		i, _ := f.Int(nil)
+		s = i.String()
+	} else {
+		// The shortest text that reads back as f; big.Float writes
+		// exponents as "e+06", which JSON accepts.
+		s = f.Text('g', -1)
+	}
+	if err := CheckNumber(s); err != nil {
+		return "", err
+	}
+	return s, nil
 }
 
 func ctyToJSON(v cty.Value) (any, error) {
@@ -630,7 +660,11 @@ func ctyToJSON(v cty.Value) (any, error) {
 	case t == cty.Bool:
 		return v.True(), nil
 	case t == cty.Number:
-		return json.Number(numberText(v.AsBigFloat())), nil
+		s, err := numberText(v.AsBigFloat())
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(s), nil
 	case t.IsTupleType() || t.IsListType() || t.IsSetType():
 		out := []any{}
 		for it := v.ElementIterator(); it.Next(); {

@@ -237,11 +237,9 @@ func resultDocument(raw json.RawMessage) (any, error) {
 	if src == nil {
 		return nil, errors.New("the result has no JSON content")
 	}
-	d := json.NewDecoder(bytes.NewReader(src))
-	d.UseNumber()
-	var doc any
-	if err := d.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("the result is not JSON: %w", err)
+	doc, err := decodeDocument(src)
+	if err != nil {
+		return nil, fmt.Errorf("the result is not JSON read one way only: %w", err)
 	}
 	return doc, nil
 }

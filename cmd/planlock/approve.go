@@ -8,6 +8,7 @@ import (
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -44,7 +45,7 @@ Examples:
 				return usageErrorf("approve: give exactly one plan file")
 			}
 			path := c.Args().First()
-			src, err := os.ReadFile(path)
+			src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 			if err != nil {
 				return failf("approve: %v", err)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -202,7 +203,7 @@ func loadOperatorConfig(c *cli.Context, known map[string]bool) (*operatorConfig,
 	if err != nil {
 		return nil, usageErrorf("config file %s: %v", path, err)
 	}
-	src, err := os.ReadFile(abs)
+	src, err := boundedio.ReadFile(abs, boundedio.MaxConfigBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !cfg.explicit {
 			return cfg, nil

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
-	"os"
 	"os/user"
 	"time"
 
@@ -50,11 +50,11 @@ Examples:
 			}
 			fmt.Fprintf(c.App.ErrWriter, "Approving hold %s: %s %s (step %q, plan %s), expires %s.\n",
 				h.ID, req.Tool, req.Args, req.Step, req.PlanName, formatTime(req.Expires))
-			kp, err := sign.LoadSigningKey(c.Context, c.String("key"), os.ReadFile)
+			kp, err := sign.LoadSigningKey(c.Context, c.String("key"), func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
 			if err != nil {
 				return failf("holds approve: %v", err)
 			}
-			content, err := os.ReadFile(approvals.LocalRequestPath(dir, h.ID))
+			content, err := boundedio.ReadFile(approvals.LocalRequestPath(dir, h.ID), boundedio.MaxHoldBytes)
 			if err != nil {
 				return failf("holds approve: %v", err)
 			}
@@ -140,7 +140,7 @@ func pendingHold(c *cli.Context, id string) (string, ledger.Hold, *gitapprove.Ho
 		return "", h, nil, failf("%s: hold %s is approved by its pull request (%s), not locally", cmd, id, h.PRURL)
 	}
 	path := approvals.LocalRequestPath(dir, id)
-	src, err := os.ReadFile(path)
+	src, err := boundedio.ReadFile(path, boundedio.MaxHoldBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", h, nil, failf("%s: hold %s has no request file %s", cmd, id, path)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -81,7 +82,7 @@ Examples:
 						return usageErrorf("init github: %v", err)
 					}
 					path := filepath.Join(c.String("dir"), filepath.FromSlash(gitapprove.WorkflowPath))
-					old, err := os.ReadFile(path)
+					old, err := boundedio.ReadFile(path, boundedio.MaxConfigBytes)
 					switch {
 					case err == nil && bytes.Equal(old, wf):
 						fmt.Fprintf(c.App.Writer, "%s is up to date.\n", path)

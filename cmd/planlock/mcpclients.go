@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -289,7 +290,7 @@ func memberIndent(doc []byte, members []member, obj int, def string) string {
 // writeClientConfig merges the entry into path, keeping a .bak copy of what
 // was there.
 func writeClientConfig(path, key, name string, entry any) (backup string, err error) {
-	old, err := os.ReadFile(path)
+	old, err := boundedio.ReadFile(path, boundedio.MaxConfigBytes)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/planlock/planlock/internal/boundedio"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
@@ -89,7 +91,7 @@ func runMCPConfig(c *cli.Context) error {
 	if err != nil {
 		return failf("%v", err)
 	}
-	src, err := os.ReadFile(planPath)
+	src, err := boundedio.ReadFile(planPath, boundedio.MaxPlanBytes)
 	if err != nil {
 		return failf("read plan: %v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
 )
@@ -81,7 +83,11 @@ func (f *fmtRun) errorf(format string, a ...any) {
 }
 
 func (f *fmtRun) stdin(r io.Reader) {
-	src, err := io.ReadAll(r)
+	src, err := boundedio.ReadAll(r, "standard input", boundedio.MaxPlanBytes)
+	if errors.Is(err, boundedio.ErrTooLarge) {
+		f.errorf("%v", err)
+		return
+	}
 	if err != nil {
 		f.errorf("read standard input: %v", err)
 		return
@@ -124,7 +130,7 @@ func (f *fmtRun) path(p string) {
 }
 
 func (f *fmtRun) file(path string, mode fs.FileMode) {
-	src, err := os.ReadFile(path)
+	src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 	if err != nil {
 		f.errorf("%v", err)
 		return

@@ -3,11 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -46,7 +46,7 @@ Exit status: 0 when every file is valid, 1 otherwise.`,
 			}
 			var tools []hclplan.Tool
 			if path := c.String("tools"); path != "" {
-				data, err := os.ReadFile(path)
+				data, err := boundedio.ReadFile(path, boundedio.MaxToolsBytes)
 				if err != nil {
 					return failf("plan validate: %v", err)
 				}
@@ -108,7 +108,7 @@ func plural(n int, one, many string) string {
 }
 
 func validateFile(path string, files sources, tools []hclplan.Tool, withTools bool) hcl.Diagnostics {
-	src, err := os.ReadFile(path)
+	src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 	if err != nil {
 		return hcl.Diagnostics{{
 			Severity: hcl.DiagError,

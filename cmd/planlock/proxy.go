@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
 	"net"
 	"os"
 	"slices"
@@ -85,7 +86,7 @@ func listenToken(c *cli.Context) (string, error) {
 	if token != "" {
 		return "", usageErrorf("both PLANLOCK_LISTEN_TOKEN and --token-file give the listen token: give one")
 	}
-	b, err := os.ReadFile(f)
+	b, err := boundedio.ReadFile(f, boundedio.MaxKeyBytes)
 	if err != nil {
 		return "", failf("--token-file: %v", err)
 	}

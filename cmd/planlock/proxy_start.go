@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
 	"io"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func proxyLogPath(c *cli.Context) string {
 // planName reads the plan's name without trusting the plan: it only picks a
 // log directory; "" when the file does not parse.
 func planName(file string) string {
-	src, err := os.ReadFile(file)
+	src, err := boundedio.ReadFile(file, boundedio.MaxPlanBytes)
 	if err != nil {
 		return ""
 	}

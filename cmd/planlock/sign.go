@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/sign"
 	"github.com/urfave/cli/v2"
 )
@@ -81,7 +82,7 @@ func runSign(c *cli.Context) error {
 	if c.Int("pr") < 0 {
 		return usageErrorf("sign: --pr must be a pull request number")
 	}
-	base, err := sign.PredicateFromGitHub(os.Getenv, os.ReadFile)
+	base, err := sign.PredicateFromGitHub(os.Getenv, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxEventBytes) })
 	if err != nil {
 		return failf("sign: %v", err)
 	}
@@ -117,7 +118,7 @@ func runSign(c *cli.Context) error {
 		return err
 	}
 	if key := c.String("key"); key != "" {
-		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
+		kp, err := sign.LoadSigningKey(c.Context, key, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -146,7 +147,7 @@ func runSign(c *cli.Context) error {
 				return failf("sign: %v", err)
 			}
 		}
-		content, err := os.ReadFile(file)
+		content, err := boundedio.ReadFile(file, sign.MaxFileBytes(kind))
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -211,7 +212,7 @@ func signRekorURL(c *cli.Context) (string, error) {
 // expires within a day. A file that does not parse is left to the signature
 // (sign signs bytes; plan validate judges them).
 func checkExpiry(w io.Writer, file string, now time.Time) error {
-	src, err := os.ReadFile(file)
+	src, err := boundedio.ReadFile(file, boundedio.MaxPlanBytes)
 	if err != nil {
 		return failf("sign: %v", err)
 	}

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
 
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/sign"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/urfave/cli/v2"
@@ -48,7 +48,7 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 		if keyless {
 			return nil, usageErrorf("give either --key or --certificate-* flags, not both")
 		}
-		data, err := os.ReadFile(key)
+		data, err := boundedio.ReadFile(key, boundedio.MaxKeyBytes)
 		if err != nil {
 			return nil, failf("%v", err)
 		}

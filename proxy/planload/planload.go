@@ -10,11 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
@@ -80,7 +80,7 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 	var src []byte
 	var approval *sign.Approval
 	if s.Policy == nil {
-		b, err := os.ReadFile(s.File)
+		b, err := boundedio.ReadFile(s.File, boundedio.MaxPlanBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read plan: %w", err)
 		}
