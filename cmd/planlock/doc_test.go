@@ -58,7 +58,7 @@ func TestDocs(t *testing.T) {
 			}
 			name := fmt.Sprintf("doctest/%03d.sh", i)
 			fmt.Fprintf(&script, "# %s\nexec bash -eo pipefail %s\n", s, name)
-			files = append(files, fmt.Sprintf("-- %s --\n%s\n", name, s.Text))
+			files = append(files, fmt.Sprintf("-- %s --\n%s%s\n", name, keepCwd, s.Text))
 		}
 		if len(files) == 0 {
 			continue
@@ -75,11 +75,20 @@ func TestDocs(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: dir,
+		// HOME is next to $WORK, not in it: a reader's home is not inside
+		// the plans checkout (the proxy refuses a config file that is).
+		WorkdirRoot: t.TempDir(),
 		Setup: func(env *testscript.Env) error {
 			return docSandbox(env, root)
 		},
 	})
 }
+
+// keepCwd starts every command in the directory the one before ended in, as
+// in the reader's terminal (a "cd" lasts).
+const keepCwd = `cd "$(cat "$WORK/doctest/cwd" 2>/dev/null || pwd)"
+trap 'pwd > "$WORK/doctest/cwd"' EXIT
+`
 
 // editPlan is the sandbox's $EDITOR: the reader's edit of a plan skeleton,
 // which uncomments every suggested step.
@@ -90,7 +99,7 @@ sed -E -i 's/^  # (step |  |\})/  \1/' "$1"
 // docSandbox prepares the world the documentation assumes.
 func docSandbox(env *testscript.Env, root string) error {
 	work := env.WorkDir
-	home := filepath.Join(work, "home")
+	home := work + "-home"
 	for _, d := range []string{filepath.Join(home, "docs"), filepath.Join(home, "bin"), filepath.Join(work, "plans")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -117,8 +126,9 @@ func docSandbox(env *testscript.Env, root string) error {
 	}
 	for k, v := range map[string]string{
 		"HOME": home, "EDITOR": filepath.Join(home, "bin", "edit-plan"),
-		"XDG_STATE_HOME": filepath.Join(home, "state"), "XDG_CONFIG_HOME": filepath.Join(home, "config"),
-		"XDG_CACHE_HOME": filepath.Join(home, "cache"), "NO_COLOR": "1", "GIT_CONFIG_NOSYSTEM": "1",
+		// The defaults, so that the documents' ~/.config/planlock paths hold.
+		"XDG_STATE_HOME": filepath.Join(home, ".local", "state"), "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME": filepath.Join(home, ".cache"), "NO_COLOR": "1", "GIT_CONFIG_NOSYSTEM": "1",
 		"GIT_AUTHOR_NAME": "Reader", "GIT_AUTHOR_EMAIL": "reader@example.com",
 		"GIT_COMMITTER_NAME": "Reader", "GIT_COMMITTER_EMAIL": "reader@example.com",
 	} {
@@ -140,5 +150,5 @@ func docSandbox(env *testscript.Env, root string) error {
 			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
-	return os.WriteFile(filepath.Join(work, ".git", "info", "exclude"), []byte("home/\n"), 0o644)
+	return nil
 }

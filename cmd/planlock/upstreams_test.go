@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -44,9 +45,10 @@ const filesystemPackage = "@modelcontextprotocol/server-filesystem"
 
 // npxMain is the "npx" of the scripts, so that the documentation's commands
 // run offline: "npx [-y] @modelcontextprotocol/server-filesystem DIR..."
-// serves a stand-in with the real server's read_text_file and
-// list_directory tools, limited to DIR (which must exist, as for the real
-// one). Any other package is refused with a message naming it.
+// serves a stand-in with the real server's read_text_file (head, tail),
+// list_directory, get_file_info and write_file tools, limited to DIR (which must
+// exist, as for the real one). Any other package is refused with a message
+// naming it.
 func npxMain(args []string) int {
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		args = args[1:]
@@ -86,7 +88,9 @@ func npxMain(args []string) int {
 	}
 	s := server.NewMCPServer("secure-filesystem-server", "0.0.0-stand-in", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("read_text_file", mcp.WithDescription("Read the complete contents of a file as text."),
-		mcp.WithString("path", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mcp.WithString("path", mcp.Required()),
+		mcp.WithNumber("head", mcp.Description("If provided, returns only the first N lines of the file")),
+		mcp.WithNumber("tail", mcp.Description("If provided, returns only the last N lines of the file"))), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, err := inside(req.GetString("path", ""))
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -95,7 +99,27 @@ func npxMain(args []string) int {
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		return mcp.NewToolResultText(string(b)), nil
+		lines := strings.SplitAfter(string(b), "\n")
+		if n := req.GetInt("head", 0); n > 0 && n < len(lines) {
+			lines = lines[:n]
+		}
+		if n := req.GetInt("tail", 0); n > 0 && n < len(lines) {
+			lines = lines[len(lines)-n:]
+		}
+		return mcp.NewToolResultText(strings.Join(lines, "")), nil
+	})
+	s.AddTool(mcp.NewTool("get_file_info", mcp.WithDescription("Retrieve detailed metadata about a file or directory."),
+		mcp.WithString("path", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, err := inside(req.GetString("path", ""))
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("size: %d\nmodified: %s\nisDirectory: %t\nisFile: %t\npermissions: %o",
+			st.Size(), st.ModTime().UTC().Format(time.RFC3339), st.IsDir(), st.Mode().IsRegular(), st.Mode().Perm())), nil
 	})
 	s.AddTool(mcp.NewTool("list_directory", mcp.WithDescription("Get a detailed listing of all files and directories in a specified path."),
 		mcp.WithString("path", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -116,6 +140,17 @@ func npxMain(args []string) int {
 			fmt.Fprintf(&b, "%s %s\n", kind, e.Name())
 		}
 		return mcp.NewToolResultText(b.String()), nil
+	})
+	s.AddTool(mcp.NewTool("write_file", mcp.WithDescription("Create a new file or completely overwrite an existing file with new content."),
+		mcp.WithString("path", mcp.Required()), mcp.WithString("content", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, err := inside(req.GetString("path", ""))
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if err := os.WriteFile(p, []byte(req.GetString("content", "")), 0o644); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText("Successfully wrote to " + req.GetString("path", "")), nil
 	})
 	if err := mcpserve.Serve(context.Background(), s, mcpserve.Options{Stdin: os.Stdin, Stdout: os.Stdout, Log: os.Stderr}); err != nil {
 		fmt.Fprintf(os.Stderr, "npx (test stand-in): %v\n", err)

@@ -2,7 +2,8 @@
 // a test can run every command a reader is told to type.
 //
 // Every ```sh block is run, one logical command (backslash continuations
-// joined) at a time, in document order. A block that cannot run in a
+// joined, a here-document kept with its command up to its delimiter line)
+// at a time, in document order. A block that cannot run in a
 // sandbox says so, with a reason a reviewer can judge, in an HTML comment
 // on the line before it:
 //
@@ -22,6 +23,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -29,7 +31,7 @@ import (
 type Step struct {
 	File string
 	Line int    // 1-based line of the command's first line
-	Text string // the command; continuation lines joined with "\n"
+	Text string // the command; continuation and here-document lines joined with "\n"
 	// Skip is the reason given for not running it; "" means run it.
 	Skip string
 	// Hidden marks a "doctest: run" command, not shown to the reader.
@@ -40,6 +42,25 @@ func (s Step) String() string { return fmt.Sprintf("%s:%d", s.File, s.Line) }
 
 const directive = "<!-- doctest:"
 
+// heredoc matches a here-document operator (<<WORD, <<'WORD', <<"WORD",
+// <<-WORD), not a here-string (<<<).
+var heredoc = regexp.MustCompile(`(?:^|[^<])<<(-?)[ \t]*(?:'(\w+)'|"(\w+)"|(\w+))`)
+
+// hereDoc is a here-document whose body is being read.
+type hereDoc struct {
+	delim    string
+	stripTab bool // <<- : the delimiter line may be indented with tabs
+}
+
+// hereDocs returns the here-documents a command line opens, in order.
+func hereDocs(line string) []hereDoc {
+	var docs []hereDoc
+	for _, m := range heredoc.FindAllStringSubmatch(line, -1) {
+		docs = append(docs, hereDoc{delim: m[2] + m[3] + m[4], stripTab: m[1] == "-"})
+	}
+	return docs
+}
+
 // Extract returns the steps of a Markdown document named file.
 func Extract(file string, md []byte) ([]Step, error) {
 	var steps []Step
@@ -48,12 +69,13 @@ func Extract(file string, md []byte) ([]Step, error) {
 	sc := bufio.NewScanner(bytes.NewReader(md))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	line := 0
-	var fence string // the open fence ("```" or "~~~"), "" outside a block
-	inSh := false    // the open block is a shell block
-	plain := false   // the open block has no language
-	var cmd []string // the logical command being read
-	cmdLine := 0     // where it started
-	blockSkip := ""  // the skip reason of the open block
+	var fence string      // the open fence ("```" or "~~~"), "" outside a block
+	inSh := false         // the open block is a shell block
+	plain := false        // the open block has no language
+	var cmd []string      // the logical command being read
+	cmdLine := 0          // where it started
+	var pending []hereDoc // here-documents of cmd whose body is being read
+	blockSkip := ""       // the skip reason of the open block
 	flush := func() {
 		if len(cmd) == 0 {
 			return
@@ -68,6 +90,9 @@ func Extract(file string, md []byte) ([]Step, error) {
 		if fence != "" {
 			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
 				if inSh {
+					if len(pending) > 0 {
+						return nil, fmt.Errorf("%s:%d: the here-document <<%s is not closed (no %s line before the end of the block)", file, cmdLine, pending[0].delim, pending[0].delim)
+					}
 					if len(cmd) > 0 {
 						return nil, fmt.Errorf("%s:%d: the command ends with a backslash", file, cmdLine)
 					}
@@ -81,6 +106,20 @@ func Extract(file string, md []byte) ([]Step, error) {
 				}
 				continue
 			}
+			if len(pending) > 0 {
+				// A body line, kept verbatim; the delimiter line ends it.
+				cmd = append(cmd, text)
+				end := text
+				if pending[0].stripTab {
+					end = strings.TrimLeft(end, "\t")
+				}
+				if end == pending[0].delim {
+					if pending = pending[1:]; len(pending) == 0 {
+						flush()
+					}
+				}
+				continue
+			}
 			if len(cmd) == 0 {
 				if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 					continue
@@ -88,6 +127,9 @@ func Extract(file string, md []byte) ([]Step, error) {
 				cmdLine = line
 			}
 			cmd = append(cmd, text)
+			if pending = hereDocs(text); len(pending) > 0 {
+				continue
+			}
 			if !strings.HasSuffix(text, "\\") {
 				flush()
 			}

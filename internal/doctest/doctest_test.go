@@ -57,6 +57,8 @@ func TestExtractErrors(t *testing.T) {
 		{"unclosed comment", "<!-- doctest: skip r\n```sh\nx\n```\n", "end with -->"},
 		{"unclosed block", "```sh\nx\n", "not closed"},
 		{"dangling backslash", "```sh\nx \\\n```\n", "ends with a backslash"},
+		{"unclosed here-document", "```sh\ncat <<EOF\nx\n```\n", "here-document <<EOF is not closed"},
+		{"here-document closed by another word", "```sh\ncat <<'EOF'\nx\nEND\n```\n", "here-document <<EOF is not closed"},
 		{"console", "```console\n$ x\n```\n", "use ```sh"},
 		{"unlabelled command", "```\nplanlock plan fmt\n```\n", "label it ```sh"},
 	}
@@ -65,6 +67,40 @@ func TestExtractErrors(t *testing.T) {
 			_, err := Extract("r.md", []byte(tt.md))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A here-document is part of its command: its body lines (blank lines and
+// "#" lines included) are not commands of their own.
+func TestExtractHereDoc(t *testing.T) {
+	tests := []struct {
+		name, block string
+		want        []string // the steps' texts
+	}{
+		{"unquoted", "cat > p.hcl <<EOF\nplan \"x\" {\n\n  # a comment\n  goal = \"$HOME\"\n}\nEOF\nplanlock plan fmt p.hcl\n",
+			[]string{"cat > p.hcl <<EOF\nplan \"x\" {\n\n  # a comment\n  goal = \"$HOME\"\n}\nEOF", "planlock plan fmt p.hcl"}},
+		{"quoted", "cat <<'END' > a\nx \\\nEND\necho b\n", []string{"cat <<'END' > a\nx \\\nEND", "echo b"}},
+		{"double quoted, spaced", "cat << \"END\"\nx\nEND\n", []string{"cat << \"END\"\nx\nEND"}},
+		{"tabs stripped", "cat <<-EOF\n\tx\n\tEOF\necho b\n", []string{"cat <<-EOF\n\tx\n\tEOF", "echo b"}},
+		{"indented delimiter is body without <<-", "cat <<EOF\n  EOF\nEOF\n", []string{"cat <<EOF\n  EOF\nEOF"}},
+		{"two in one command", "paste /dev/fd/3 3<<A - <<B\na\nA\nb\nB\necho c\n", []string{"paste /dev/fd/3 3<<A - <<B\na\nA\nb\nB", "echo c"}},
+		{"after a continuation", "planlock x \\\n  --y <<EOF\nz\nEOF\n", []string{"planlock x \\\n  --y <<EOF\nz\nEOF"}},
+		{"here-string is not one", "cat <<<word\necho b\n", []string{"cat <<<word", "echo b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			steps, err := Extract("r.md", []byte("```sh\n"+tt.block+"```\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range steps {
+				got = append(got, s.Text)
+			}
+			if strings.Join(got, "\n--\n") != strings.Join(tt.want, "\n--\n") {
+				t.Errorf("steps = %q, want %q", got, tt.want)
 			}
 		})
 	}
