@@ -90,6 +90,7 @@ func commands() []*cli.Command {
 		holdsCommand(),
 		approveCommand(),
 		initCommand(),
+		reconcileCommand(),
 	}
 }
 
