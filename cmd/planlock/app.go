@@ -91,6 +91,7 @@ func commands() []*cli.Command {
 		approveCommand(),
 		initCommand(),
 		reconcileCommand(),
+		checkPRCommand(),
 	}
 }
 
