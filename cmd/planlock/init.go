@@ -174,5 +174,5 @@ func initTrustFlags(branch string) string {
 	return "Trust its approvals in planlock verify and planlock proxy with:\n" +
 		"  --certificate-identity https://github.com/OWNER/REPO/" + gitapprove.WorkflowPath + "@refs/heads/" + branch + " \\\n" +
 		"  --certificate-oidc-issuer https://token.actions.githubusercontent.com \\\n" +
-		"  --certificate-github-workflow-trigger push"
+		"  --certificate-github-workflow-trigger push,schedule"
 }
