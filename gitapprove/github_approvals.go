@@ -75,3 +75,6 @@ func LatestApprovers(reviews []Review) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Slug is "owner/repo".
+func (g *GitHub) Slug() string { return g.owner + "/" + g.repo }

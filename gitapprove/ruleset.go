@@ -111,3 +111,28 @@ func globDir(glob string) string {
 	}
 	return strings.Join(fixed, "/") + "/**"
 }
+
+var (
+	usesLine  = regexp.MustCompile(`^\s*(?:-\s+)?uses:\s*(\S+)(.*)$`)
+	pinnedRef = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$`)
+)
+
+// UnpinnedUses lists the "uses:" values of a workflow that are not pinned
+// by a full commit SHA (local "./" actions and docker:// digests aside).
+func UnpinnedUses(wf []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(wf), "\n") {
+		m := usesLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v := strings.Trim(m[1], `"'`)
+		if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "docker://") && strings.Contains(v, "@sha256:") {
+			continue
+		}
+		if !pinnedRef.MatchString(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -92,6 +92,7 @@ func commands() []*cli.Command {
 		initCommand(),
 		reconcileCommand(),
 		checkPRCommand(),
+		doctorCommand(),
 	}
 }
 
