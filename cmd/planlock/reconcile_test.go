@@ -232,8 +232,8 @@ func TestReconcileResignsABundleThatDoesNotVerify(t *testing.T) {
 	}
 	// Usage errors are told apart from failures.
 	for _, args := range [][]string{
-		{"reconcile", "--dir", ci, "--key", filepath.Join(keys, "ci.pub")},                                            // no --out
-		{"reconcile", "--dir", ci, "--dry-run"},                                                                       // no trust policy
+		{"reconcile", "--dir", ci, "--key", filepath.Join(keys, "ci.pub")},                                          // no --out
+		{"reconcile", "--dir", ci, "--dry-run"},                                                                     // no trust policy
 		{"reconcile", "--dir", ci, "--dry-run", "--plans-glob", "../*.hcl", "--key", filepath.Join(keys, "ci.pub")}, // escapes the repository
 	} {
 		if code, _, stderr := planlockRun(t, args...); code != exitUsage || stderr == "" {
