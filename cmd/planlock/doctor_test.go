@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,6 +102,41 @@ func TestApproveWarnsAboutMissingProtection(t *testing.T) {
 			}
 			if !tc.warn && strings.Contains(errOut, "WARNING") {
 				t.Errorf("unexpected warning: %q", errOut)
+			}
+		})
+	}
+}
+
+// The proxy checks the protection at start when it opens hold pull
+// requests on GitHub: a warning, not a refusal.
+func TestProxyWarnsAboutMissingProtection(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "tok")
+	t.Setenv("GH_TOKEN", "")
+	for _, tc := range []struct {
+		name  string
+		rules []map[string]any
+		warn  bool
+	}{
+		{"no rules", nil, true},
+		{"code owners required", []map[string]any{githubfake.PullRequestRule(1, true, true, true),
+			{"type": "required_status_checks", "parameters": map[string]any{"required_status_checks": []any{map[string]any{"context": gitapprove.CheckName}}}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work, _ := approveRepo(t)
+			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh.SetBranchRules("main", tc.rules...)
+			plan := filepath.Join(work, "plans", "p.hcl")
+			if err := os.WriteFile(plan, []byte("plan \"p\" {\n  goal = \"echo once\"\n  step \"a\" {\n    tool = \"echo\"\n  }\n}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, _, errOut := runCLI(t, "proxy", "--plan", plan, "--insecure-skip-verify",
+				"--state", t.TempDir(), "--github-api", gh.URL(), "--github-repo", "acme/plans", "--", "sh", "-c", "exit 0")
+			if !strings.Contains(errOut, "holds become approval pull requests") {
+				t.Fatalf("the proxy did not set up hold pull requests: %q", errOut)
+			}
+			warned := strings.Contains(errOut, "WARNING: branch main does not require a pull request")
+			if warned != tc.warn || (!tc.warn && strings.Contains(errOut, "WARNING: branch")) {
+				t.Errorf("warned=%v, want %v: %q", warned, tc.warn, errOut)
 			}
 		})
 	}
