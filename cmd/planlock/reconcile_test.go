@@ -168,6 +168,10 @@ func TestReconcileSignsWhatAMissedRunLeft(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("verify %s: exit %d\n%s%s", tc.path, code, stdout, stderr)
 		}
+		// The human-readable form names them too.
+		if code, text, _ := planlockRun(t, "verify", "--kind", tc.kind, "--bundle", bundle, "--path", tc.path, "--key", filepath.Join(keys, "ci.pub"), filepath.Join(check, tc.path)); code != 0 || !strings.Contains(text, "approved by "+strings.Join(tc.approvers, ", ")+")") {
+			t.Errorf("verify %s: %q", tc.path, text)
+		}
 		var res []verifyResult
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatal(err)
