@@ -198,7 +198,9 @@ jobs:
           changed=0
           while IFS= read -r f; do
             changed=1
-            printf '\n### %s\n\n' "$f" >> "$body"
+            # The path is shown with only plain characters: a file name is
+            # as hostile as a plan's strings.
+            printf '\n### %s\n\n' "$(printf '%s' "$f" | tr -c 'A-Za-z0-9._/-' '_')" >> "$body"
             if ! planlock plan show "$f" >> "$body" 2>> "$RUNNER_TEMP/show.err"; then
               echo "This file is not a valid plan: see the check's log." >> "$body"
             fi
@@ -225,7 +227,7 @@ jobs:
 
   sign:
     name: Sign what has no valid approval yet
-    if: github.event_name != 'pull_request'
+    if: github.event_name != 'pull_request' && github.ref == 'refs/heads/[[.Branch]]'
     runs-on: ubuntu-latest
     timeout-minutes: 15
     # No concurrency group: GitHub would cancel pending runs. Each run signs
@@ -237,7 +239,6 @@ jobs:
     steps:
       - uses: [[.Checkout]]
         with:
-          ref: [[.Branch]]
           fetch-depth: 0 # history for who approved each file, and the [[.Approvals]] branch
           persist-credentials: false
       - uses: [[.SetupGo]]

@@ -167,8 +167,12 @@ func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
 	}
 	// The approval is of the file as it is at the reconciled commit; a
 	// keyless certificate names the same commit (the run's).
-	if base.Commit == "" {
+	switch {
+	case base.Commit == "":
 		base.Commit = head
+	case !strings.EqualFold(base.Commit, head):
+		// The predicate's commit must be the one whose bytes are signed.
+		return nil, failf("reconcile: the checkout is at %s but the run is for commit %s: check out the run's commit", head, base.Commit)
 	}
 	s.base = base
 	if c.Bool("tlog-upload") {

@@ -234,6 +234,16 @@ func TestReconcileResignsABundleThatDoesNotVerify(t *testing.T) {
 	if m, _ := os.ReadFile(filepath.Join(out, "planlock-reconcile.txt")); string(m) != "plans/a.hcl\n" {
 		t.Errorf("manifest = %q", m)
 	}
+	// In a run for another commit than the checkout, the predicate would
+	// name a commit whose bytes were not signed: refused.
+	t.Setenv("GITHUB_REPOSITORY", "acme/plans")
+	t.Setenv("GITHUB_SHA", strings.Repeat("f", 40))
+	t.Setenv("GITHUB_EVENT_PATH", "")
+	if code, _, stderr := planlockRun(t, "reconcile", "--dir", ci, "--out", filepath.Join(root, "out2"), "--signing-key", filepath.Join(keys, "ci.key"), "--key", filepath.Join(keys, "ci.pub"), "--tlog-upload=false"); code != exitFailure || !strings.Contains(stderr, "check out the run's commit") {
+		t.Errorf("commit mismatch: exit %d, %q", code, stderr)
+	}
+	t.Setenv("GITHUB_REPOSITORY", "")
+	t.Setenv("GITHUB_SHA", "")
 	// Usage errors are told apart from failures.
 	for _, args := range [][]string{
 		{"reconcile", "--dir", ci, "--key", filepath.Join(keys, "ci.pub")},                                          // no --out
