@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/planlock/planlock/hclplan"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -126,15 +127,8 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	return b.String()
 }
 
-// mdCode renders s as a Markdown code span that s cannot close early.
-func mdCode(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
-	ticks := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return ticks + s + ticks
-}
+// mdCode renders s with the one escaping function for PR text.
+func mdCode(s string) string { return hclplan.MarkdownCode(s) }
 
 func longestRun(s string, c byte) int {
 	longest, n := 0, 0

@@ -194,11 +194,11 @@ func describeResource(r *Resource) string {
 	var what string
 	switch {
 	case r.URIPattern != nil:
-		what = fmt.Sprintf("URIs matching `%s` in full", r.URIPattern.Source)
+		what = fmt.Sprintf("URIs matching %s in full", MarkdownCode(r.URIPattern.Source))
 	case r.URITemplate != "":
-		what = fmt.Sprintf("URIs of the template `%s`", r.URITemplate)
+		what = fmt.Sprintf("URIs of the template %s", MarkdownCode(r.URITemplate))
 	default:
-		what = fmt.Sprintf("`%s`", r.URI)
+		what = MarkdownCode(r.URI)
 	}
-	return fmt.Sprintf("**%s** may read %s %s", r.Name, what, times(r.MaxReads))
+	return fmt.Sprintf("%s may read %s %s", MarkdownCode(r.Name), what, times(r.MaxReads))
 }

@@ -12,8 +12,8 @@ import (
 // body of an approval pull request: what the agent may do, in plain words.
 func Summary(p *Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Plan `%s`\n\n", p.Name)
-	fmt.Fprintf(&b, "**Goal:** %s\n\n", p.Goal)
+	fmt.Fprintf(&b, "## Plan %s\n\n", MarkdownCode(p.Name))
+	fmt.Fprintf(&b, "**Goal:** %s\n\n", MarkdownCode(p.Goal))
 	if p.Expires.IsZero() {
 		b.WriteString("- **Expires:** never\n")
 	} else {
@@ -33,9 +33,9 @@ func Summary(p *Plan) string {
 	case p.Upstream == nil:
 		b.WriteString("- **Upstream:** given on the proxy's command line\n")
 	case p.Upstream.URL != "":
-		fmt.Fprintf(&b, "- **Upstream:** streamable HTTP `%s`\n", p.Upstream.URL)
+		fmt.Fprintf(&b, "- **Upstream:** streamable HTTP %s\n", MarkdownCode(p.Upstream.URL))
 	default:
-		fmt.Fprintf(&b, "- **Upstream:** `%s`", shellJoin(p.Upstream.Command))
+		fmt.Fprintf(&b, "- **Upstream:** %s", MarkdownCode(shellJoin(p.Upstream.Command)))
 		if len(p.Upstream.Env) > 0 {
 			fmt.Fprintf(&b, ", with only %s from the environment", codeList(p.Upstream.Env))
 		}
@@ -48,7 +48,7 @@ func Summary(p *Plan) string {
 		b.WriteString("\nNo tool may be called.\n")
 	}
 	for i, s := range p.Steps {
-		fmt.Fprintf(&b, "\n%d. **%s** calls `%s` %s", i+1, s.Name, s.Tool, times(s.MaxCalls))
+		fmt.Fprintf(&b, "\n%d. **%s** calls %s %s", i+1, MarkdownCode(s.Name), MarkdownCode(s.Tool), times(s.MaxCalls))
 		if s.OnError == ErrorHold {
 			b.WriteString("; a failed call is held for approval")
 		}
@@ -60,15 +60,15 @@ func Summary(p *Plan) string {
 			b.WriteString("   - No arguments allowed.\n")
 		}
 		for _, a := range s.Args {
-			fmt.Fprintf(&b, "   - `%s` %s\n", a.Name, describeArg(a))
+			fmt.Fprintf(&b, "   - %s %s\n", MarkdownCode(a.Name), describeArg(a))
 			writeNested(&b, a, "     ")
 		}
 		for _, c := range s.Checks {
 			fmt.Fprintf(&b, "   - Check on all arguments: %s\n", describeExpr(c))
 		}
 		if s.Pin != nil {
-			fmt.Fprintf(&b, "   - Pinned: before each call, `%s(%s)` must return `%s` = %s, or the call is held.\n",
-				s.Pin.Tool, s.Pin.Args.String(), s.Pin.Field, s.Pin.Eq.String())
+			fmt.Fprintf(&b, "   - Pinned: before each call, %s must return %s = %s, or the call is held.\n",
+				MarkdownCode(s.Pin.Tool+"("+s.Pin.Args.String()+")"), MarkdownCode(s.Pin.Field), MarkdownCode(s.Pin.Eq.String()))
 		}
 	}
 	writeResourcesAndPrompts(&b, p)
@@ -96,10 +96,10 @@ func describeConstraints(a *Arg) string {
 	}
 	var parts []string
 	if a.Eq != nil {
-		parts = append(parts, "must be "+a.Eq.String())
+		parts = append(parts, "must be "+MarkdownCode(a.Eq.String()))
 	}
 	if a.Enum != nil {
-		parts = append(parts, "must be one of "+enumString(a.Enum))
+		parts = append(parts, "must be one of "+MarkdownCode(enumString(a.Enum)))
 	}
 	switch {
 	case a.Min != nil && a.Max != nil:
@@ -113,7 +113,7 @@ func describeConstraints(a *Arg) string {
 		parts = append(parts, fmt.Sprintf("at most %d characters (or items)", *a.MaxLength))
 	}
 	if a.Pattern != nil {
-		parts = append(parts, fmt.Sprintf("must match `%s` in full", a.Pattern.Source))
+		parts = append(parts, fmt.Sprintf("must match %s in full", MarkdownCode(a.Pattern.Source)))
 	}
 	parts = append(parts, describeV2(a)...)
 	return strings.Join(parts, ", ")
@@ -129,7 +129,7 @@ func withOptional(s string, optional bool) string {
 func codeList(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {
-		q[i] = "`" + x + "`"
+		q[i] = MarkdownCode(x)
 	}
 	return strings.Join(q, ", ")
 }

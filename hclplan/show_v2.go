@@ -32,9 +32,9 @@ func describeV2(a *Arg) []string {
 
 // describeExpr renders a CEL check on one line, with its message.
 func describeExpr(e *Expr) string {
-	s := fmt.Sprintf("must satisfy `%s`", strings.Join(strings.Fields(e.Source), " "))
+	s := fmt.Sprintf("must satisfy %s", MarkdownCode(strings.Join(strings.Fields(e.Source), " ")))
 	if e.Message != "" {
-		s += " — “" + e.Message + "”"
+		s += " — " + MarkdownCode(e.Message)
 	}
 	return s
 }
@@ -46,7 +46,7 @@ func writeNested(b *strings.Builder, a *Arg, indent string) {
 		writeNested(b, a.Items, indent+"  ")
 	}
 	for _, f := range a.Fields {
-		fmt.Fprintf(b, "%s- field `%s` %s\n", indent, f.Name, describeArg(f))
+		fmt.Fprintf(b, "%s- field %s %s\n", indent, MarkdownCode(f.Name), describeArg(f))
 		writeNested(b, f, indent+"  ")
 	}
 }
@@ -97,12 +97,12 @@ func writeResourcesAndPrompts(b *strings.Builder, p *Plan) {
 	if len(p.Prompts) > 0 {
 		b.WriteString("\n### Prompts\n\n")
 		for _, pr := range p.Prompts {
-			fmt.Fprintf(b, "- **%s** may be used %s.\n", pr.Name, times(pr.MaxCalls))
+			fmt.Fprintf(b, "- %s may be used %s.\n", MarkdownCode(pr.Name), times(pr.MaxCalls))
 			if len(pr.Args) == 0 {
 				b.WriteString("  - No arguments allowed.\n")
 			}
 			for _, a := range pr.Args {
-				fmt.Fprintf(b, "  - `%s` %s\n", a.Name, describeArg(a))
+				fmt.Fprintf(b, "  - %s %s\n", MarkdownCode(a.Name), describeArg(a))
 				writeNested(b, a, "    ")
 			}
 		}

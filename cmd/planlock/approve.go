@@ -72,6 +72,9 @@ Examples:
 			if forge == nil {
 				fmt.Fprintf(c.App.ErrWriter, "planlock: %s: pushing the branch only\n", why)
 			}
+			if gh, ok := forge.(*gitapprove.GitHub); ok {
+				_, _ = checkProtection(c.Context, gh, c.String("base"), func(s string) { fmt.Fprintln(c.App.ErrWriter, s) })
+			}
 			res, err := gitapprove.Approve(c.Context, gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base")})
 			if err != nil {
 				return failf("approve: %v", err)

@@ -121,6 +121,9 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 		where = "GitHub pull requests"
 	}
 	errw(fmt.Sprintf("planlock: holds become approval pull requests on %s (%s; approvals from %s)", redactURL(remote), where, approvalsBranch))
+	if gh, ok := forge.(*gitapprove.GitHub); ok {
+		_, _ = checkProtection(c.Context, gh, base, errw)
+	}
 	return a, nil
 }
 

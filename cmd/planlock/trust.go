@@ -19,7 +19,7 @@ func trustFlags() []cli.Flag {
 		&cli.StringFlag{Name: "certificate-oidc-issuer-regexp", Usage: "the certificate's OIDC issuer must match `RE2` (whole value)", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-repository", Usage: "the certificate's GitHub workflow repository must be `OWNER/REPO`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-ref", Usage: "the certificate's GitHub workflow ref must be `REF` (e.g. refs/heads/main)", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-trigger", Usage: "the certificate's GitHub workflow trigger must be `EVENT` (recommended: push)", Category: "Trust policy"},
+		&cli.StringFlag{Name: "certificate-github-workflow-trigger", Usage: "the certificate's GitHub workflow trigger must be `EVENT`, or one of a comma-separated list (recommended: push,schedule: the signing workflow's own events)", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-sha", Usage: "the certificate's GitHub workflow commit must be `SHA`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-name", Usage: "the certificate's GitHub workflow name must be `NAME`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "key", Usage: "trust signatures made with this PEM public `KEY` file instead of certificates", TakesFile: true, Category: "Trust policy"},

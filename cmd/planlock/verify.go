@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/planlock/planlock/sign"
@@ -120,6 +121,9 @@ func approvalNote(p *sign.Predicate) string {
 	}
 	if p.Commit != "" {
 		s += ", commit " + shortSHA(p.Commit)
+	}
+	if len(p.Approvers) > 0 {
+		s += ", approved by " + strings.Join(p.Approvers, ", ")
 	}
 	if s != "" {
 		s = " (" + s[2:] + ")"

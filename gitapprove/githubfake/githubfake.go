@@ -44,6 +44,8 @@ type Server struct {
 	requests []string // "METHOD path?query"
 	// noCommits makes PR creation fail the way GitHub does for an empty diff.
 	noCommits bool
+	// rules are the active branch rules by branch (see SetBranchRules).
+	rules map[string][]map[string]any
 }
 
 // Pull is a pull request as the fake stores it.
@@ -167,6 +169,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rest := strings.TrimPrefix(path, prefix)
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	if f.serveApprovals(w, r, rest) {
+		return
+	}
 	switch {
 	case rest == "" && r.Method == http.MethodGet:
 		f.writeJSON(w, 200, map[string]any{"id": 1, "name": f.repo, "full_name": f.owner + "/" + f.repo, "default_branch": "main", "private": true})

@@ -403,6 +403,11 @@ func (a *Approvals) approve(ctx context.Context, r Request, h ledger.Hold, hr *g
 	if st.PR != nil {
 		note += fmt.Sprintf(", pull request #%d merged as %s", st.PR.Number, st.PR.MergeCommit)
 	}
+	// Who approved, as the signed approval records it (the reviews of the
+	// merged pull request): the audit log keeps it with the approval.
+	if len(appr.Predicate.Approvers) > 0 {
+		note += ", approved by " + strings.Join(appr.Predicate.Approvers, ", ")
+	}
 	return Decision{Outcome: Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note}}
 }
 

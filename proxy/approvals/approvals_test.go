@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +133,7 @@ func (e *env) signed(h *gitapprove.HoldRequest, priv []byte, path string) gitapp
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s, err := sign.Sign(e.t.Context(), src, sign.Predicate{Kind: sign.KindHold, Path: path, PullRequest: 7}, sign.SignOptions{Keypair: kp})
+	s, err := sign.Sign(e.t.Context(), src, sign.Predicate{Kind: sign.KindHold, Path: path, PullRequest: 7, Approvers: []string{"alice", "bob"}}, sign.SignOptions{Keypair: kp})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -337,6 +339,11 @@ func TestMergedApprovalMustVerifyAndBind(t *testing.T) {
 			if tc.want == "" {
 				if got.Outcome != Approved || got.Hold.ID != d.Hold.ID || h.State != ledger.HoldApproved {
 					t.Fatalf("want approved: %v %q (ledger %s)", got.Outcome, got.Message, h.State)
+				}
+				// The audit log records who approved, from the signed approval.
+				audit, err := os.ReadFile(filepath.Join(e.led.Dir(), "audit.jsonl"))
+				if err != nil || !strings.Contains(string(audit), "approved by alice, bob") {
+					t.Errorf("audit log lacks the approvers (%v):\n%s", err, audit)
 				}
 				return
 			}
