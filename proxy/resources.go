@@ -738,3 +738,32 @@ func (o *orderState) Reserve(ctx context.Context, rv ledger.Reservation) (ledger
 	}
 	return o.State.Reserve(ctx, rv)
 }
+
+// Catalog is what an upstream offers: its tools, and its resources, resource
+// templates and prompts when it announces those capabilities, all raw.
+type Catalog struct {
+	Tools, Resources, Templates, Prompts []json.RawMessage
+}
+
+// FetchCatalog connects once to an upstream, reads its lists raw and closes
+// the connection. A resource or prompt list the upstream fails to give is
+// left empty (tools are what a plan needs first).
+func FetchCatalog(ctx context.Context, cfg UpstreamConfig) (Catalog, error) {
+	var c Catalog
+	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { c.Tools = t })
+	u.onConnect = func(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+		if caps.Resources {
+			c.Resources, _ = listAll(ctx, send, "resources/list", "resources")
+			c.Templates, _ = listAll(ctx, send, "resources/templates/list", "resourceTemplates")
+		}
+		if caps.Prompts {
+			c.Prompts, _ = listAll(ctx, send, "prompts/list", "prompts")
+		}
+	}
+	conn, err := u.connect(ctx)
+	if err != nil {
+		return Catalog{}, err
+	}
+	_ = conn.tr.Close()
+	return c, nil
+}

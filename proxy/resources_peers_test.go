@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -176,4 +177,23 @@ func TestSDKAgentEverythingResourcesAndPromptsHTTP(t *testing.T) {
 		"--listen", "127.0.0.1:0")
 	lines := runAgent(t, nil, everythingResourcesScript, "--url", proxyURL, "--token", token)
 	checkEverythingResources(t, lines)
+}
+
+// plan init offers server-everything's resources, templates and prompts as
+// commented blocks.
+func TestPlanInitOffersResourcesAndPrompts(t *testing.T) {
+	out, err := exec.Command(planlockBin, append([]string{"plan", "init", "demo", "--"}, everythingCmd(t)...)...).Output()
+	if err != nil {
+		t.Fatalf("plan init: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`#   uri       = "demo://resource/static/document/architecture.md"`,
+		`#   uri_template = "demo://resource/dynamic/text/{resourceId}"`,
+		`# prompt "args-prompt" {`,
+		`#   arg "city" { max_length = 100 }`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("plan init output lacks %q", want)
+		}
+	}
 }
