@@ -85,7 +85,9 @@ func checkEverythingResources(t *testing.T, lines map[string]agentLine) {
 	if len(uris) != 7 || !slices.Contains(uris, "demo://resource/static/document/architecture.md") {
 		t.Fatalf("resources/list: %v, want the 7 static documents", uris)
 	}
-	var tl struct{ ResourceTemplates []struct{ URITemplate string } }
+	var tl struct {
+		ResourceTemplates []struct{ URITemplate string }
+	}
 	_ = json.Unmarshal(ok("1"), &tl)
 	if len(tl.ResourceTemplates) != 1 || tl.ResourceTemplates[0].URITemplate != "demo://resource/dynamic/text/{resourceId}" {
 		t.Fatalf("resources/templates/list: %+v, want only the text template", tl)
