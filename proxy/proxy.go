@@ -4,8 +4,9 @@
 // tools/call against the plan (package gate) and the durable state (package
 // ledger), and forwards what the plan allows.
 //
-// resources and prompts are not exposed: the plan language gates tools only,
-// and what cannot be gated is not relayed.
+// Resources and prompts are served only when the plan has resource or
+// prompt blocks, and then gated the same way (resources.go); without such
+// blocks they are not exposed.
 package proxy
 
 import (
@@ -91,6 +92,9 @@ type Proxy struct {
 	heldMu sync.Mutex // guards planState.held
 
 	inflight callsInFlight // tool calls being handled, for routeLog
+
+	ex     extras      // resources and prompts (resources.go)
+	ostate *orderState // cfg.State, keeping reads out of the step order
 }
 
 // progressRoute sends an upstream progress token back to the client call
@@ -125,8 +129,11 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Version = "dev"
 	}
 	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}}
+	p.ostate = &orderState{State: cfg.State, steps: map[string]int{}}
+	p.cfg.State = p.ostate
 	p.cur.Store(p.newPlanState(cfg.Plan))
 	hooks := &server.Hooks{}
+	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s.SessionID(), true) })
@@ -145,7 +152,9 @@ func New(cfg Config) (*Proxy, error) {
 	cfg.Upstream.ClientName = "planlock"
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
+	p.up.onConnect = p.onConnect
 	p.srv.SetTools(p.placeholders(cfg.Plan)...)
+	p.initExtras()
 	return p, nil
 }
 
@@ -328,6 +337,9 @@ func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
 // can belong to (routeLog).
 // Other notifications (list changes of what is not exposed) are dropped.
 func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
+	if p.relayExtra(n) {
+		return
+	}
 	switch n.Method {
 	case string(mcp.MethodNotificationProgress):
 		tok, ok := n.Params.AdditionalFields["progressToken"]

@@ -73,6 +73,27 @@ func fetchTools(c *cli.Context, args []string) ([]json.RawMessage, proxy.Upstrea
 	return tools, up, nil
 }
 
+// fetchCatalog is fetchTools with the upstream's resources and prompts.
+func fetchCatalog(c *cli.Context, args []string) (proxy.Catalog, proxy.UpstreamConfig, error) {
+	up, err := cliUpstream(c, args)
+	if err != nil {
+		return proxy.Catalog{}, up, err
+	}
+	timeout := c.Duration("timeout")
+	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	defer cancel()
+	stop := startProgress(ctx, c.App.ErrWriter, upstreamName(up), c.Duration("progress-interval"))
+	cat, err := proxy.FetchCatalog(ctx, up)
+	stop()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && c.Context.Err() == nil {
+			return cat, up, failf("upstream %s did not list its tools within %s (--timeout %s): %v; give it longer with --timeout, e.g. --timeout 5m", upstreamName(up), timeout, timeout, err)
+		}
+		return cat, up, failf("%v", err)
+	}
+	return cat, up, nil
+}
+
 func upstreamName(up proxy.UpstreamConfig) string {
 	if up.URL != "" {
 		return up.URL
@@ -178,15 +199,16 @@ Examples:
 			if len(rest) > 0 && rest[0] == "--" {
 				rest = rest[1:]
 			}
-			tools, upc, err := fetchTools(c, rest)
+			cat, upc, err := fetchCatalog(c, rest)
 			if err != nil {
 				return err
 			}
-			decoded, err := catalog.Decode(tools)
+			decoded, err := catalog.Decode(cat.Tools)
 			if err != nil {
 				return failf("%v", err)
 			}
-			src := catalog.Skeleton(name, decoded, upc.Command, upc.URL, expires)
+			extras := catalog.DecodeExtras(cat.Resources, cat.Templates, cat.Prompts)
+			src := catalog.SkeletonWith(name, decoded, extras, upc.Command, upc.URL, expires)
 			if expires.IsZero() {
 				fmt.Fprintln(c.App.ErrWriter, "planlock: the plan does not expire; give --expires 7d (or an RFC 3339 time) to limit how long it can be used")
 			} else {
