@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,5 +180,24 @@ func TestOneRoadToTheUpstream(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestGitSideNeverReachesTheLedger: the Git/GitHub side of holds
+// (gitapprove) sits behind the proxy's hold interface and cannot call back
+// into the durable state: it does not import the ledger at all.
+func TestGitSideNeverReachesTheLedger(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/planlock/planlock/gitapprove").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/planlock/planlock/gitapprove") {
+		t.Fatalf("go list printed no gitapprove: %s", out)
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "github.com/planlock/planlock/proxy") {
+			t.Errorf("gitapprove depends on %s", d)
+		}
 	}
 }
