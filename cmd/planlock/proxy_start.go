@@ -173,10 +173,7 @@ func answerInitialize(in io.Reader, out io.Writer, msg, logPath string, wait tim
 func commandLineOf(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
-			a = fmt.Sprintf("%q", a)
-		}
-		q[i] = a
+		q[i] = shellQuote(a)
 	}
 	return strings.Join(q, " ")
 }
