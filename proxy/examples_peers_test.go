@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/planlock/planlock/internal/peers"
 )
 
 // examplePlan reads an example plan, applies the replacements (old, new
@@ -162,5 +164,114 @@ func TestSDKAgentEditDocsExampleWithServerFilesystem(t *testing.T) {
 	wantAudit(t, filepath.Join(dir, "state", "audit.jsonl"), map[string]int{
 		"allow read_multiple_files": 2, "block read_multiple_files": 3,
 		"allow edit_file": 2, "block edit_file": 6, "block write_file": 1,
+	})
+}
+
+func TestSDKAgentTriageLabelsExampleWithGitHubStandIn(t *testing.T) {
+	peersDir(t)
+	dir := t.TempDir()
+	callsLog := filepath.Join(dir, "calls.jsonl")
+	plan := examplePlan(t, "../examples/github-triage/labels.hcl", []string{githubBin, "--calls-log", callsLog})
+	// The plan's upstream env passes the token; the stand-in does not start
+	// without it.
+	env := []string{"GITHUB_PERSONAL_ACCESS_TOKEN=ghp_test_token"}
+	direct := runAgent(t, env, `[{"op":"listTools"}]`, "--", githubBin)
+
+	update := func(n int, labels any, extra ...any) map[string]any {
+		args := map[string]any{"owner": "acme", "repo": "app", "issue_number": n}
+		if labels != nil {
+			args["labels"] = labels
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			args[extra[i].(string)] = extra[i+1]
+		}
+		return map[string]any{"op": "callTool", "name": "update_issue", "arguments": args}
+	}
+	steps := []any{
+		map[string]any{"op": "listTools"},
+		map[string]any{"op": "callTool", "name": "get_issue", "arguments": map[string]any{"owner": "acme", "repo": "app", "issue_number": 7}},
+		map[string]any{"op": "callTool", "name": "get_issue", "arguments": map[string]any{"owner": "evil", "repo": "app", "issue_number": 7}},
+		update(7, []string{"bug"}),
+		update(8, []string{"docs", "question", "needs-repro"}),
+		update(7, []string{"wontfix"}),
+		update(7, []string{"bug", "bug"}),
+		update(7, []string{"bug", "docs", "question", "needs-repro"}),
+		update(7, []string{}),
+		update(7, []string{"bug"}, "state", "closed"),
+		update(7, nil),
+		update(0, []string{"bug"}),
+		map[string]any{"op": "callTool", "name": "add_issue_comment", "arguments": map[string]any{"owner": "acme", "repo": "app", "issue_number": 7, "body": "x"}},
+		map[string]any{"op": "callTool", "name": "get_issue", "arguments": map[string]any{"owner": "acme", "repo": "app", "issue_number": 8}},
+	}
+	script, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := runAgent(t, env, string(script), "--",
+		planlockBin, "proxy", "--plan", plan, "--insecure-skip-verify", "--state", filepath.Join(dir, "state"))
+
+	// The agent sees the plan's two tools of the stand-in's three, their
+	// schemas unchanged.
+	type tool struct {
+		Name        string
+		InputSchema json.RawMessage
+	}
+	var viaProxy, upstream struct{ Tools []tool }
+	_ = json.Unmarshal(lines["0"].Result, &viaProxy)
+	_ = json.Unmarshal(direct["0"].Result, &upstream)
+	schemas := map[string]string{}
+	for _, tl := range upstream.Tools {
+		schemas[tl.Name] = string(tl.InputSchema)
+	}
+	var names []string
+	for _, tl := range viaProxy.Tools {
+		names = append(names, tl.Name)
+		if string(tl.InputSchema) != schemas[tl.Name] {
+			t.Errorf("tool %s: schema %s, upstream %s", tl.Name, tl.InputSchema, schemas[tl.Name])
+		}
+	}
+	if len(upstream.Tools) != 3 || strings.Join(names, ",") != "get_issue,update_issue" {
+		t.Fatalf("tools via the proxy %v (upstream %d): want get_issue,update_issue", names, len(upstream.Tools))
+	}
+	const blocked = `blocked by plan "triage-labels-acme-app": `
+	tests := []struct {
+		step    string
+		isError bool
+		want    string
+	}{
+		{"1", false, `"number": 7`},
+		{"2", true, blocked + `step "read": argument "owner" = "evil"`},
+		{"3", false, `"name": "bug"`},
+		{"4", false, `"name": "needs-repro"`},
+		{"5", true, blocked + `step "label": argument "labels"[0] = "wontfix"`},
+		{"6", true, blocked + `step "label": check failed: each label at most once`},
+		{"7", true, blocked + `step "label": argument "labels" has 4 items, more than the maximum 3`},
+		{"8", true, blocked + `step "label": argument "labels" has 0 items`},
+		{"9", true, blocked + `step "label": argument "state" is not allowed by the plan`},
+		{"10", true, blocked + `step "label": argument "labels" is required`},
+		{"11", true, blocked + `step "label": argument "issue_number" = 0 is below the minimum 1`},
+		{"12", true, `tool "add_issue_comment" is not in plan "triage-labels-acme-app"`},
+		{"13", false, `"name": "question"`},
+	}
+	for _, tc := range tests {
+		wantText(t, lines, tc.step, tc.isError, tc.want)
+	}
+
+	// The stand-in received exactly the allowed calls, arguments unchanged.
+	var got []string
+	for _, c := range peers.ReadCalls(t, callsLog) {
+		got = append(got, c.Tool+" "+string(c.Arguments))
+	}
+	want := []string{
+		`get_issue {"issue_number":7,"owner":"acme","repo":"app"}`,
+		`update_issue {"issue_number":7,"labels":["bug"],"owner":"acme","repo":"app"}`,
+		`update_issue {"issue_number":8,"labels":["docs","question","needs-repro"],"owner":"acme","repo":"app"}`,
+		`get_issue {"issue_number":8,"owner":"acme","repo":"app"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("upstream calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantAudit(t, filepath.Join(dir, "state", "audit.jsonl"), map[string]int{
+		"allow get_issue": 2, "block get_issue": 1, "allow update_issue": 2, "block update_issue": 7, "block add_issue_comment": 1,
 	})
 }
