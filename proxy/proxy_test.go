@@ -24,8 +24,9 @@ import (
 
 // refundBin is the example refund server (examples/refund/server), the
 // upstream of these tests; testUpstreamBin plays faults
-// (internal/testupstream); planlockBin is the CLI. Built once in TestMain.
-var refundBin, testUpstreamBin, planlockBin string
+// (internal/testupstream); githubBin stands in for the GitHub MCP server
+// (internal/githubstandin); planlockBin is the CLI. Built once in TestMain.
+var refundBin, testUpstreamBin, githubBin, planlockBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "planlock-proxy-test")
@@ -34,8 +35,10 @@ func TestMain(m *testing.M) {
 	}
 	refundBin = filepath.Join(dir, "refund")
 	testUpstreamBin = filepath.Join(dir, "testupstream")
+	githubBin = filepath.Join(dir, "githubstandin")
 	planlockBin = filepath.Join(dir, "planlock")
-	for bin, pkg := range map[string]string{refundBin: "examples/refund/server", testUpstreamBin: "internal/testupstream/cmd/testupstream", planlockBin: "cmd/planlock"} {
+	for bin, pkg := range map[string]string{refundBin: "examples/refund/server", testUpstreamBin: "internal/testupstream/cmd/testupstream",
+		githubBin: "internal/githubstandin", planlockBin: "cmd/planlock"} {
 		out, err := exec.Command("go", "build", "-o", bin, "github.com/planlock/planlock/"+pkg).CombinedOutput()
 		if err != nil {
 			panic("build " + pkg + ": " + err.Error() + "\n" + string(out))
