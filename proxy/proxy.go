@@ -33,7 +33,7 @@ type State interface {
 	Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error)
 	Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome) error
 	Block(ctx context.Context, c ledger.Call, reason string) error
-	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
+	NewHold(ctx context.Context, c ledger.Call, spec ledger.HoldSpec) (ledger.Hold, error)
 	FindHold(c ledger.Call) (ledger.Hold, bool)
 	ListHolds() []ledger.Hold
 }

@@ -146,6 +146,12 @@ func writeHold(w io.Writer, h ledger.Hold) {
 	fmt.Fprintf(tw, "arguments:\t%s\n", args)
 	fmt.Fprintf(tw, "arguments sha256:\t%s\n", h.ArgsSHA256)
 	fmt.Fprintf(tw, "reason:\t%s\n", h.Reason)
+	if h.Cause != "" { // holds recorded before causes were have none
+		fmt.Fprintf(tw, "cause:\t%s\n", h.Cause)
+	}
+	if h.ObservedPin != "" {
+		fmt.Fprintf(tw, "observed pin:\t%s\n", h.ObservedPin)
+	}
 	fmt.Fprintf(tw, "pull request:\t%s\n", pr)
 	fmt.Fprintf(tw, "created:\t%s\n", formatTime(h.Created))
 	fmt.Fprintf(tw, "expires:\t%s\n", formatTime(h.Expires))

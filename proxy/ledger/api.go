@@ -139,11 +139,31 @@ type Hold struct {
 	Args       json.RawMessage `json:"args,omitempty"` // canonical; absent when redacted
 	ArgsSHA256 string          `json:"args_sha256"`    // sha256 (hex) of the canonical arguments
 	Reason     string          `json:"reason"`
-	State      HoldState       `json:"state"`
-	PRURL      string          `json:"pr_url,omitempty"`
-	Created    time.Time       `json:"created"`
-	Expires    time.Time       `json:"expires"`
-	Updated    time.Time       `json:"updated"`
+	// Cause is what the hold stands for, as the proxy wrote it in
+	// HoldSpec.Cause ("" in journals written before causes were recorded).
+	Cause string `json:"cause,omitempty"`
+	// ObservedPin is the pin value read when the hold was made ("" when the
+	// step has no pin or the read failed).
+	ObservedPin string    `json:"observed_pin,omitempty"`
+	State       HoldState `json:"state"`
+	PRURL       string    `json:"pr_url,omitempty"`
+	Created     time.Time `json:"created"`
+	Expires     time.Time `json:"expires"`
+	Updated     time.Time `json:"updated"`
+}
+
+// HoldSpec is what a new hold records besides the call.
+type HoldSpec struct {
+	Reason string
+	// Cause is a comma-separated set of reasons the hold stands for (the
+	// proxy's vocabulary, e.g. "approval,pin"); the ledger only stores it and
+	// compares sets: an open hold is found again for a call only when its
+	// cause covers this one ("" reads as "approval").
+	Cause string
+	// ObservedPin is the pin value read for the call; an open hold is found
+	// again only when it observed the same value.
+	ObservedPin string
+	Expires     time.Time
 }
 
 // HoldUpdate changes a hold. Empty fields are left as they are.
@@ -161,6 +181,10 @@ type PlanLoad struct {
 	Name     string    // plan name (the label of the plan block)
 	Digest   string    // digest of the plan bytes
 	SignedAt time.Time // transparency-log integrated time, else the signed predicate's time
+	// Path is the repository path the plan's signature approves. When set,
+	// the no-downgrade mark is kept for it as well as for Name, so that an
+	// older plan for the same file is refused whatever its plan label.
+	Path string
 }
 
 // Stats are counters for operators and benchmarks.
@@ -220,10 +244,15 @@ func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 // plan of the same name already loaded.
 type DowngradeError struct {
 	Name             string
+	Path             string // set when the signed path's mark refused it
 	SignedAt, Newest time.Time
 }
 
 func (e *DowngradeError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("plan %q (signed path %s) signed at %s is older than a plan already loaded from the same path (signed at %s); refusing a downgrade",
+			e.Name, e.Path, e.SignedAt.UTC().Format(time.RFC3339), e.Newest.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("plan %q signed at %s is older than the one already loaded (signed at %s); refusing a downgrade",
 		e.Name, e.SignedAt.UTC().Format(time.RFC3339), e.Newest.UTC().Format(time.RFC3339))
 }
