@@ -14,6 +14,7 @@ terraform fmt and terraform validate.`,
 		Subcommands: []*cli.Command{
 			planFmtCommand(),
 			planValidateCommand(),
+			planTestCommand(),
 			planShowCommand(),
 			planInitCommand(),
 		},
