@@ -93,8 +93,8 @@ func GitHubWorkflow(o WorkflowOptions) ([]byte, error) {
 }
 
 var workflowTmpl = template.Must(template.New("wf").Delims("[[", "]]").Parse(`# Written by "planlock init github". Approvals travel as pull requests:
-#  - a pull request that touches plans gets "plan fmt --check", "plan validate"
-#    and the "plan show" summary as a comment;
+#  - a pull request that touches plans gets "plan fmt --check", "plan validate",
+#    "plan test" and the "plan show" summary with the test results as a comment;
 #  - a push to [[.Branch]] (a merge) signs every changed plan and merged hold
 #    request keyless (GitHub OIDC -> Fulcio -> Rekor) and publishes each bundle
 #    as <file>.sigstore.json on the [[.Approvals]] branch, which only this
@@ -146,6 +146,18 @@ jobs:
           fi
           planlock plan fmt --check "${plans[@]}"
           planlock plan validate "${plans[@]}"
+      - name: Test plans
+        run: |
+          shopt -s globstar nullglob
+          plans=()
+          for f in [[.PlansGlob]]; do
+            case "$f" in *_test.hcl) ;; *) plans+=("$f") ;; esac
+          done
+          if [ "${#plans[@]}" -eq 0 ]; then
+            exit 0
+          fi
+          set -o pipefail
+          planlock plan test "${plans[@]}" | tee "$RUNNER_TEMP/plan-test.txt"
       - name: Summarise changed plans
         if: always()
         env:
@@ -157,12 +169,19 @@ jobs:
           while IFS= read -r f; do
             changed=1
             printf '\n### %s\n\n' "$f" >> "$body"
+            case "$f" in *_test.hcl)
+              echo "Tests of ${f%_test.hcl}.hcl: see Plan tests below." >> "$body"
+              continue ;;
+            esac
             if ! planlock plan show "$f" >> "$body" 2>> "$RUNNER_TEMP/show.err"; then
               echo "This file is not a valid plan: see the check's log." >> "$body"
             fi
           done < <(git diff --name-only --diff-filter=AMR "$BASE_SHA" HEAD -- ':(glob)[[.PlansGlob]]')
           if [ "$changed" -eq 0 ]; then
             echo "No plan changed in this pull request." >> "$body"
+          fi
+          if [ -s "$RUNNER_TEMP/plan-test.txt" ]; then
+            { printf '\n### Plan tests\n\n~~~\n'; cat "$RUNNER_TEMP/plan-test.txt"; printf '~~~\n'; } >> "$body"
           fi
           echo "SUMMARY_FILE=$body" >> "$GITHUB_ENV"
       - name: Post or update the summary comment
