@@ -155,6 +155,9 @@ func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	if step != nil {
 		call.Step, call.StepIndex = step.Name, step.Index
 	}
+	if ok, why := p.up.Ready(); !ok {
+		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded: %v", why))
+	}
 	if err := p.cfg.State.(Observer).Observe(context.WithoutCancel(ctx), call, decision, reason); err != nil {
 		// Fail closed: an observed call that is not audited is not forwarded.
 		return errorResult(fmt.Sprintf("planlock could not record the observed call, so it was not forwarded: %v", oneLine(err.Error())))
