@@ -110,6 +110,21 @@ func TestObserveMode(t *testing.T) {
 	if out, err := exec.Command(planlockBin, "audit", "verify", audit).CombinedOutput(); err != nil {
 		t.Fatalf("audit verify: %v\n%s", err, out)
 	}
+	// The loop: suggest a plan from what was observed; it validates, its
+	// generated tests pass, and the power diff against the plan is shown.
+	out := filepath.Join(t.TempDir(), "learned.hcl")
+	sug, err := exec.Command(planlockBin, "plan", "suggest", "--from-audit", audit, "--plan", plan, "--output", out, "--margin", "50%").CombinedOutput()
+	if err != nil {
+		t.Fatalf("plan suggest: %v\n%s", err, sug)
+	}
+	if !strings.Contains(string(sug), "What changes compared with the approved plan") || !strings.Contains(string(sug), "get_script_by_path") {
+		t.Fatalf("plan suggest printed no power diff naming the new tool:\n%s", sug)
+	}
+	for _, args := range [][]string{{"plan", "validate", out}, {"plan", "test", out}} {
+		if b, err := exec.Command(planlockBin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, b)
+		}
+	}
 	// Nothing was counted: enforcing on the same state allows all three lookups.
 	e := startRaw(t, "proxy", "--plan", plan, "--insecure-skip-verify", "--state", dir, "--", refundBin)
 	for i := range 3 {

@@ -7,7 +7,7 @@ import (
 func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plan",
-		Usage: "format, validate and show plan files",
+		Usage: "format, validate, test, show and suggest plan files",
 		Description: `A plan is an HCL file naming the MCP tools an agent may call, with which
 arguments, how many times and in what order. These commands work like
 terraform fmt and terraform validate.`,
@@ -15,6 +15,7 @@ terraform fmt and terraform validate.`,
 			planFmtCommand(),
 			planValidateCommand(),
 			planTestCommand(),
+			planSuggestCommand(),
 			planShowCommand(),
 			planInitCommand(),
 		},
