@@ -99,13 +99,27 @@ func (s *shadowProgress) input(in *gate.Input) {
 	in.Hold = nil // observe mode makes no holds, so none binds
 }
 
-// record applies a forwarded call the plan would have allowed, as the
-// ledger and the proxy would have (count, order, on_error).
+// take counts a call the plan would allow, rechecking order and max_calls
+// under the lock as the ledger's Reserve does, so that concurrent observed
+// calls are judged as enforced ones would be. A non-nil failure is what
+// the plan would have decided instead.
+func (s *shadowProgress) take(g *gate.Gate, step *hclplan.Step) *gate.Failure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := shadowSnapshot{current: s.current, used: s.used, done: s.done}
+	if f := g.Recheck(step, snap); f != nil {
+		return f
+	}
+	s.used[step.Index]++
+	s.current = max(s.current, step.Index)
+	return nil
+}
+
+// record applies the outcome of a call take counted, as the ledger and
+// the proxy would have (order progress, on_error).
 func (s *shadowProgress) record(step *hclplan.Step, o ledger.Outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.used[step.Index]++
-	s.current = max(s.current, step.Index)
 	switch {
 	case o.OK:
 		s.done[step.Index] = true
@@ -137,6 +151,9 @@ func (p *Proxy) observes(d gate.Decision) bool {
 // pinned step the plan would allow, the pin is read as the enforced path
 // would, so that a changed pin shows as would_hold.
 func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) *mcp.CallToolResult {
+	if ok, why := p.up.Ready(); !ok {
+		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded: %v", why))
+	}
 	var step *hclplan.Step
 	decision, reason := ledger.WouldAllow, ""
 	switch d.Kind {
@@ -151,12 +168,14 @@ func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planSt
 				decision, reason = ledger.WouldHold, r.reason
 			}
 		}
+		if decision == ledger.WouldAllow && p.cfg.Observe.All {
+			if f := st.shadow.take(st.gate, step); f != nil {
+				decision, reason = ledger.WouldBlock, f.Reason
+			}
+		}
 	}
 	if step != nil {
 		call.Step, call.StepIndex = step.Name, step.Index
-	}
-	if ok, why := p.up.Ready(); !ok {
-		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded: %v", why))
 	}
 	if err := p.cfg.State.(Observer).Observe(context.WithoutCancel(ctx), call, decision, reason); err != nil {
 		// Fail closed: an observed call that is not audited is not forwarded.

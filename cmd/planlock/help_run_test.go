@@ -24,6 +24,8 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock plan test refund.hcl`, ""},
 	{`planlock plan test --recursive plans/`, ""},
 	{`planlock plan test --json refund.hcl`, ""},
+	{`planlock plan suggest --from-audit audit.jsonl --name refund-4711`, "needs the audit log of an observed proxy (README's rollout example runs one)"},
+	{`planlock plan suggest --from-audit audit.jsonl --plan refund.hcl --margin 20%`, "needs the audit log of an observed proxy (README's rollout example runs one)"},
 	{`planlock plan show --json refund.hcl | jq '.steps[].tool'`, ""},
 	{`planlock tools --json -- node server.js > tools.json`, "needs an MCP server as node server.js"},
 	{`planlock plan validate --tools tools.json refund.hcl`, "needs the tools.json of the example before"},
