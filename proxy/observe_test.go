@@ -205,3 +205,32 @@ func TestObserveFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveConcurrentCount: 12 concurrent lookups under max_calls 3 are
+// all forwarded, and exactly 3 are audited as would_allow, as an enforcing
+// proxy would have forwarded exactly 3.
+func TestObserveConcurrentCount(t *testing.T) {
+	dir := t.TempDir()
+	c := startRaw(t, "proxy", "--plan", writePlan(t, refundPlan), "--insecure-skip-verify", "--mode", "observe", "--state", dir, "--", refundBin)
+	var chans []<-chan rpcAnswer
+	for range 12 {
+		id := c.nextID.Add(1)
+		chans = append(chans, c.sendRaw(id, callLine(id, "get_order", `{"order_id":"4711"}`)))
+	}
+	for _, ch := range chans {
+		if a := c.wait(ch); !a.allowed() {
+			t.Fatalf("not forwarded: %s", a.text())
+		}
+	}
+	c.stdin.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	n := map[any]int{}
+	for _, r := range auditRecords(t, filepath.Join(dir, "audit.jsonl")) {
+		n[r["decision"]]++
+	}
+	if n["would_allow"] != 3 || n["would_block"] != 9 {
+		t.Fatalf("decisions %v, want 3 would_allow and 9 would_block", n)
+	}
+}
