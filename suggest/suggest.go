@@ -28,6 +28,10 @@ type Options struct {
 	// Patterns are explicit hints, "tool.arg" → RE2 pattern; every
 	// observed value must match its hint. Patterns are never guessed.
 	Patterns map[string]string
+	// StepNames names the step of a tool (the current plan's names, so the
+	// power diff compares like with like); other tools' steps are named
+	// after the tool.
+	StepNames map[string]string
 	// Filename is what the plan file will be called (its tests go in
 	// plantest.TestPath of it); used in diagnostics of the self-check.
 	Filename string
@@ -96,7 +100,7 @@ func Suggest(calls []Call, o Options) (*Result, error) {
 	if o.MarginPercent < 0 {
 		return nil, fmt.Errorf("margin %d%%: must be 0 or more", o.MarginPercent)
 	}
-	steps, byTool, err := learnSteps(calls)
+	steps, byTool, err := learnSteps(calls, o.StepNames)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +191,7 @@ func (s *step) argNamed(n string) *arg {
 }
 
 // learnSteps makes one step per tool, in the order tools were first called.
-func learnSteps(calls []Call) ([]*step, map[string]*step, error) {
+func learnSteps(calls []Call, given map[string]string) ([]*step, map[string]*step, error) {
 	byTool := map[string]*step{}
 	var steps []*step
 	names := map[string]string{} // step name → tool
@@ -201,7 +205,11 @@ func learnSteps(calls []Call) ([]*step, map[string]*step, error) {
 		s := byTool[c.Tool]
 		if s == nil {
 			s = &step{tool: c.Tool}
-			s.name, s.note = stepName(c.Tool, names)
+			if n := given[c.Tool]; n != "" && names[n] == "" && validStepName(n) {
+				s.name = n
+			} else {
+				s.name, s.note = stepName(c.Tool, names)
+			}
 			names[s.name] = c.Tool
 			byTool[c.Tool] = s
 			steps = append(steps, s)
@@ -249,6 +257,18 @@ func stepName(tool string, taken map[string]string) (string, string) {
 		}
 	}
 	return name, note
+}
+
+func validStepName(n string) bool {
+	if len(n) == 0 || len(n) > 64 || !isAlnum(n[0]) {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !isAlnum(c) && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func isAlnum(c byte) bool {

@@ -78,6 +78,14 @@ func runPlanSuggest(c *cli.Context) error {
 			return failf("plan suggest: %s is not a valid plan: %s", path, oneLineDiags(diags.Error()))
 		}
 		current, o.Name, o.Goal = p, p.Name, p.Goal
+		// Keep the plan's step names where a tool has one step, so the
+		// power diff compares step with step.
+		o.StepNames = map[string]string{}
+		for _, tool := range p.Tools() {
+			if st := p.StepsForTool(tool); len(st) == 1 {
+				o.StepNames[tool] = st[0].Name
+			}
+		}
 	}
 	if n := c.String("name"); n != "" {
 		o.Name = n
