@@ -71,7 +71,8 @@ type step struct {
 type arg struct {
 	name     string
 	present  int
-	distinct []any // first-seen order, by canonical JSON
+	distinct []any           // first-seen order, by canonical JSON
+	seen     map[string]bool // canonical JSON of distinct
 	// what was learned
 	eq        any
 	hasEq     bool
@@ -358,11 +359,13 @@ func (a *arg) add(v any) error {
 	if err := exactInHCL(v, 0); err != nil {
 		return err
 	}
-	for _, d := range a.distinct {
-		if dc, _ := hclplan.CanonicalJSON(d); string(dc) == string(c) {
-			return nil
-		}
+	if a.seen == nil {
+		a.seen = map[string]bool{}
 	}
+	if a.seen[string(c)] {
+		return nil
+	}
+	a.seen[string(c)] = true
 	a.distinct = append(a.distinct, v)
 	return nil
 }
