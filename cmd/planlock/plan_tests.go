@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/urfave/cli/v2"
 
+	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/plantest"
 )
@@ -234,4 +235,26 @@ func writePlanTestJSON(w io.Writer, reports []planTestReport, diags hcl.Diagnost
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// approveTests adds the plan's test file, when there is one, to the
+// approval pull request; an invalid one stops the approval.
+func approveTests(planPath string, repo *gitapprove.Repo, req *gitapprove.ApproveRequest) error {
+	tp := plantest.TestPath(planPath)
+	src, err := os.ReadFile(tp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return failf("approve: %v", err)
+	}
+	if _, diags := hclplan.ParseTests(tp, src); diags.HasErrors() {
+		return failf("approve: %s is not a valid test file: %s", tp, oneLineDiags(diags.Error()))
+	}
+	rel, err := repo.RelPath(tp)
+	if err != nil {
+		return failf("approve: %v", err)
+	}
+	req.TestsPath, req.Tests = rel, src
+	return nil
 }
