@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/planlock/planlock/hclplan"
 )
 
 // TestExamplePlansAreTested runs plan test over examples/: every example
@@ -53,8 +55,14 @@ func TestExamplePlansAreTested(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		canHold := bytes.Contains(src, []byte(`"each"`)) || bytes.Contains(src, []byte("pin {")) ||
-			bytes.Contains(src, []byte(`on_violation = "hold"`)) || bytes.Contains(src, []byte(`on_error  = "hold"`))
+		plan, diags := hclplan.Parse(p.Plan, src)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		canHold := plan.OnViolation == hclplan.ViolationHold
+		for _, s := range plan.Steps {
+			canHold = canHold || s.Approval == hclplan.ApprovalEach || s.Pin != nil || s.OnError == hclplan.ErrorHold
+		}
 		for _, k := range []string{"allow", "block"} {
 			if !got[k] {
 				t.Errorf("%s: no test call is decided %q", p.Plan, k)

@@ -36,6 +36,7 @@ plan "triage-acme-app" {
   step "label" {
     tool      = "update_issue"
     max_calls = 50
+    on_error  = "hold" # a failed update (an unknown label, say) waits for a human
     arg "owner" { eq = "acme" }
     arg "repo" { eq = "app" }
     arg "issue_number" { min = 1 }

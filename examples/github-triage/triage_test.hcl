@@ -45,3 +45,18 @@ test "closing issues is not planned" {
     expect = "block"
   }
 }
+
+test "a failed label update holds the step" {
+  call {
+    tool   = "update_issue"
+    args   = { owner = "acme", repo = "app", issue_number = 12, labels = ["no-such-label"] }
+    fails  = true
+    expect = "allow"
+  }
+  call {
+    tool            = "update_issue"
+    args            = { owner = "acme", repo = "app", issue_number = 12, labels = ["bug"] }
+    expect          = "hold"
+    reason_contains = "is on hold after a failed call"
+  }
+}
