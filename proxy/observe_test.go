@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -232,5 +233,42 @@ func TestObserveConcurrentCount(t *testing.T) {
 	}
 	if n["would_allow"] != 3 || n["would_block"] != 9 {
 		t.Fatalf("decisions %v, want 3 would_allow and 9 would_block", n)
+	}
+}
+
+// TestObserveInProcess runs observe mode in process (under -race, the
+// in-memory progress is exercised by concurrent calls): everything reaches
+// the refund server, nothing is counted in the ledger, and the would-be
+// decisions follow the plan.
+func TestObserveInProcess(t *testing.T) {
+	h := newHarness(t, refundPlan, harnessOpts{observe: Observe{All: true}})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if text, isErr := h.call("get_order", `{"order_id":"4711"}`); isErr {
+				t.Errorf("not forwarded: %s", text)
+			}
+		}()
+	}
+	wg.Wait()
+	if text, isErr := h.call("refund_customer", `{"order_id":"4711","amount":50,"currency":"EUR"}`); isErr {
+		t.Fatalf("refund not forwarded: %s", text)
+	}
+	if c := h.upstreamCalls(); c["get_order"] != 8 || c["refund_customer"] != 1 {
+		t.Fatalf("the refund server saw %v, want 8 lookups and the refund", c)
+	}
+	if p := h.ledger.Progress(h.plan.Digest); p.Calls(0) != 0 || p.Calls(1) != 0 {
+		t.Fatalf("observe mode counted calls: %d, %d", p.Calls(0), p.Calls(1))
+	}
+	n := map[any]int{}
+	for _, r := range auditRecords(t, h.audit) {
+		if r["type"] == "observe" {
+			n[r["decision"]]++
+		}
+	}
+	if n["would_allow"] != 3 || n["would_block"] != 6 { // 3 lookups allowed, 5 over max_calls, the refund's amount over its max
+		t.Fatalf("decisions %v", n)
 	}
 }
