@@ -21,6 +21,11 @@ type ApproveRequest struct {
 	Plan *hclplan.Plan
 	// Base is the protected branch; the forge's (else the remote's) default when empty.
 	Base string
+	// Tests, when set, are the plan's test file (TestsPath, beside the
+	// plan): committed on the same branch so the reviewer sees them and the
+	// PR check runs them. They are not part of what is signed.
+	TestsPath string
+	Tests     []byte
 }
 
 // ApproveResult is what Approve did.
@@ -66,14 +71,27 @@ func Approve(ctx context.Context, req ApproveRequest) (ApproveResult, error) {
 	if err != nil {
 		return ApproveResult{}, err
 	}
-	if onBase && bytes.Equal(approved, req.Src) {
+	files := map[string][]byte{req.Path: req.Src}
+	testsSame := true
+	if req.TestsPath != "" {
+		files[req.TestsPath] = req.Tests
+		old, ok, err := req.Repo.ReadFile(base, req.TestsPath)
+		if err != nil {
+			return ApproveResult{}, err
+		}
+		testsSame = ok && bytes.Equal(old, req.Tests)
+	}
+	if onBase && bytes.Equal(approved, req.Src) && testsSame {
 		return ApproveResult{AlreadyApproved: true, Proposed: Proposed{Base: base}}, nil
 	}
 	body := ApprovalBody(req.Plan, base, req.Path, approved, onBase)
+	if req.TestsPath != "" {
+		body += fmt.Sprintf("\nThe plan's tests, `%s`, are in this pull request too; the PR check runs them (`planlock plan test`). They are not signed: they can change without a new approval.\n", req.TestsPath)
+	}
 	p, err := Propose(ctx, req.Repo, req.Forge, Proposal{
 		Branch:  ApproveBranch(req.Plan.Name),
 		Base:    base,
-		Files:   map[string][]byte{req.Path: req.Src},
+		Files:   files,
 		Message: fmt.Sprintf("Approve plan %s\n\n%s\n%s", req.Plan.Name, req.Plan.Goal, req.Plan.Digest),
 		Title:   "planlock: approve plan " + req.Plan.Name,
 		Body:    body,

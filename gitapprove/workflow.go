@@ -188,6 +188,18 @@ jobs:
           fi
           planlock plan fmt --check "${plans[@]}"
           planlock plan validate "${plans[@]}"
+      - name: Test plans
+        run: |
+          shopt -s globstar nullglob
+          plans=()
+          for f in [[.PlansGlob]]; do
+            case "$f" in *_test.hcl) ;; *) plans+=("$f") ;; esac
+          done
+          if [ "${#plans[@]}" -eq 0 ]; then
+            exit 0
+          fi
+          set -o pipefail
+          planlock plan test "${plans[@]}" | tee "$RUNNER_TEMP/plan-test.txt"
       - name: Summarise changed plans
         if: always()
         env:
@@ -201,12 +213,19 @@ jobs:
             # The path is shown with only plain characters: a file name is
             # as hostile as a plan's strings.
             printf '\n### %s\n\n' "$(printf '%s' "$f" | tr -c 'A-Za-z0-9._/-' '_')" >> "$body"
+            case "$f" in *_test.hcl)
+              echo "Tests of this plan (not signed): see Plan tests below." >> "$body"
+              continue ;;
+            esac
             if ! planlock plan show "$f" >> "$body" 2>> "$RUNNER_TEMP/show.err"; then
               echo "This file is not a valid plan: see the check's log." >> "$body"
             fi
           done < <(git diff --name-only --diff-filter=AMR "$BASE_SHA" HEAD -- ':(glob)[[.PlansGlob]]')
           if [ "$changed" -eq 0 ]; then
             echo "No plan changed in this pull request." >> "$body"
+          fi
+          if [ -s "$RUNNER_TEMP/plan-test.txt" ]; then
+            { printf '\n### Plan tests\n\n~~~\n'; cat "$RUNNER_TEMP/plan-test.txt"; printf '~~~\n'; } >> "$body"
           fi
           echo "SUMMARY_FILE=$body" >> "$GITHUB_ENV"
       - name: Post or update the summary comment

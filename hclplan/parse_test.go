@@ -22,7 +22,11 @@ func TestParseExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, diags := Parse(f, src); diags.HasErrors() {
+		parse := func(f string, src []byte) hcl.Diagnostics { _, d := Parse(f, src); return d }
+		if strings.HasSuffix(f, "_test.hcl") { // a plan's tests, beside it
+			parse = func(f string, src []byte) hcl.Diagnostics { _, d := ParseTests(f, src); return d }
+		}
+		if diags := parse(f, src); diags.HasErrors() {
 			t.Errorf("%s: %s", f, diags.Error())
 		}
 	}

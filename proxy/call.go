@@ -77,6 +77,9 @@ func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any
 		return &gate.BoundHold{ID: h.ID, State: gate.HoldState(h.State), Causes: holdCauses(h),
 			StepIndex: h.StepIndex, Step: h.Step, ObservedPin: h.ObservedPin}
 	}
+	if p.cfg.Observe.All {
+		st.shadow.input(&in) // observe mode: the would-be progress, no holds
+	}
 	return in
 }
 
@@ -92,6 +95,10 @@ type redecide struct{ reason string }
 // act carries out one decision. A non-nil redecide asks handleCall to
 // decide again (the result is then nil).
 func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) (*mcp.CallToolResult, *redecide) {
+	if p.cfg.Observe.Enabled() && p.observes(d) {
+		// Operator's observe mode (observe.go): audited, forwarded uncounted.
+		return p.observe(ctx, req, st, call, d), nil
+	}
 	switch d.Kind {
 	case gate.KindBlock:
 		if d.Block.Step != nil {
@@ -248,10 +255,18 @@ func resultDocument(raw json.RawMessage) (any, error) {
 // read and matched (or its hold approved the value read), and its count is
 // durable. Only run builds one, and forward, the one function that sends a
 // client's tools/call upstream, needs one (act_test.go checks both).
+//
+// The one other kind is an observed grant, built only by observe in the
+// operator's observe mode: the call was audited with what the plan would
+// have decided and is forwarded uncounted (no ticket; step may be nil).
+// shadow says the plan would have allowed it, so it moves observe mode's
+// in-memory progress.
 type grant struct {
-	call   ledger.Call
-	step   *hclplan.Step
-	ticket ledger.Ticket
+	call     ledger.Call
+	step     *hclplan.Step
+	ticket   ledger.Ticket
+	observed bool
+	shadow   bool
 }
 
 // run carries out a Forward: read the pin if the step has one → reserve
@@ -338,7 +353,11 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 			msg = oneLine(err.Error())
 		}
 		outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
-		result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d) and may or may not have run", msg, step.Name, t.Used, step.MaxCalls))
+		if g.observed {
+			result = errorResult(msg + "; the call may or may not have run")
+		} else {
+			result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d) and may or may not have run", msg, step.Name, t.Used, step.MaxCalls))
+		}
 	default:
 		r, perr := mcp.ParseCallToolResult(&res)
 		if perr != nil {
@@ -352,6 +371,12 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 				outcome.Err = "tool error: " + firstText(r)
 			}
 		}
+	}
+	if g.observed {
+		if g.shadow {
+			st.shadow.record(step, outcome)
+		}
+		return result
 	}
 	if err := p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)

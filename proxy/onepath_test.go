@@ -141,7 +141,10 @@ func TestOneRoadToTheUpstream(t *testing.T) {
 	if !hasGrant {
 		t.Fatal("forward does not take a grant")
 	}
-	// Only run builds a grant, after readPin and Reserve.
+	// Only run builds a grant, after readPin and Reserve, and never an
+	// observed one. The one other grant is observe's, always observed: true,
+	// and observe is reached only from act under the operator's observe
+	// setting (checked below).
 	for name, fn := range funcs {
 		ast.Inspect(fn, func(n ast.Node) bool {
 			cl, ok := n.(*ast.CompositeLit)
@@ -149,19 +152,59 @@ func TestOneRoadToTheUpstream(t *testing.T) {
 				return true
 			}
 			if id, ok := cl.Type.(*ast.Ident); ok && id.Name == "grant" {
-				if name != "Proxy.run" {
-					t.Errorf("%s: %s builds a grant; only run may", fset.Position(cl.Pos()), name)
-				}
-				pins, reserves := calls(fn, "readPin"), calls(fn, "Reserve")
-				if len(pins) != 1 || len(reserves) != 1 || pins[0].Pos() > reserves[0].Pos() || reserves[0].Pos() > cl.Pos() {
-					t.Errorf("%s: run must read the pin, then Reserve, then build the grant", fset.Position(cl.Pos()))
+				observed := grantField(cl, "observed")
+				switch name {
+				case "Proxy.run":
+					if observed != "" {
+						t.Errorf("%s: run builds a grant with observed = %s", fset.Position(cl.Pos()), observed)
+					}
+					pins, reserves := calls(fn, "readPin"), calls(fn, "Reserve")
+					if len(pins) != 1 || len(reserves) != 1 || pins[0].Pos() > reserves[0].Pos() || reserves[0].Pos() > cl.Pos() {
+						t.Errorf("%s: run must read the pin, then Reserve, then build the grant", fset.Position(cl.Pos()))
+					}
+				case "Proxy.observe":
+					if observed != "true" {
+						t.Errorf("%s: observe builds a grant that is not observed: true", fset.Position(cl.Pos()))
+					}
+					if len(calls(fn, "Observe")) != 1 || calls(fn, "Observe")[0].Pos() > cl.Pos() {
+						t.Errorf("%s: observe must audit the call (Observe) before it builds the grant", fset.Position(cl.Pos()))
+					}
+				default:
+					t.Errorf("%s: %s builds a grant; only run (and observe, observed) may", fset.Position(cl.Pos()), name)
 				}
 			}
 			return true
 		})
-		if name != "Proxy.run" && len(calls(fn, "forward")) > 0 {
-			t.Errorf("%s calls forward; only run may", name)
+		if name != "Proxy.run" && name != "Proxy.observe" && len(calls(fn, "forward")) > 0 {
+			t.Errorf("%s calls forward; only run and observe may", name)
 		}
+		if name != "Proxy.act" && len(calls(fn, "observe")) > 0 {
+			t.Errorf("%s calls observe; only act may", name)
+		}
+	}
+	// act calls observe only inside `if p.cfg.Observe.Enabled() && ...`.
+	ast.Inspect(funcs["Proxy.act"], func(n ast.Node) bool {
+		is, ok := n.(*ast.IfStmt)
+		if !ok {
+			return true
+		}
+		if len(calls(&ast.FuncDecl{Body: is.Body, Name: ast.NewIdent("x"), Type: &ast.FuncType{}}, "observe")) == 0 {
+			return true
+		}
+		b, ok := is.Cond.(*ast.BinaryExpr)
+		if !ok || b.Op != token.LAND {
+			t.Errorf("%s: act calls observe outside p.cfg.Observe.Enabled() && ...", fset.Position(is.Pos()))
+			return false
+		}
+		c, ok := b.X.(*ast.CallExpr)
+		sel, ok2 := c.Fun.(*ast.SelectorExpr)
+		if !ok || !ok2 || sel.Sel.Name != "Enabled" || exprString(sel.X) != "p.cfg.Observe" {
+			t.Errorf("%s: act calls observe outside p.cfg.Observe.Enabled() && ...", fset.Position(is.Pos()))
+		}
+		return false
+	})
+	if n := len(calls(funcs["Proxy.act"], "observe")); n != 1 {
+		t.Errorf("act calls observe %d times, want once", n)
 	}
 	// Nor is a grant made any other way: no var of type grant, no new(grant).
 	for name, fn := range funcs {
@@ -200,4 +243,27 @@ func TestGitSideNeverReachesTheLedger(t *testing.T) {
 			t.Errorf("gitapprove depends on %s", d)
 		}
 	}
+}
+
+// grantField is the source of a field's value in a grant literal ("" unset).
+func grantField(cl *ast.CompositeLit, field string) string {
+	for _, e := range cl.Elts {
+		if kv, ok := e.(*ast.KeyValueExpr); ok {
+			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == field {
+				return exprString(kv.Value)
+			}
+		}
+	}
+	return ""
+}
+
+// exprString spells a selector or identifier expression (p.cfg.Observe).
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	}
+	return "?"
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// Approvals, when set, turns holds into approval pull requests and
 	// decides repeated held calls (holdpr.go); nil keeps holds in the state only.
 	Approvals HoldApprover
+	// Observe is the operator's observe mode (observe.go); the zero value
+	// enforces the plan.
+	Observe Observe
 }
 
 // Proxy is one running gate. Create it with New, then Serve or ServeHTTP.
@@ -112,6 +115,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if len(cfg.Upstream.Command) == 0 && cfg.Upstream.URL == "" {
 		return nil, errors.New("proxy: no upstream command or URL")
+	}
+	if err := checkObserve(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 60 * time.Second
@@ -260,7 +266,7 @@ func (p *Proxy) filterList(_ context.Context, _ any, _ *mcp.ListToolsRequest, re
 	g := p.cur.Load().gate
 	kept := res.Tools[:0]
 	for _, t := range res.Tools {
-		if g.Planned(t.Name) && (offered == nil || offered[t.Name]) {
+		if (g.Planned(t.Name) || p.cfg.Observe.All) && (offered == nil || offered[t.Name]) {
 			kept = append(kept, t)
 		}
 	}

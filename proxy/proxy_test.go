@@ -111,6 +111,7 @@ type harnessOpts struct {
 	now         func() time.Time
 	callTimeout time.Duration
 	command     []string // replaces the refund server
+	observe     Observe
 }
 
 // newHarness runs the proxy in process in front of the refund server, with a
@@ -142,7 +143,7 @@ func newHarness(t *testing.T, planSrc string, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Config{Plan: plan, State: l, Now: o.now, CallTimeout: o.callTimeout,
+	p, err := New(Config{Plan: plan, State: l, Now: o.now, CallTimeout: o.callTimeout, Observe: o.observe,
 		Upstream: UpstreamConfig{Command: cmd, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)

@@ -697,6 +697,16 @@ type orderState struct {
 	steps map[string]int // plan digest → number of steps
 }
 
+// Observe passes an observed call's record on to the wrapped state (New
+// checked that it records them when observe mode is on).
+func (o *orderState) Observe(ctx context.Context, c ledger.Call, decision, reason string) error {
+	ob, ok := o.State.(Observer)
+	if !ok {
+		return errors.New("the state does not record observed calls")
+	}
+	return ob.Observe(ctx, c, decision, reason)
+}
+
 func (o *orderState) register(plan *hclplan.Plan) {
 	o.mu.Lock()
 	o.steps[plan.Digest] = len(plan.Steps)

@@ -20,13 +20,15 @@ type planState struct {
 	plan *hclplan.Plan
 	gate *gate.Gate
 	held map[int]string // step index → why the step is on hold (on_error = "hold")
+	// shadow is observe mode's in-memory progress (observe.go).
+	shadow *shadowProgress
 }
 
 // newPlanState builds the state of plan. A step put on hold by a failed
 // call stays on hold across restarts (and reloads): its pending hold is in
 // the durable state.
 func (p *Proxy) newPlanState(plan *hclplan.Plan) *planState {
-	st := &planState{plan: plan, gate: gate.New(plan), held: map[int]string{}}
+	st := &planState{plan: plan, gate: gate.New(plan), held: map[int]string{}, shadow: newShadow()}
 	p.ostate.register(plan)
 	for _, h := range p.cfg.State.ListHolds() {
 		if h.PlanDigest == plan.Digest && h.State == ledger.HoldPending && holdCauses(h).Has(gate.CauseOnError) &&

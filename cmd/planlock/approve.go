@@ -22,7 +22,8 @@ from the base branch; your work tree and index are not touched), pushes it
 and opens the pull request. Its body is the "planlock plan show" summary
 and, when the base branch has an approved version of the file, what the
 change gives the agent more or less power to do. Running it again updates
-the same branch and pull request.
+the same branch and pull request. The plan's tests (<plan>_test.hcl beside
+it), when there are any, go in the same pull request; they are not signed.
 
 The pull request is opened with GITHUB_TOKEN (or GH_TOKEN) for remotes on
 github.com, or on a GitHub Enterprise host named by GH_HOST or by
@@ -75,7 +76,11 @@ Examples:
 			if gh, ok := forge.(*gitapprove.GitHub); ok {
 				_, _ = checkProtection(c.Context, gh, c.String("base"), func(s string) { fmt.Fprintln(c.App.ErrWriter, s) })
 			}
-			res, err := gitapprove.Approve(c.Context, gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base")})
+			req := gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base")}
+			if err := approveTests(path, repo, &req); err != nil { // plan_tests.go
+				return err
+			}
+			res, err := gitapprove.Approve(c.Context, req)
 			if err != nil {
 				return failf("approve: %v", err)
 			}

@@ -118,9 +118,17 @@ func docSandbox(env *testscript.Env, root string) error {
 	if err != nil {
 		return err
 	}
-	// The help examples name the plan in the current directory or in plans/.
-	for _, f := range []string{filepath.Join(work, "plans", "refund.hcl"), filepath.Join(work, "refund.hcl")} {
-		if err := os.WriteFile(f, refund, 0o644); err != nil {
+	refundTests, err := os.ReadFile(filepath.Join(root, "examples", "refund", "refund_test.hcl"))
+	if err != nil {
+		return err
+	}
+	// The help examples name the plan in the current directory or in plans/,
+	// with its tests beside it.
+	for _, dir := range []string{filepath.Join(work, "plans"), work} {
+		if err := os.WriteFile(filepath.Join(dir, "refund.hcl"), refund, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "refund_test.hcl"), refundTests, 0o644); err != nil {
 			return err
 		}
 	}

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/plantest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -118,11 +120,16 @@ func validateFile(path string, files sources, tools []hclplan.Tool, withTools bo
 		}}
 	}
 	files.add(path, src)
+	if plantest.IsTestFile(path) {
+		_, diags := hclplan.ParseTests(path, src)
+		return diags
+	}
 	p, diags := hclplan.Parse(path, src)
 	if p == nil {
 		return diags
 	}
 	diags = append(diags, p.Warnings(time.Now())...)
+	diags = append(diags, noTestsWarning(p, path)...)
 	if withTools {
 		diags = append(diags, hclplan.CheckTools(p, tools)...)
 	}
@@ -167,4 +174,20 @@ func writeValidateJSON(w interface{ Write([]byte) (int, error) }, diags hcl.Diag
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// noTestsWarning warns (never fails) when a plan has no test file beside
+// it: a reviewer should see what the plan allows and blocks.
+func noTestsWarning(p *hclplan.Plan, path string) hcl.Diagnostics {
+	tp := plantest.TestPath(path)
+	if _, err := os.Stat(tp); err == nil {
+		return nil
+	}
+	r := p.DeclRange
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagWarning,
+		Summary:  "Plan has no tests",
+		Detail:   fmt.Sprintf("Write test blocks in %s to show what this plan allows, blocks and holds; run them with planlock plan test.", tp),
+		Subject:  &r,
+	}}
 }

@@ -49,6 +49,12 @@ and an upstream block in the plan, the whole command is:
 
   planlock proxy --plan refund.hcl
 
+With --mode observe (set by the operator only, never by a plan) the plan is
+not enforced: every call the upstream offers is forwarded, nothing is
+counted, and the audit log records what the plan would have decided
+(would_allow, would_block, would_hold) for planlock plan suggest. An
+unsigned plan still needs --insecure-skip-verify.
+
 Examples:
    planlock proxy --plan plans/refund.hcl --key planlock.pub
    PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`,
@@ -71,7 +77,7 @@ Examples:
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, append(stateFlags(), trustFlags()...)...)),
+		}, append(append(stateFlags(), observeFlags()...), trustFlags()...)...)),
 		Action: runProxy,
 	}
 }
@@ -180,6 +186,10 @@ func serveProxy(c *cli.Context, started *bool) error {
 		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
 			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
+	observe, err := observeFromFlags(c, plan, errw) // proxy_observe.go
+	if err != nil {
+		return err
+	}
 	args := c.Args().Slice()
 	if plan.Upstream != nil && len(args) > 0 && slices.Equal(plan.Upstream.Command, args) {
 		// As mcp-config: the signed plan decides; repeating it is harmless.
@@ -251,7 +261,7 @@ func serveProxy(c *cli.Context, started *bool) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: shortVersion(), Approvals: holdApprover(appr)})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe})
 	if err != nil {
 		return failf("%v", err)
 	}

@@ -1,0 +1,42 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+)
+
+// typeObserve records, in observe mode, what the plan would have decided
+// for a call that was forwarded anyway. It is never replayed into the
+// state: an observed call counts against no max_calls and moves no order.
+const typeObserve = "observe"
+
+// Would-be decisions of observe mode.
+const (
+	WouldAllow = "would_allow"
+	WouldBlock = "would_block"
+	WouldHold  = "would_hold"
+)
+
+// Observe records that a call was forwarded in observe mode and what the
+// plan would have decided (WouldAllow, WouldBlock or WouldHold) and why.
+// Its arguments are recorded as for any call (their digest when redacted).
+// Like Block, it does not wait for disk.
+func (l *Ledger) Observe(ctx context.Context, c Call, decision, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch decision {
+	case WouldAllow, WouldBlock, WouldHold:
+	default:
+		return fmt.Errorf("%w: observe decision %q", ErrInvalidArgument, decision)
+	}
+	r := record{Time: l.stamp(), Type: typeObserve, Decision: decision, Plan: c.PlanDigest,
+		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+	if c.Step != "" {
+		r.StepIndex = &c.StepIndex
+	}
+	if err := l.argsFields(&r, c.Args); err != nil {
+		return err
+	}
+	return l.commit(ctx, &r, false, nil)
+}
