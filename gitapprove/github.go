@@ -84,44 +84,17 @@ func NewGitHub(o GitHubOptions) *GitHub {
 }
 
 // GitHubEndpoints derives the API and web base URLs for the remote's host:
-// github.com → api.github.com; an Enterprise host only when the environment
-// names it (GITHUB_SERVER_URL as set by Actions, or GH_HOST as gh uses), so
-// the token is never sent to a host nobody declared to be GitHub.
+// github.com → api.github.com, a GHE.com tenant → api.TENANT.ghe.com, an
+// Enterprise host only when the environment declares it (GITHUB_SERVER_URL
+// as set by Actions, or GH_HOST as gh uses), so the token is never sent to a
+// host nobody declared to be GitHub (see Credentials).
 func GitHubEndpoints(rr RemoteRepo, getenv func(string) string) (api, web string, err error) {
-	if rr.Host == "github.com" || rr.Host == "www.github.com" {
-		return "https://api.github.com", "https://github.com", nil
+	c := CredentialsFromEnv(getenv)
+	if !c.IsGitHubHost(rr.Host) {
+		return "", "", fmt.Errorf("host %s: %w (for GitHub Enterprise set GH_HOST=%s)", rr.Host, ErrNotGitHub, rr.Host)
 	}
-	declared := map[string]bool{}
-	if s := getenv("GITHUB_SERVER_URL"); s != "" {
-		if u, err := url.Parse(s); err == nil {
-			declared[strings.ToLower(u.Hostname())] = true
-		}
-	}
-	if h := getenv("GH_HOST"); h != "" {
-		declared[strings.ToLower(h)] = true
-	}
-	if declared[rr.Host] {
-		if a := getenv("GITHUB_API_URL"); a != "" {
-			if u, err := url.Parse(a); err == nil && strings.EqualFold(u.Hostname(), rr.Host) && u.Scheme == "https" {
-				return strings.TrimRight(a, "/"), "https://" + rr.Host, nil
-			}
-		}
-		return "https://" + rr.Host + "/api/v3", "https://" + rr.Host, nil
-	}
-	return "", "", fmt.Errorf("host %s: %w (for GitHub Enterprise set GH_HOST=%s)", rr.Host, ErrNotGitHub, rr.Host)
-}
-
-// GitHubFromRemote builds the client for a remote URL.
-func GitHubFromRemote(remoteURL, token string, getenv func(string) string) (*GitHub, error) {
-	rr, err := ParseRemoteURL(remoteURL)
-	if err != nil {
-		return nil, err
-	}
-	api, web, err := GitHubEndpoints(rr, getenv)
-	if err != nil {
-		return nil, err
-	}
-	return NewGitHub(GitHubOptions{APIURL: api, WebURL: web, Owner: rr.Owner, Repo: rr.Name, Token: token}), nil
+	api, web = c.endpoints(rr.Host)
+	return api, web, nil
 }
 
 // APIError is a non-success answer of the GitHub API.

@@ -20,7 +20,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 // ErrUnavailable marks failures to reach the Git remote or the forge. A hold
@@ -48,9 +47,10 @@ func (e *UnavailableError) Unwrap() []error {
 type Options struct {
 	// Remote is the remote to push to and fetch from; "origin" when empty.
 	Remote string
-	// Token is a GitHub token used as HTTP basic auth (x-access-token) for
-	// https remotes. Empty: anonymous https, ssh agent for ssh remotes.
-	Token string
+	// Credentials give the HTTP basic auth (x-access-token) for an https
+	// remote, by the host rule of Credentials. None: anonymous https, ssh
+	// agent for ssh remotes.
+	Credentials Credentials
 	// Author signs the commits planlock makes; from the Git config when empty.
 	Author *object.Signature
 	// Now gives the commit time; time.Now when nil.
@@ -68,19 +68,10 @@ type Repo struct {
 	repo   *git.Repository
 	root   string
 	remote string
-	token  string
+	creds  Credentials
 	caPEM  []byte
 	author *object.Signature
 	now    func() time.Time
-}
-
-// TokenFromEnv returns GITHUB_TOKEN, else GH_TOKEN, read through getenv so
-// callers decide where the environment comes from.
-func TokenFromEnv(getenv func(string) string) string {
-	if t := getenv("GITHUB_TOKEN"); t != "" {
-		return t
-	}
-	return getenv("GH_TOKEN")
 }
 
 // Open opens the repository that contains path, walking up to the .git
@@ -109,7 +100,7 @@ func newRepo(r *git.Repository, root string, o Options) *Repo {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
-	rp := &Repo{repo: r, root: root, remote: o.Remote, token: o.Token, caPEM: o.CABundle, author: o.Author, now: o.Now}
+	rp := &Repo{repo: r, root: root, remote: o.Remote, creds: o.Credentials, caPEM: o.CABundle, author: o.Author, now: o.Now}
 	if rp.remote == "" {
 		rp.remote = "origin"
 	}
@@ -131,7 +122,7 @@ func OpenCache(ctx context.Context, url, dir string, o Options) (*Repo, error) {
 		rp := newRepo(nil, dir, o)
 		rp.mu.Lock()
 		defer rp.mu.Unlock()
-		auth, aerr := authFor(url, o.Token)
+		auth, aerr := o.Credentials.GitAuth(url)
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -192,27 +183,13 @@ func (r *Repo) RemoteURL() (string, error) {
 	return urls[0], nil
 }
 
-// auth picks credentials for the remote URL.
+// auth picks credentials for the remote URL (see Credentials).
 func (r *Repo) auth() (transport.AuthMethod, error) {
 	u, err := r.RemoteURL()
 	if err != nil {
 		return nil, err
 	}
-	return authFor(u, r.token)
-}
-
-// authFor gives the token as basic auth for https only (a token never goes
-// to a plain-http or unknown endpoint); nil lets go-git use the ssh agent
-// or the local transport.
-func authFor(u, token string) (transport.AuthMethod, error) {
-	ep, err := transport.NewEndpoint(u)
-	if err != nil {
-		return nil, fmt.Errorf("remote URL %q: %w", u, err)
-	}
-	if ep.Protocol == "https" && token != "" {
-		return &http.BasicAuth{Username: "x-access-token", Password: token}, nil
-	}
-	return nil, nil
+	return r.creds.GitAuth(u)
 }
 
 // remoteRef is where the remote's branch is tracked locally.

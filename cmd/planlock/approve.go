@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
@@ -23,10 +22,12 @@ and, when the base branch has an approved version of the file, what the
 change gives the agent more or less power to do. Running it again updates
 the same branch and pull request.
 
-The pull request is opened with GITHUB_TOKEN (or GH_TOKEN) for remotes on
-github.com, or on a GitHub Enterprise host named by GH_HOST or by
---github-api. Without a token or a GitHub remote the branch is still pushed
-and planlock prints how to open the pull request.
+The pull request is opened with GH_TOKEN (else GITHUB_TOKEN) for remotes on
+github.com, a GHE.com tenant (*.ghe.com), or a GitHub Enterprise host named
+by GH_HOST, GITHUB_SERVER_URL or --github-api; that token is sent to those
+hosts only, over https only. Another https Git host gets PLANLOCK_GIT_TOKEN.
+Without a token or a GitHub remote the branch is still pushed and planlock
+prints how to open the pull request.
 
 Examples:
    planlock approve plans/refund.hcl
@@ -55,8 +56,8 @@ Examples:
 				writeDiagnostics(c.App.ErrWriter, files, diags)
 				return failf("approve: %s is not a valid plan", path)
 			}
-			token := gitapprove.TokenFromEnv(os.Getenv)
-			repo, err := gitapprove.Open(path, gitapprove.Options{Remote: c.String("remote"), Token: token})
+			creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
+			repo, err := gitapprove.Open(path, gitapprove.Options{Remote: c.String("remote"), Credentials: creds})
 			if err != nil {
 				return failf("approve: %v", err)
 			}
@@ -64,7 +65,11 @@ Examples:
 			if err != nil {
 				return failf("approve: %v", err)
 			}
-			forge, why, err := approveForge(c, repo, token)
+			remoteURL, err := repo.RemoteURL()
+			if err != nil {
+				return failf("approve: %v", err)
+			}
+			forge, why, err := forgeFromFlags(c, "approve", creds, remoteURL)
 			if err != nil {
 				return err
 			}
@@ -89,44 +94,6 @@ Examples:
 			return nil
 		},
 	}
-}
-
-// approveForge picks the forge: explicit flags first, else from the remote.
-func approveForge(c *cli.Context, repo *gitapprove.Repo, token string) (gitapprove.Forge, string, error) {
-	api, slug := c.String("github-api"), c.String("github-repo")
-	if api == "" && slug == "" {
-		f, why := gitapprove.ForgeFor(repo, token, os.Getenv)
-		return f, why, nil
-	}
-	if token == "" {
-		return nil, "no GITHUB_TOKEN or GH_TOKEN set", nil
-	}
-	owner, name, ok := strings.Cut(slug, "/")
-	if slug == "" {
-		u, err := repo.RemoteURL()
-		if err != nil {
-			return nil, "", failf("approve: %v", err)
-		}
-		rr, err := gitapprove.ParseRemoteURL(u)
-		if err != nil {
-			return nil, "", failf("approve: %v: give --github-repo OWNER/REPO", err)
-		}
-		owner, name, ok = rr.Owner, rr.Name, true
-	}
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return nil, "", usageErrorf("approve: --github-repo wants OWNER/REPO, not %q", slug)
-	}
-	if api == "" {
-		api = "https://api.github.com"
-	}
-	if !strings.HasPrefix(api, "https://") && !strings.HasPrefix(api, "http://127.0.0.1") && !strings.HasPrefix(api, "http://localhost") {
-		return nil, "", usageErrorf("approve: --github-api must be an https URL (the token is sent there)")
-	}
-	web := strings.TrimSuffix(strings.TrimSuffix(api, "/"), "/api/v3")
-	if web == "https://api.github.com" {
-		web = "https://github.com"
-	}
-	return gitapprove.NewGitHub(gitapprove.GitHubOptions{APIURL: api, WebURL: web, Owner: owner, Repo: name, Token: token}), "", nil
 }
 
 func writeApproveJSON(c *cli.Context, plan *hclplan.Plan, res gitapprove.ApproveResult) error {

@@ -109,7 +109,7 @@ func TestApproveCommandWithoutToken(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "no GITHUB_TOKEN or GH_TOKEN set: pushing the branch only") || !strings.Contains(out, "pushed branch planlock/approve/refund-4711 to origin; open a pull request from it into main") {
+	if !strings.Contains(errOut, "no GH_TOKEN or GITHUB_TOKEN set: pushing the branch only") || !strings.Contains(out, "pushed branch planlock/approve/refund-4711 to origin; open a pull request from it into main") {
 		t.Errorf("stdout %q stderr %q", out, errOut)
 	}
 	if got := gitRun(t, origin, "cat-file", "-p", "planlock/approve/refund-4711:plans/refund.hcl"); !strings.Contains(got, `plan "refund-4711"`) {
