@@ -137,10 +137,10 @@ var ErrBadForgeOptions = errors.New("bad GitHub options")
 // none (no token, or a remote that is not on a GitHub host): then planlock
 // uses Git alone. Errors wrap ErrBadForgeOptions.
 func (c Credentials) Forge(o ForgeOptions) (*GitHub, string, error) {
+	if c.GitHubToken == "" {
+		return nil, "no GH_TOKEN or GITHUB_TOKEN set", nil
+	}
 	if o.APIURL == "" && o.Repo == "" {
-		if c.GitHubToken == "" {
-			return nil, "no GH_TOKEN or GITHUB_TOKEN set", nil
-		}
 		rr, err := ParseRemoteURL(o.RemoteURL)
 		if err != nil {
 			return nil, "the remote is not a known GitHub repository", nil
@@ -169,9 +169,6 @@ func (c Credentials) Forge(o ForgeOptions) (*GitHub, string, error) {
 	u, err := url.Parse(api)
 	if err != nil || u.Host == "" || u.User != nil || !(u.Scheme == "https" || u.Scheme == "http" && isLoopback(u.Hostname())) {
 		return nil, "", fmt.Errorf("%w: --github-api must be an https URL (the token is sent there), not %q", ErrBadForgeOptions, redact(o.APIURL))
-	}
-	if c.GitHubToken == "" {
-		return nil, "no GH_TOKEN or GITHUB_TOKEN set", nil
 	}
 	web := strings.TrimSuffix(api, "/api/v3")
 	if web == "https://api.github.com" {

@@ -546,3 +546,39 @@ func (r *Repo) storeBlob(b []byte) (plumbing.Hash, error) {
 	}
 	return h, nil
 }
+
+// RemoteHeads is one ls-remote of the remote: the branch its HEAD names and
+// the tip of every branch. It transfers no objects, so it is the cheap check
+// before a fetch.
+type RemoteHeads struct {
+	Head     string
+	Branches map[string]plumbing.Hash
+}
+
+// LsRemote lists the remote's branches without fetching.
+func (r *Repo) LsRemote(ctx context.Context) (RemoteHeads, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	auth, err := r.auth()
+	if err != nil {
+		return RemoteHeads{}, err
+	}
+	rem, err := r.repo.Remote(r.remote)
+	if err != nil {
+		return RemoteHeads{}, fmt.Errorf("remote %q: %w", r.remote, err)
+	}
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: r.caPEM})
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return RemoteHeads{}, unavailable("list "+r.remote, err)
+	}
+	out := RemoteHeads{Branches: map[string]plumbing.Hash{}}
+	for _, ref := range refs {
+		switch {
+		case ref.Name() == plumbing.HEAD && ref.Type() == plumbing.SymbolicReference && ref.Target().IsBranch():
+			out.Head = ref.Target().Short()
+		case ref.Name().IsBranch() && ref.Type() == plumbing.HashReference:
+			out.Branches[ref.Name().Short()] = ref.Hash()
+		}
+	}
+	return out, nil
+}

@@ -64,6 +64,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestApproveCommand(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	work, _ := approveRepo(t)
@@ -102,6 +103,7 @@ func TestApproveCommand(t *testing.T) {
 }
 
 func TestApproveCommandWithoutToken(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "")
 	t.Setenv("GH_TOKEN", "")
 	work, origin := approveRepo(t)
@@ -118,6 +120,7 @@ func TestApproveCommandWithoutToken(t *testing.T) {
 }
 
 func TestApproveCommandFailures(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "")
 	t.Setenv("GH_TOKEN", "")
 	work, _ := approveRepo(t)
@@ -141,7 +144,7 @@ func TestApproveCommandFailures(t *testing.T) {
 		{"invalid plan", []string{"approve", bad}, 1, "is not a valid plan"},
 		{"not in a repository", []string{"approve", outside}, 1, "open the git repository"},
 		{"unknown base", []string{"approve", "--base", "release", filepath.Join(work, "plans", "refund.hcl")}, 1, `base branch "release" does not exist`},
-		{"forge flags without a token push only", []string{"approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")}, 0, "no GITHUB_TOKEN"},
+		{"forge flags without a token push only", []string{"approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")}, 0, "no GH_TOKEN or GITHUB_TOKEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, tc.args...)
@@ -150,6 +153,7 @@ func TestApproveCommandFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "tok")
 	if code, _, errOut := runCLI(t, "approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")); code != 2 || !strings.Contains(errOut, "OWNER/REPO") {
 		t.Errorf("--github-repo acme: exit %d, %q", code, errOut)

@@ -50,7 +50,7 @@ verified plan keeps serving.`,
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, trustFlags()...)),
+		}, append(repoFlags(), trustFlags()...)...)),
 		Action: runProxy,
 	}
 }
@@ -115,7 +115,7 @@ func runProxy(c *cli.Context) error {
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
 	}
-	src, err := planSource(c)
+	src, repoSync, err := proxyPlanSource(c, errw) // proxy_repo.go
 	if err != nil {
 		return err
 	}
@@ -185,6 +185,15 @@ func runProxy(c *cli.Context) error {
 			reloader(src, l, iv, plan.Upstream, p, errw).Run(rctx, loaded)
 		}()
 		defer func() { cancel(); <-done }() // before the ledger closes
+		if repoSync != nil {
+			// Copies what the repository's branches hold next to the
+			// reloader, which verifies it as any changed plan file.
+			rdone := make(chan struct{})
+			go func() { defer close(rdone); repoSync.Run(rctx, c.Duration("repo-interval")) }()
+			defer func() { cancel(); <-rdone }()
+		}
+	} else if repoSync != nil {
+		errw("planlock: --reload-interval 0: the plan is fetched from the repository at start only")
 	}
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))

@@ -63,7 +63,13 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	if dir == "" {
 		dir = filepath.Dir(planFile)
 	}
-	if repo, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
+	if u := c.String("repo"); u != "" && !explicit {
+		// GitOps: holds go to the repository the plan comes from.
+		if remote == "" {
+			remote = u
+		}
+		planPath = planFile
+	} else if repo, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
 		if rel, err := repo.RelPath(planFile); err == nil {
 			planPath = rel
 		}
