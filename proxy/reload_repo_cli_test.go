@@ -44,7 +44,11 @@ func (r *plansRepo) git(dir string, args ...string) {
 // commit puts files (repository path → content) on branch and pushes it.
 func (r *plansRepo) commit(branch string, files map[string][]byte) {
 	r.t.Helper()
-	r.git(r.work, "checkout", "-q", "-B", branch)
+	if exec.Command("git", "-C", r.work, "rev-parse", "--verify", "-q", "refs/heads/"+branch).Run() == nil {
+		r.git(r.work, "checkout", "-q", branch)
+	} else {
+		r.git(r.work, "checkout", "-q", "-b", branch)
+	}
 	for p, b := range files {
 		full := filepath.Join(r.work, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -55,7 +59,7 @@ func (r *plansRepo) commit(branch string, files map[string][]byte) {
 		}
 		r.git(r.work, "add", p)
 	}
-	r.git(r.work, "commit", "-q", "-m", "update "+branch)
+	r.git(r.work, "commit", "-q", "--allow-empty", "-m", "update "+branch)
 	r.git(r.work, "push", "-q", "origin", branch)
 }
 
@@ -116,11 +120,19 @@ func TestProxyPullsItsPlanFromGit(t *testing.T) {
 		t.Fatalf("v2 tools: %s", got)
 	}
 
-	// A tampered plan pushed to main (v2's bundle stays): refused, v2 serves.
+	// A tampered plan pushed to main (v2's bundle stays): not taken, v2 serves.
 	tampered := strings.Replace(livePlanV2, "max_calls = 3", "max_calls = 9", 1)
 	repo.commit("main", map[string][]byte{"plans/live.hcl": []byte(tampered)})
-	line := lp.waitLog("digest mismatch")
-	if !strings.Contains(line, `was NOT loaded; still serving plan "live"`) {
+	lp.waitLog("planlock: plans repository: plans/live.hcl at main@")
+	// ... and with a bundle for its bytes signed by a key the policy does
+	// not trust: copied, verified, refused; v2 still serves.
+	otherPriv, _, err := sign.GenerateKeyPair("ed25519")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.publish(signPlan(t, signed, "live.hcl", tampered, t1.Add(2*time.Hour), otherPriv))
+	line := lp.waitLog("was NOT loaded")
+	if !strings.Contains(line, `still serving plan "live"`) {
 		t.Fatalf("log: %q", line)
 	}
 	for i, want := range []string{`"order_id":"4711"`, `"order_id":"4711"`, `"order_id":"4711"`, `step "lookup": max_calls 3 used up`} {

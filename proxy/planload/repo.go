@@ -3,10 +3,14 @@ package planload
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -78,7 +82,9 @@ func (s *RepoSync) log(m string) {
 // Sync asks the remote for the tips of the two branches (one ls-remote, no
 // objects), and only when one moved fetches and copies the plan and its
 // bundle into Dir. A plan without a bundle yet (CI has not signed it) is
-// not copied. The files already in Dir stay as they are on any error.
+// not copied, nor one whose bundle names other bytes (the signature of the
+// merge is not published yet). The files already in Dir stay as they are on
+// any error.
 func (s *RepoSync) Sync(ctx context.Context) (SyncResult, error) {
 	if s.Repo == nil {
 		if s.OpenRepo == nil {
@@ -129,6 +135,12 @@ func (s *RepoSync) Sync(ctx context.Context) (SyncResult, error) {
 	}
 	if !ok {
 		return SyncResult{}, fmt.Errorf("%s at %s@%s has no signature bundle on %s yet (CI signs merged plans)", s.Path, branch, short(planTip), s.approvals())
+	}
+	// Between a merge and CI publishing its signature the bundle there is
+	// the previous plan's: wait for it rather than hand the Reloader a pair
+	// it must refuse. (Only a hint: the Reloader verifies what is copied.)
+	if sum := sha256.Sum256(plan); !bundleNames(bundle, hex.EncodeToString(sum[:])) {
+		return SyncResult{}, fmt.Errorf("%s at %s@%s has no signature for these bytes on %s@%s (not signed yet, or not approved)", s.Path, branch, short(planTip), s.approvals(), short(apprTip))
 	}
 	changed, err := s.write(plan, bundle)
 	if err != nil {
@@ -202,6 +214,33 @@ func (s *RepoSync) Step(ctx context.Context) error {
 		s.log("planlock: plans repository: up to date again")
 	}
 	return err
+}
+
+// bundleNames reports whether a sigstore bundle's in-toto statement names
+// the sha256 hex digest as a subject. It verifies nothing.
+func bundleNames(bundle []byte, hexDigest string) bool {
+	var b struct {
+		DSSE struct {
+			Payload []byte `json:"payload"`
+		} `json:"dsseEnvelope"`
+	}
+	if json.Unmarshal(bundle, &b) != nil {
+		return false
+	}
+	var st struct {
+		Subject []struct {
+			Digest map[string]string `json:"digest"`
+		} `json:"subject"`
+	}
+	if json.Unmarshal(b.DSSE.Payload, &st) != nil {
+		return false
+	}
+	for _, sub := range st.Subject {
+		if strings.EqualFold(sub.Digest["sha256"], hexDigest) {
+			return true
+		}
+	}
+	return false
 }
 
 func short(h plumbing.Hash) string { return h.String()[:12] }
