@@ -38,6 +38,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 		&cli.StringFlag{Name: "github-api", Usage: "GitHub API base `URL` for hold pull requests (default: from the remote URL)", Category: holdsCategory},
 		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
 		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
+		&cli.DurationFlag{Name: "hold-status-cache", Value: 15 * time.Second, Usage: "a repeated held call re-uses its hold's pending status for `DURATION` (one fetch and one GitHub request per period; 0: ask every time)", Category: holdsCategory},
 		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state only (no Git, no pull requests)", Category: holdsCategory},
 	}
 	for _, f := range extra {
@@ -113,7 +114,7 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 		if err != nil {
 			return nil, err
 		}
-		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch}, nil
+		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch, StatusCache: c.Duration("hold-status-cache")}, nil
 	})
 	a, err := approvals.New(approvals.Config{Store: l, Forge: lazy, Policy: policy, PlanPath: planPath,
 		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
