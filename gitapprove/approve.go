@@ -76,6 +76,7 @@ func Approve(ctx context.Context, req ApproveRequest) (ApproveResult, error) {
 		Message: fmt.Sprintf("Approve plan %s\n\n%s\n%s", req.Plan.Name, req.Plan.Goal, req.Plan.Digest),
 		Title:   "planlock: approve plan " + req.Plan.Name,
 		Body:    body,
+		Labels:  []string{LabelPlan},
 	})
 	if err != nil {
 		return ApproveResult{}, err

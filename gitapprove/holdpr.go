@@ -65,6 +65,8 @@ type HoldPR struct {
 	Path   string
 	PR     *PR    // nil without a forge
 	Next   string // what a person does when no PR could be opened
+	// Warning: the PR is open, but something after it failed (labelling).
+	Warning string
 }
 
 // URL is where a person approves the hold: the PR, else the instructions.
@@ -116,11 +118,12 @@ func (h *Holds) Open(ctx context.Context, hold *HoldRequest, pin *PinChange) (Ho
 		Message: title + "\n\n" + hold.Reason,
 		Title:   title,
 		Body:    HoldBody(hold, pin),
+		Labels:  []string{LabelHold},
 	})
 	if err != nil {
 		return HoldPR{}, err
 	}
-	return HoldPR{Branch: p.Branch, Path: hold.Path(), PR: p.PR, Next: p.Next}, nil
+	return HoldPR{Branch: p.Branch, Path: hold.Path(), PR: p.PR, Next: p.Next, Warning: p.Warning}, nil
 }
 
 // HoldBody is the pull request text a reviewer reads. The reason, pin value

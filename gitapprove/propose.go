@@ -13,6 +13,8 @@ type Proposal struct {
 	Message string // commit message
 	Title   string // pull request title
 	Body    string // pull request body (markdown)
+	// Labels are put on the pull request when the forge has Lifecycle.
+	Labels []string
 }
 
 // Proposed is what Propose did.
@@ -25,6 +27,9 @@ type Proposed struct {
 	PR *PR
 	// Next tells a person what to do when no pull request could be opened.
 	Next string
+	// Warning says what went wrong after the pull request was opened
+	// (labelling); the pull request is there regardless.
+	Warning string
 }
 
 // Propose fetches, commits the files on the branch (from Base when new),
@@ -58,5 +63,10 @@ func Propose(ctx context.Context, repo *Repo, forge Forge, p Proposal) (Proposed
 		return out, fmt.Errorf("pushed branch %s, but: %w", p.Branch, err)
 	}
 	out.PR = &pr
+	if lc, ok := forge.(Lifecycle); ok && len(p.Labels) > 0 && pr.State == PROpen {
+		if err := lc.AddLabels(ctx, pr.Number, p.Labels...); err != nil {
+			out.Warning = err.Error()
+		}
+	}
 	return out, nil
 }

@@ -249,6 +249,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 		}
 		return p.block(ctx, call, reason)
 	}
+	noteTicket(ctx, t.Seq) // holdran.go
 
 	ptok, done := p.progressFor(ctx, req)
 	defer done()

@@ -35,7 +35,10 @@ func (p *Proxy) holdByPR(ctx context.Context, req mcp.CallToolRequest, call ledg
 		if step == nil {
 			return p.block(ctx, call, fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", d.Hold.ID, call.Tool))
 		}
-		return p.forward(ctx, req, call, step, d.Hold.ID, violation)
+		var seq uint64 // the audit record of the call, when it was counted (holdran.go)
+		res := p.forward(withTicketSink(ctx, &seq), req, call, step, d.Hold.ID, violation)
+		p.reportHoldRan(ctx, d.Hold, seq, res)
+		return res
 	case approvals.Refused:
 		return p.block(ctx, call, d.Message)
 	}

@@ -80,6 +80,9 @@ Examples:
 			if err != nil {
 				return failf("approve: %v", err)
 			}
+			if res.Warning != "" {
+				fmt.Fprintf(c.App.ErrWriter, "planlock: warning: %s\n", res.Warning)
+			}
 			if c.Bool("json") {
 				return writeApproveJSON(c, plan, res)
 			}

@@ -78,6 +78,10 @@ type Config struct {
 	Now func() time.Time
 	// Log receives one line per background event.
 	Log io.Writer
+	// SweepInterval is how often expired holds' pull requests are commented,
+	// closed and their branches deleted (lifecycle.go); zero means a minute,
+	// negative never.
+	SweepInterval time.Duration
 }
 
 // Approvals is safe for concurrent use. Close it before closing the Store.
@@ -88,6 +92,8 @@ type Approvals struct {
 	opening map[string]*flight // hold id → the attempt to open its pull request
 	keys    map[string]*keyLock
 	closed  bool
+	plans   map[string]string // hold id → plan name (lifecycle.go)
+	retired map[string]bool   // hold ids whose pull request was retired
 
 	bg     sync.WaitGroup
 	ctx    context.Context // background work; cancelled by Close
@@ -127,7 +133,18 @@ func New(cfg Config) (*Approvals, error) {
 		cfg.Log = io.Discard
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Approvals{cfg: cfg, opening: map[string]*flight{}, keys: map[string]*keyLock{}, ctx: ctx, cancel: cancel}, nil
+	a := &Approvals{cfg: cfg, opening: map[string]*flight{}, keys: map[string]*keyLock{}, ctx: ctx, cancel: cancel}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+		a.cfg.SweepInterval = cfg.SweepInterval
+	}
+	_, lists := cfg.Store.(holdLister)
+	_, lc := cfg.Forge.(Lifecycle)
+	if cfg.SweepInterval > 0 && lists && lc {
+		a.bg.Add(1)
+		go a.sweepLoop(cfg.SweepInterval)
+	}
+	return a, nil
 }
 
 // Close stops background openings and waits for them.
@@ -194,7 +211,10 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	unlock := a.lockKey(r.Call.PlanDigest + "\x00" + r.Call.Tool + "\x00" + string(canon))
 	defer unlock()
 
+	var previous *ledger.Hold
 	if h, ok := a.cfg.Store.FindHold(r.Call); ok {
+		previous = &h
+		a.notePlan(h.ID, r.PlanName)
 		switch h.State {
 		case ledger.HoldApproved:
 			return Decision{Outcome: Approved, Hold: h}
@@ -219,6 +239,10 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	h, err := a.cfg.Store.Hold(context.WithoutCancel(ctx), r.Call, r.Reason, r.Expires)
 	if err != nil {
 		return Decision{Outcome: Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneLine(err.Error()))}
+	}
+	a.notePlan(h.ID, r.PlanName)
+	if previous != nil && previous.ID != h.ID {
+		a.supersede(*previous, r.PlanName, h.ID)
 	}
 	switch {
 	case h.State == ledger.HoldApproved:

@@ -155,7 +155,7 @@ func newLoop(t *testing.T, github bool) *loop {
 	args := []string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"),
 		"--key", filepath.Join(filepath.Dir(l.ciKey), "ci.pub"), "--state", l.state,
 		// Deterministic in a test: the held call waits for its pull request.
-		"--hold-open-wait", "10m"}
+		"--hold-open-wait", "10m", "--hold-status-cache", "0"}
 	token := ""
 	if github {
 		args = append(args, "--github-api", l.gh.URL(), "--github-repo", "acme/plans")
@@ -281,6 +281,24 @@ func (l *loop) ciSign(path string, pr int, key string) {
 	rgit(l.t, l.reviewer, "checkout", "-q", "main")
 }
 
+// waitComment waits for a comment on pull request n containing want (the
+// proxy writes it in the background) and returns it.
+func (l *loop) waitComment(n int, want string) string {
+	l.t.Helper()
+	deadline := time.Now().Add(time.Minute) // a bound on waiting, not a timing assertion
+	for {
+		for _, c := range l.gh.Comments(n) {
+			if strings.Contains(c, want) {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("no comment on #%d containing %q: %q", n, want, l.gh.Comments(n))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // calls counts the calls of tool that reached the upstream.
 func (l *loop) calls(tool string) []peers.CallRecord {
 	l.t.Helper()
@@ -354,6 +372,15 @@ func TestHoldLoop(t *testing.T) {
 	got := l.calls("refund_customer")
 	if len(got) != 1 || string(got[0].Arguments) != `{"amount":30,"currency":"EUR","order_id":"4711"}` {
 		t.Fatalf("upstream got %+v, want the approved call exactly once", got)
+	}
+	// The hold pull request is labelled, and says (in the background) that
+	// its call ran, with the audit record.
+	if labels := l.gh.Labels(1); len(labels) != 1 || labels[0] != gitapprove.LabelHold {
+		t.Errorf("labels of the hold pull request: %q", labels)
+	}
+	ranComment := l.waitComment(1, "planlock ran the approved call of hold `"+id+"` once: audit record #")
+	if !strings.Contains(ranComment, "result `ok`") {
+		t.Errorf("comment: %s", ranComment)
 	}
 
 	// A third identical call: the approval was used up.
