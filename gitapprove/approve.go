@@ -20,6 +20,9 @@ type ApproveRequest struct {
 	Plan *hclplan.Plan
 	// Base is the protected branch; the forge's (else the remote's) default when empty.
 	Base string
+	// AllowOtherAuthor adds the commit on top of an approval branch whose
+	// last commit someone else made (refused otherwise: *OtherAuthorError).
+	AllowOtherAuthor bool
 }
 
 // ApproveResult is what Approve did.
@@ -77,6 +80,8 @@ func Approve(ctx context.Context, req ApproveRequest) (ApproveResult, error) {
 		Title:   "planlock: approve plan " + req.Plan.Name,
 		Body:    body,
 		Labels:  []string{LabelPlan},
+		// Two people approving the same plan would silently stack.
+		OwnTipOnly: !req.AllowOtherAuthor,
 	})
 	if err != nil {
 		return ApproveResult{}, err

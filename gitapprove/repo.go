@@ -330,6 +330,9 @@ type CommitRequest struct {
 	// Files maps repository paths (slash-separated) to their new content.
 	Files   map[string][]byte
 	Message string
+	// FromBase starts Branch again from Base, ignoring what it holds (its
+	// pull request was merged or closed); Push then needs Force.
+	FromBase bool
 }
 
 // CommitResult tells what CommitFiles did.
@@ -356,7 +359,7 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, err
 	}
-	if !ok {
+	if !ok || req.FromBase {
 		parent, ok, err = r.remoteBranchHash(req.Base)
 		if err != nil {
 			return CommitResult{}, err
@@ -399,6 +402,16 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 // Push sends commit to the remote's branch. It only fast-forwards: a
 // branch someone rewrote meanwhile is not overwritten.
 func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) error {
+	return r.push(ctx, branch, commit, false)
+}
+
+// PushForce replaces the remote's branch with commit: for a branch started
+// again after its pull request was merged or closed.
+func (r *Repo) PushForce(ctx context.Context, branch string, commit plumbing.Hash) error {
+	return r.push(ctx, branch, commit, true)
+}
+
+func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	auth, err := r.auth()
@@ -406,6 +419,9 @@ func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) er
 		return err
 	}
 	spec := config.RefSpec(commit.String() + ":" + plumbing.NewBranchReferenceName(branch).String())
+	if force {
+		spec = "+" + spec
+	}
 	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, CABundle: r.caPEM})
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		// Keep the tracking ref in step so a later read sees what was pushed.
@@ -418,6 +434,28 @@ func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) er
 		return fmt.Errorf("push %s to %s: the remote branch moved meanwhile; run again: %w", branch, r.remote, err)
 	}
 	return unavailable("push "+branch+" to "+r.remote, err)
+}
+
+// CommitAuthor is the author of a commit.
+func (r *Repo) CommitAuthor(h plumbing.Hash) (object.Signature, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return object.Signature{}, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return c.Author, nil
+}
+
+// Author is who planlock's commits are made as.
+func (r *Repo) Author() (object.Signature, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := r.signature()
+	if err != nil {
+		return object.Signature{}, err
+	}
+	return *s, nil
 }
 
 func (r *Repo) signature() (*object.Signature, error) {
@@ -581,4 +619,58 @@ func (r *Repo) LsRemote(ctx context.Context) (RemoteHeads, error) {
 		}
 	}
 	return out, nil
+}
+
+// changedFiles reports whether base already holds the version at tip of
+// every file that tip changed against its merge base with base: then the
+// branch's work is in base although its commits are not (squash or rebase
+// merge). A branch that changed nothing reports false.
+func (r *Repo) changedFiles(tip, base plumbing.Hash) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tc, err := r.repo.CommitObject(tip)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", tip, err)
+	}
+	bc, err := r.repo.CommitObject(base)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", base, err)
+	}
+	mbs, err := tc.MergeBase(bc)
+	if err != nil || len(mbs) == 0 {
+		return false, err
+	}
+	from, err := mbs[0].Tree()
+	if err != nil {
+		return false, fmt.Errorf("read tree: %w", err)
+	}
+	to, err := tc.Tree()
+	if err != nil {
+		return false, fmt.Errorf("read tree: %w", err)
+	}
+	baseTree, err := bc.Tree()
+	if err != nil {
+		return false, fmt.Errorf("read tree: %w", err)
+	}
+	changes, err := from.Diff(to)
+	if err != nil {
+		return false, fmt.Errorf("diff %s: %w", tip, err)
+	}
+	if len(changes) == 0 {
+		return false, nil
+	}
+	for _, ch := range changes {
+		name := ch.To.Name
+		if name == "" { // deleted on the branch
+			if _, err := baseTree.File(ch.From.Name); err == nil {
+				return false, nil
+			}
+			continue
+		}
+		f, err := baseTree.File(name)
+		if err != nil || f.Hash != ch.To.TreeEntry.Hash {
+			return false, nil
+		}
+	}
+	return true, nil
 }

@@ -20,7 +20,10 @@ from the base branch; your work tree and index are not touched), pushes it
 and opens the pull request. Its body is the "planlock plan show" summary
 and, when the base branch has an approved version of the file, what the
 change gives the agent more or less power to do. Running it again updates
-the same branch and pull request.
+the same branch and pull request. Once that pull request is merged (also
+squash or rebase) or closed, the branch starts again from the base. A
+branch whose last commit someone else made is not added to unless
+--allow-other-author is given.
 
 The pull request is opened with GH_TOKEN (else GITHUB_TOKEN) for remotes on
 github.com, a GHE.com tenant (*.ghe.com), or a GitHub Enterprise host named
@@ -38,6 +41,7 @@ Examples:
 			&cli.StringFlag{Name: "remote", Value: "origin", Usage: "Git remote to push to"},
 			&cli.StringFlag{Name: "github-api", Usage: "GitHub API base URL, e.g. https://ghe.example.com/api/v3 (default: from the remote URL)"},
 			&cli.StringFlag{Name: "github-repo", Usage: "OWNER/REPO on GitHub (default: from the remote URL)"},
+			&cli.BoolFlag{Name: "allow-other-author", Usage: "add the commit on top of an approval branch whose last commit someone else made (refused otherwise)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
 		},
 		Action: func(c *cli.Context) error {
@@ -76,9 +80,12 @@ Examples:
 			if forge == nil {
 				fmt.Fprintf(c.App.ErrWriter, "planlock: %s: pushing the branch only\n", why)
 			}
-			res, err := gitapprove.Approve(c.Context, gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base")})
+			res, err := gitapprove.Approve(c.Context, gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base"), AllowOtherAuthor: c.Bool("allow-other-author")})
 			if err != nil {
 				return failf("approve: %v", err)
+			}
+			if res.Restarted != "" {
+				fmt.Fprintf(c.App.ErrWriter, "planlock: branch %s started again from %s: %s\n", res.Branch, res.Base, res.Restarted)
 			}
 			if res.Warning != "" {
 				fmt.Fprintf(c.App.ErrWriter, "planlock: warning: %s\n", res.Warning)
