@@ -7,8 +7,8 @@ import (
 	"github.com/planlock/planlock/gitapprove/githubfake"
 )
 
-// A pending status is kept StatusCache long per hold: repeated calls inside
-// it cost no request; after it, and for a final answer, GitHub is asked.
+// A status is kept StatusCache long per hold: repeated calls inside it cost
+// no request; after it GitHub is asked again.
 func TestHoldStatusCache(t *testing.T) {
 	f := newFixture(t, "main", nil)
 	gh := githubfake.New(t, "acme", "plans", "tok")
@@ -39,7 +39,7 @@ func TestHoldStatusCache(t *testing.T) {
 		{"period over: asked again", 6 * time.Second, false, HoldPending, 2},
 		{"closed meanwhile, still cached", 1 * time.Second, true, HoldPending, 2},
 		{"period over: the final answer", 15 * time.Second, false, HoldRejected, 3},
-		{"a final answer is not cached", 0, false, HoldRejected, 4},
+		{"the final answer is cached too", 0, false, HoldRejected, 3},
 	} {
 		now = now.Add(step.advance)
 		if step.merge {

@@ -86,11 +86,19 @@ type PinChange struct {
 // Open writes the hold file on branch planlock/hold/<plan>/<id>, pushes it
 // and opens the pull request. Git or forge failures wrap ErrUnavailable.
 func (h *Holds) Open(ctx context.Context, hold *HoldRequest, pin *PinChange) (HoldPR, error) {
+	return h.open(ctx, hold, pin, hold.Branch(), nil)
+}
+
+// open proposes hold's file on branch, removing the files of replaced.
+func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, branch string, replaced *HoldRequest) (HoldPR, error) {
 	src, err := WriteHold(hold)
 	if err != nil {
 		return HoldPR{}, err
 	}
 	files := map[string][]byte{hold.Path(): src}
+	if replaced != nil && replaced.Path() != hold.Path() {
+		files[replaced.Path()] = nil
+	}
 	base, err := h.base(ctx)
 	if err != nil {
 		return HoldPR{}, err
@@ -114,7 +122,7 @@ func (h *Holds) Open(ctx context.Context, hold *HoldRequest, pin *PinChange) (Ho
 	}
 	title := fmt.Sprintf("planlock hold: %s / %s calls %s", hold.PlanName, hold.Step, hold.Tool)
 	p, err := Propose(ctx, h.Repo, h.Forge, Proposal{
-		Branch: hold.Branch(), Base: base, Files: files,
+		Branch: branch, Base: base, Files: files,
 		Message: title + "\n\n" + hold.Reason,
 		Title:   title,
 		Body:    HoldBody(hold, pin),
@@ -230,8 +238,7 @@ type HoldStatus struct {
 }
 
 // Status fetches and reports the hold's outcome. prNumber is the number
-// Open returned (0 without a forge). A pending answer is kept StatusCache
-// long; a final one (merged, rejected) is never cached.
+// Open returned (0 without a forge). An answer is kept StatusCache long.
 func (h *Holds) Status(ctx context.Context, hold *HoldRequest, prNumber int) (HoldStatus, error) {
 	key := hold.ID + "\x00" + strconv.Itoa(prNumber)
 	if h.StatusCache > 0 {
@@ -253,11 +260,7 @@ func (h *Holds) Status(ctx context.Context, hold *HoldRequest, prNumber int) (Ho
 				delete(h.cache, k)
 			}
 		}
-		if st.State == HoldPending {
-			h.cache[key] = cachedStatus{at: h.now(), st: st}
-		} else {
-			delete(h.cache, key)
-		}
+		h.cache[key] = cachedStatus{at: h.now(), st: st}
 		h.mu.Unlock()
 	}
 	return st, err

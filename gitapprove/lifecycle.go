@@ -110,3 +110,23 @@ func (h *Holds) Retire(ctx context.Context, hold *HoldRequest, prNumber int, why
 	}
 	return errors.Join(errs...)
 }
+
+// Reopen carries a pull request that a person reopened after planlock had
+// recorded its hold (old) as refused over to hold, a new hold for the same
+// call: on the same branch old's file is replaced by hold's, the title and
+// body are updated and a comment says so. Merging the pull request then
+// approves hold, once, as for any hold.
+func (h *Holds) Reopen(ctx context.Context, old, hold *HoldRequest, prNumber int, pin *PinChange) (HoldPR, error) {
+	pr, err := h.open(ctx, hold, pin, old.Branch(), old)
+	if err != nil {
+		return HoldPR{}, err
+	}
+	if lc, ok := h.Forge.(Lifecycle); ok && prNumber > 0 {
+		msg := fmt.Sprintf("This pull request was reopened after planlock had recorded hold %s as refused (it was closed). It now asks for the same call again as hold %s: merging it approves that call once, until %s.",
+			mdCode(old.ID), mdCode(hold.ID), hold.Expires.UTC().Format("2006-01-02T15:04:05Z"))
+		if err := lc.Comment(ctx, prNumber, msg); err != nil {
+			pr.Warning = err.Error()
+		}
+	}
+	return pr, nil
+}

@@ -80,3 +80,35 @@ type labelOnlyFails struct{ *GitHub }
 func (l labelOnlyFails) CreateOrUpdatePR(ctx2 context.Context, head, base, title, body string) (PR, error) {
 	return PR{Number: 1, State: PROpen}, nil
 }
+
+// A reopened hold pull request is carried over to a new hold: the branch
+// holds only the new hold's file, the body names it, a comment says why.
+func TestHoldReopenCarriesThePullRequestOver(t *testing.T) {
+	f := newFixture(t, "main", nil)
+	gh := githubfake.New(t, "acme", "plans", "tok")
+	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
+	old := sampleHold()
+	if _, err := holds.Open(ctx(t), old, nil); err != nil {
+		t.Fatal(err)
+	}
+	gh.ClosePull(1)
+	gh.ReopenPull(1)
+	renewed := sampleHold()
+	renewed.ID = "h-20261130-0009"
+	pr, err := holds.Reopen(ctx(t), old, renewed, 1, nil)
+	if err != nil || pr.PR == nil || pr.PR.Number != 1 || gh.Count() != 1 {
+		t.Fatalf("Reopen = %+v, %v (%d PRs); want PR #1 updated", pr, err, gh.Count())
+	}
+	rgit(t, f.reviewer, "fetch", "-q", "origin")
+	files := rgit(t, f.reviewer, "ls-tree", "-r", "--name-only", "origin/"+old.Branch())
+	if !strings.Contains(files, renewed.Path()) || strings.Contains(files, old.Path()) {
+		t.Errorf("files on the branch:\n%s", files)
+	}
+	if c := gh.Comments(1); len(c) != 1 || !strings.Contains(c[0], "reopened after planlock had recorded hold `"+old.ID+"` as refused") || !strings.Contains(c[0], renewed.ID) {
+		t.Errorf("comments = %q", c)
+	}
+	st, err := holds.Status(ctx(t), renewed, 1)
+	if err != nil || st.State != HoldPending {
+		t.Errorf("Status of the new hold = %+v, %v", st, err)
+	}
+}

@@ -327,7 +327,8 @@ type CommitRequest struct {
 	Branch string
 	// Base is the branch a new Branch starts from.
 	Base string
-	// Files maps repository paths (slash-separated) to their new content.
+	// Files maps repository paths (slash-separated) to their new content;
+	// nil removes the file.
 	Files   map[string][]byte
 	Message string
 	// FromBase starts Branch again from Base, ignoring what it holds (its
@@ -376,7 +377,7 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("read tree of %s: %w", parent, err)
 	}
-	newTree, err := r.putFiles(tree, req.Files)
+	newTree, _, err := r.putFiles(tree, req.Files)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -489,8 +490,9 @@ func checkRepoPath(p string) error {
 	return nil
 }
 
-// putFiles writes blobs for files and returns the hash of tree with them in.
-func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Hash, error) {
+// putFiles writes blobs for files and returns the hash of tree with them in
+// (a nil content removes the file) and how many entries that tree has.
+func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Hash, int, error) {
 	// Group by first path element so each subtree is rebuilt once.
 	here := map[string][]byte{}
 	sub := map[string]map[string][]byte{}
@@ -512,11 +514,15 @@ func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Ha
 	}
 	for name, b := range here {
 		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
-			return plumbing.ZeroHash, fmt.Errorf("%s is a directory in the repository", name)
+			return plumbing.ZeroHash, 0, fmt.Errorf("%s is a directory in the repository", name)
+		}
+		if b == nil {
+			delete(entries, name)
+			continue
 		}
 		h, err := r.storeBlob(b)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, 0, err
 		}
 		mode := filemode.Regular
 		if e, ok := entries[name]; ok && e.Mode == filemode.Executable {
@@ -528,17 +534,21 @@ func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Ha
 		var child *object.Tree
 		if e, ok := entries[name]; ok {
 			if e.Mode != filemode.Dir {
-				return plumbing.ZeroHash, fmt.Errorf("%s is a file in the repository", name)
+				return plumbing.ZeroHash, 0, fmt.Errorf("%s is a file in the repository", name)
 			}
 			t, err := r.repo.TreeObject(e.Hash)
 			if err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", name, err)
+				return plumbing.ZeroHash, 0, fmt.Errorf("read tree %s: %w", name, err)
 			}
 			child = t
 		}
-		h, err := r.putFiles(child, fs)
+		h, n, err := r.putFiles(child, fs)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, 0, err
+		}
+		if n == 0 { // Git has no empty directories
+			delete(entries, name)
+			continue
 		}
 		entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
 	}
@@ -556,13 +566,13 @@ func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Ha
 	sort.Slice(nt.Entries, func(i, j int) bool { return key(nt.Entries[i]) < key(nt.Entries[j]) })
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := nt.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+		return plumbing.ZeroHash, 0, fmt.Errorf("encode tree: %w", err)
 	}
 	h, err := r.repo.Storer.SetEncodedObject(obj)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("store tree: %w", err)
+		return plumbing.ZeroHash, 0, fmt.Errorf("store tree: %w", err)
 	}
-	return h, nil
+	return h, len(nt.Entries), nil
 }
 
 func (r *Repo) storeBlob(b []byte) (plumbing.Hash, error) {

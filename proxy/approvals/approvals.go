@@ -219,6 +219,9 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 		case ledger.HoldApproved:
 			return Decision{Outcome: Approved, Hold: h}
 		case ledger.HoldRejected:
+			if d, ok := a.reopened(ctx, r, h); ok { // lifecycle.go
+				return d
+			}
 			return rejected(h)
 		case ledger.HoldPending:
 			var d Decision

@@ -172,3 +172,61 @@ func (l *lazy) Retire(ctx context.Context, hold *gitapprove.HoldRequest, prNumbe
 	}
 	return nil
 }
+
+// Reopener carries a reopened pull request over to a new hold;
+// *gitapprove.Holds has it.
+type Reopener interface {
+	Reopen(ctx context.Context, old, hold *gitapprove.HoldRequest, prNumber int, pin *gitapprove.PinChange) (gitapprove.HoldPR, error)
+}
+
+// reopened handles a refused hold whose pull request a person reopened, as
+// GitHub users expect: the call is pending again, on the same pull request.
+// The ledger keeps the refusal of the old hold (its record is final); a new
+// hold for the call takes over the pull request. ok=false: the pull request
+// is still closed (or cannot be asked), so the refusal stands.
+func (a *Approvals) reopened(ctx context.Context, r Request, old ledger.Hold) (Decision, bool) {
+	ro, ok := a.cfg.Forge.(Reopener)
+	n := PRNumber(old.PRURL)
+	if !ok || n == 0 {
+		return Decision{}, false
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CheckTimeout)
+	defer cancel()
+	st, err := a.cfg.Forge.Status(cctx, request(r, old), n)
+	if err != nil || st.State != gitapprove.HoldPending || st.PR == nil || st.PR.State != gitapprove.PROpen {
+		return Decision{}, false
+	}
+	nh, err := a.cfg.Store.Hold(context.WithoutCancel(ctx), r.Call, r.Reason, r.Expires)
+	if err != nil {
+		return Decision{Outcome: Refused, Hold: old, Message: fmt.Sprintf("pull request %s was reopened, but planlock could not record a new hold (%v); the call was not forwarded", old.PRURL, oneLine(err.Error()))}, true
+	}
+	a.notePlan(nh.ID, r.PlanName)
+	var pin *gitapprove.PinChange
+	if r.ObservedPin != "" && a.cfg.PlanPath != "" {
+		pin = &gitapprove.PinChange{PlanPath: a.cfg.PlanPath}
+	}
+	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.OpenTimeout)
+	defer ocancel()
+	if _, err := ro.Reopen(octx, request(r, old), request(r, nh), n, pin); err != nil {
+		return Decision{Outcome: Refused, Hold: nh, Message: fmt.Sprintf(
+			"held: %s; pull request %s was reopened, but moving it to hold %s failed (%s). The hold is kept; repeat exactly the same call later.", r.Reason, old.PRURL, nh.ID, oneLine(err.Error()))}, true
+	}
+	nh, err = a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), nh.ID, ledger.HoldUpdate{PRURL: old.PRURL, Note: fmt.Sprintf("pull request reopened: it now asks for this hold instead of the refused hold %s", old.ID)})
+	if err != nil {
+		return Decision{Outcome: Refused, Hold: nh, Message: fmt.Sprintf("pull request %s was reopened, but recording it failed: %s; repeat exactly the same call later", old.PRURL, oneLine(err.Error()))}, true
+	}
+	return pending(nh, false), true
+}
+
+// Reopen implements Reopener for a lazily made Forge.
+func (l *lazy) Reopen(ctx context.Context, old, hold *gitapprove.HoldRequest, prNumber int, pin *gitapprove.PinChange) (gitapprove.HoldPR, error) {
+	f, err := l.get(ctx)
+	if err != nil {
+		return gitapprove.HoldPR{}, err
+	}
+	ro, ok := f.(Reopener)
+	if !ok {
+		return gitapprove.HoldPR{}, fmt.Errorf("the forge cannot carry a reopened pull request over")
+	}
+	return ro.Reopen(ctx, old, hold, prNumber, pin)
+}
