@@ -105,7 +105,6 @@ func TestApproveCommand(t *testing.T) {
 func TestApproveCommandWithoutToken(t *testing.T) {
 	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "")
-	t.Setenv("GH_TOKEN", "")
 	work, origin := approveRepo(t)
 	code, out, errOut := runCLI(t, "approve", filepath.Join(work, "plans", "refund.hcl"))
 	if code != 0 {
@@ -122,7 +121,6 @@ func TestApproveCommandWithoutToken(t *testing.T) {
 func TestApproveCommandFailures(t *testing.T) {
 	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "")
-	t.Setenv("GH_TOKEN", "")
 	work, _ := approveRepo(t)
 	bad := filepath.Join(work, "plans", "bad.hcl")
 	if err := os.WriteFile(bad, []byte(`plan "x" { goal = 1`), 0o644); err != nil {
@@ -160,5 +158,40 @@ func TestApproveCommandFailures(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, "approve", "--github-api", "http://example.com", "--github-repo", "a/b", filepath.Join(work, "plans", "refund.hcl")); code != 2 || !strings.Contains(errOut, "https") {
 		t.Errorf("plain-http API: exit %d, %q", code, errOut)
+	}
+}
+
+// Someone else's commit at the tip of the approval branch: refused with
+// their name and the flag; --allow-other-author stacks on it.
+func TestApproveCommandOtherAuthor(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("HOME", t.TempDir()) // planlock commits as planlock <planlock@localhost>
+	work, origin := approveRepo(t)
+	plan := filepath.Join(work, "plans", "refund.hcl")
+	if code, _, errOut := runCLI(t, "approve", plan); code != 0 {
+		t.Fatalf("first approve: exit %d: %s", code, errOut)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	gitRun(t, filepath.Dir(other), "clone", "-q", "-b", "planlock/approve/refund-4711", origin, other)
+	src, _ := os.ReadFile(plan)
+	if err := os.WriteFile(filepath.Join(other, "plans", "refund.hcl"), bytes.Replace(src, []byte("max_calls = 3"), []byte("max_calls = 5"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, other, "commit", "-q", "-am", "their edit")
+	gitRun(t, other, "push", "-q", "origin", "HEAD:planlock/approve/refund-4711")
+
+	if err := os.WriteFile(plan, bytes.Replace(src, []byte("max_calls = 3"), []byte("max_calls = 1"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "approve", plan)
+	if code != 1 || !strings.Contains(errOut, "by T <t@example.com>, not by you (planlock <planlock@localhost>)") || !strings.Contains(errOut, "--allow-other-author") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "approve", "--allow-other-author", plan); code != 0 {
+		t.Fatalf("--allow-other-author: exit %d: %s", code, errOut)
+	}
+	if got := gitRun(t, origin, "log", "-1", "--format=%an", "planlock/approve/refund-4711"); got != "planlock" {
+		t.Errorf("tip author %q, want planlock on top of theirs", got)
 	}
 }
