@@ -18,6 +18,12 @@
 // HoldID). A closed pull request rejects the call for good. Git or GitHub
 // being unreachable blocks the call with that reason and keeps the hold: the
 // next identical call asks again.
+//
+// The pull request follows the hold (lifecycle.go): the proxy reports a call
+// that ran (Ran), expired and superseded holds are commented, closed and
+// their branches deleted (Sweep), and a closed pull request that a person
+// reopens is taken over by a new hold for the same call. None of this calls
+// back into the ledger from the Git side.
 package approvals
 
 import (

@@ -107,7 +107,11 @@ type loop struct {
 
 // newLoop starts the set-up; without github the proxy has no token and
 // works from Git alone.
-func newLoop(t *testing.T, github bool) *loop {
+func newLoop(t *testing.T, github bool) *loop { return newLoopWith(t, github, false) }
+
+// newLoopWith: with gitops the proxy takes its plan from the origin
+// (--repo), its bundle from the approvals branch, instead of the checkout.
+func newLoopWith(t *testing.T, github, gitops bool) *loop {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -147,15 +151,27 @@ func newLoop(t *testing.T, github bool) *loop {
 	rgit(t, l.work, "commit", "-q", "-m", "refund plan")
 	rgit(t, l.work, "push", "-q", "origin", "main")
 	rgit(t, root, "clone", "-q", l.origin, l.reviewer)
+	if gitops {
+		bundle, err := os.ReadFile(filepath.Join(l.work, "plans", "refund.hcl.sigstore.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.publish("plans/refund.hcl", bundle)
+	}
 
 	l.gh = githubfake.New(t, "acme", "plans", ghToken)
 	l.refund = peers.NewRefund(t, bins[peers.PkgRefundServer])
 	// The upstream records its whole environment before it starts serving.
 	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
-	args := []string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"),
+	planArgs := []string{"--plan", filepath.Join(l.work, "plans", "refund.hcl")}
+	if gitops {
+		planArgs = []string{"--repo", "file://" + l.origin, "--plan", "plans/refund.hcl", "--repo-interval", "50ms", "--reload-interval", "50ms"}
+	}
+	args := []string{"proxy", planArgs[0], planArgs[1],
 		"--key", filepath.Join(filepath.Dir(l.ciKey), "ci.pub"), "--state", l.state,
 		// Deterministic in a test: the held call waits for its pull request.
 		"--hold-open-wait", "10m", "--hold-status-cache", "0"}
+	args = append(args, planArgs[2:]...)
 	token := ""
 	if github {
 		args = append(args, "--github-api", l.gh.URL(), "--github-repo", "acme/plans")
@@ -267,6 +283,13 @@ func (l *loop) ciSign(path string, pr int, key string) {
 	if err != nil {
 		l.t.Fatal(err)
 	}
+	l.publish(path, data)
+}
+
+// publish plays CI's publish job: the bundle committed beside path on the
+// approvals branch and pushed.
+func (l *loop) publish(path string, data []byte) {
+	l.t.Helper()
 	rgit(l.t, l.reviewer, "fetch", "-q", "origin")
 	if rgit(l.t, l.reviewer, "ls-remote", "--heads", "origin", gitapprove.DefaultApprovalsBranch) == "" {
 		rgit(l.t, l.reviewer, "checkout", "-q", "--orphan", "approvals")
