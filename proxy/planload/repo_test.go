@@ -12,11 +12,11 @@ import (
 )
 
 type bareRepo struct {
-	t          *testing.T
+	t          testing.TB
 	bare, work string
 }
 
-func newBareRepo(t *testing.T) *bareRepo {
+func newBareRepo(t testing.TB) *bareRepo {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -123,4 +123,40 @@ func TestRepoSync(t *testing.T) {
 	if len(logs) != 1 || !strings.Contains(logs[0], "still serving the last verified plan") {
 		t.Errorf("logs = %q", logs)
 	}
+}
+
+
+// BenchmarkRepoSync compares a look when nothing moved (one ls-remote, no
+// fetch) with one after a branch moved (ls-remote, fetch, copy).
+func BenchmarkRepoSync(b *testing.B) {
+	r := newBareRepo(b)
+	dir := b.TempDir()
+	k := opensslKeys(b, dir, "release")
+	r.commit("main", "plans/p.hcl", "v1")
+	r.commit("planlock/approvals", "plans/p.hcl.sigstore.json", string(k.signBytes(b, []byte("v1"), "plans/p.hcl", t0)))
+	rs := &RepoSync{
+		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
+			return gitapprove.OpenCache(ctx, "file://"+r.bare, filepath.Join(dir, "git"), gitapprove.Options{})
+		},
+		Path: "plans/p.hcl", Dir: filepath.Join(dir, "plan"),
+	}
+	ctx := context.Background()
+	if _, err := rs.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("nothing moved", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := rs.Sync(ctx); err != nil || res.Moved {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	b.Run("a branch moved", func(b *testing.B) {
+		for b.Loop() {
+			rs.last.plan = [20]byte{} // as if main had moved: fetch and read again
+			if res, err := rs.Sync(ctx); err != nil || !res.Moved {
+				b.Fatal(res, err)
+			}
+		}
+	})
 }
