@@ -125,7 +125,6 @@ func TestRepoSync(t *testing.T) {
 	}
 }
 
-
 // BenchmarkRepoSync compares a look when nothing moved (one ls-remote, no
 // fetch) with one after a branch moved (ls-remote, fetch, copy).
 func BenchmarkRepoSync(b *testing.B) {
