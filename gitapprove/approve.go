@@ -97,11 +97,11 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 	b.WriteString("\n")
 	switch {
 	case !onBase:
-		fmt.Fprintf(&b, "## What changes\n\nThis is a new plan: `%s` is not on `%s` yet.\n", path, base)
+		fmt.Fprintf(&b, "## What changes\n\nThis is a new plan: %s is not on %s yet.\n", mdCode(path), mdCode(base))
 	default:
 		old, diags := hclplan.Parse(path, approved)
 		if diags.HasErrors() {
-			fmt.Fprintf(&b, "## What changes\n\nThe version on `%s` does not parse as a plan, so there is no comparison: review the whole plan.\n", base)
+			fmt.Fprintf(&b, "## What changes\n\nThe version on %s does not parse as a plan, so there is no comparison: review the whole plan.\n", mdCode(base))
 		} else {
 			b.WriteString(FormatPowerDiff(base, PowerDiff(old, p)))
 		}

@@ -282,7 +282,7 @@ func TestMdCode(t *testing.T) {
 		{"plain", "`plain`"},
 		{"a`b", "``a`b``"},
 		{"`x`", "`` `x` ``"},
-		{"a\nb", "`a b`"},
+		{"a\nb", "`a\\nb`"}, // the one escaping function shows line breaks as \n
 	} {
 		if got := mdCode(tc.in); got != tc.want {
 			t.Errorf("mdCode(%q) = %q, want %q", tc.in, got, tc.want)

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/planlock/planlock/hclplan"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -192,15 +193,8 @@ func fitBody(body string) string {
 	return string(r) + note
 }
 
-// mdCode renders s as a Markdown code span that s cannot close early.
-func mdCode(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
-	ticks := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return ticks + s + ticks
-}
+// mdCode renders s with the one escaping function for PR text.
+func mdCode(s string) string { return hclplan.MarkdownCode(s) }
 
 func longestRun(s string, c byte) int {
 	longest, n := 0, 0

@@ -42,10 +42,10 @@ func (d *differ) add(p Power, format string, a ...any) {
 
 func (d *differ) plan(o, n *hclplan.Plan) {
 	if o.Name != n.Name {
-		d.add(Changed, "plan renamed from `%s` to `%s`", o.Name, n.Name)
+		d.add(Changed, "plan renamed from %s to %s", md(o.Name), md(n.Name))
 	}
 	if o.Goal != n.Goal {
-		d.add(Changed, "goal changed to: %s", n.Goal)
+		d.add(Changed, "goal changed to: %s", md(n.Goal))
 	}
 	switch {
 	case o.Expires.Equal(n.Expires):
@@ -85,13 +85,14 @@ func (d *differ) plan(o, n *hclplan.Plan) {
 			d.step(prev, s)
 			continue
 		}
-		d.add(More, "new step `%s` may call `%s` %s%s", s.Name, s.Tool, times(s.MaxCalls), argSummary(s))
+		d.add(More, "new step %s may call %s %s%s", md(s.Name), md(s.Tool), times(s.MaxCalls), argSummary(s))
 	}
 	for _, s := range o.Steps {
 		if !newSteps[s.Name] {
-			d.add(Less, "step `%s` removed: `%s` may no longer be called by it", s.Name, s.Tool)
+			d.add(Less, "step %s removed: %s may no longer be called by it", md(s.Name), md(s.Tool))
 		}
 	}
+	d.resourcesAndPrompts(o, n)
 	if o.Order == hclplan.OrderSequential && n.Order == hclplan.OrderSequential && !sameOrder(o, n) {
 		d.add(Changed, "step order changed to: %s", stepNames(n))
 	}
@@ -103,9 +104,9 @@ func (d *differ) upstream(o, n *hclplan.Upstream) {
 		case u == nil:
 			return "given on the proxy's command line"
 		case u.URL != "":
-			return "`" + u.URL + "`"
+			return md(u.URL)
 		default:
-			return "`" + strings.Join(u.Command, " ") + "`"
+			return md(strings.Join(u.Command, " "))
 		}
 	}
 	if desc(o) != desc(n) {
@@ -128,9 +129,9 @@ func (d *differ) upstream(o, n *hclplan.Upstream) {
 }
 
 func (d *differ) step(o, n *hclplan.Step) {
-	at := "step `" + n.Name + "`"
+	at := "step " + md(n.Name)
 	if o.Tool != n.Tool {
-		d.add(More, "%s now calls `%s` instead of `%s`", at, n.Tool, o.Tool)
+		d.add(More, "%s now calls %s instead of %s", at, md(n.Tool), md(o.Tool))
 	}
 	switch {
 	case n.MaxCalls > o.MaxCalls:
@@ -163,31 +164,32 @@ func (d *differ) step(o, n *hclplan.Step) {
 		seen[a.Name] = true
 		oa, ok := oldArgs[a.Name]
 		if !ok {
-			d.add(More, "%s: new argument `%s` %s", at, a.Name, describe(a))
+			d.add(More, "%s: new argument %s %s", at, md(a.Name), describe(a))
 			continue
 		}
-		d.arg(at+", argument `"+a.Name+"`", oa, a)
+		d.arg(at+", argument "+md(a.Name), oa, a)
 	}
 	for _, a := range o.Args {
 		if !seen[a.Name] {
-			d.add(Less, "%s: argument `%s` removed (calls with it are now blocked)", at, a.Name)
+			d.add(Less, "%s: argument %s removed (calls with it are now blocked)", at, md(a.Name))
 		}
 	}
+	d.checks(at, o.Checks, n.Checks)
 }
 
 func (d *differ) pin(at string, o, n *hclplan.Pin) {
 	switch {
 	case o == nil && n == nil:
 	case o == nil:
-		d.add(Less, "%s: now pinned: `%s` field `%s` must be %s before each call", at, n.Tool, n.Field, n.Eq.String())
+		d.add(Less, "%s: now pinned: %s field %s must be %s before each call", at, md(n.Tool), md(n.Field), val(n.Eq))
 	case n == nil:
-		d.add(More, "%s: pin removed (was `%s` field `%s` = %s)", at, o.Tool, o.Field, o.Eq.String())
+		d.add(More, "%s: pin removed (was %s field %s = %s)", at, md(o.Tool), md(o.Field), val(o.Eq))
 	default:
 		if o.Tool != n.Tool || o.Field != n.Field || !o.Args.Equal(n.Args.Interface()) {
-			d.add(Changed, "%s: pin now reads `%s(%s)` field `%s` (was `%s(%s)` field `%s`)", at, n.Tool, n.Args.String(), n.Field, o.Tool, o.Args.String(), o.Field)
+			d.add(Changed, "%s: pin now reads %s field %s (was %s field %s)", at, md(n.Tool+"("+n.Args.String()+")"), md(n.Field), md(o.Tool+"("+o.Args.String()+")"), md(o.Field))
 		}
 		if !o.Eq.Equal(n.Eq.Interface()) {
-			d.add(Changed, "%s: pinned value %s → %s", at, o.Eq.String(), n.Eq.String())
+			d.add(Changed, "%s: pinned value %s → %s", at, val(o.Eq), val(n.Eq))
 		}
 	}
 }
@@ -215,11 +217,11 @@ func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	switch {
 	case o.Eq == nil && n.Eq == nil:
 	case o.Eq == nil:
-		d.add(Less, "%s must now be %s", at, n.Eq.String())
+		d.add(Less, "%s must now be %s", at, val(*n.Eq))
 	case n.Eq == nil:
-		d.add(More, "%s no longer has to be %s", at, o.Eq.String())
+		d.add(More, "%s no longer has to be %s", at, val(*o.Eq))
 	case !o.Eq.Equal(n.Eq.Interface()):
-		d.add(Changed, "%s must be %s instead of %s", at, n.Eq.String(), o.Eq.String())
+		d.add(Changed, "%s must be %s instead of %s", at, val(*n.Eq), val(*o.Eq))
 	}
 	// enum
 	switch {
@@ -252,12 +254,13 @@ func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	switch {
 	case o.Pattern == nil && n.Pattern == nil:
 	case o.Pattern == nil:
-		d.add(Less, "%s must now match `%s`", at, n.Pattern.Source)
+		d.add(Less, "%s must now match %s", at, md(n.Pattern.Source))
 	case n.Pattern == nil:
-		d.add(More, "%s no longer has to match `%s`", at, o.Pattern.Source)
+		d.add(More, "%s no longer has to match %s", at, md(o.Pattern.Source))
 	case o.Pattern.Source != n.Pattern.Source:
-		d.add(Changed, "%s pattern changed from `%s` to `%s` (read it: it may match more)", at, o.Pattern.Source, n.Pattern.Source)
+		d.add(Changed, "%s pattern changed from %s to %s (read it: it may match more)", at, md(o.Pattern.Source), md(n.Pattern.Source))
 	}
+	d.argV2(at, o, n)
 }
 
 // bound compares a min (wider = -1, lower) or max (wider = +1, higher).
@@ -280,6 +283,11 @@ func (d *differ) bound(at, name string, o, n *hclplan.Number, wider int) {
 	}
 }
 
+// md and val write plan-supplied strings through the one escaping function.
+func md(s string) string { return hclplan.MarkdownCode(s) }
+
+func val(v hclplan.Value) string { return hclplan.MarkdownCode(v.String()) }
+
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func times(n int) string {
@@ -295,7 +303,7 @@ func argSummary(s *hclplan.Step) string {
 	}
 	parts := make([]string, len(s.Args))
 	for i, a := range s.Args {
-		parts[i] = "`" + a.Name + "` " + describe(a)
+		parts[i] = md(a.Name) + " " + describe(a)
 	}
 	return "; " + strings.Join(parts, "; ")
 }
@@ -307,7 +315,7 @@ func describe(a *hclplan.Arg) string {
 	}
 	var p []string
 	if a.Eq != nil {
-		p = append(p, "= "+a.Eq.String())
+		p = append(p, "= "+val(*a.Eq))
 	}
 	if a.Enum != nil {
 		p = append(p, "one of "+values(a.Enum))
@@ -322,8 +330,9 @@ func describe(a *hclplan.Arg) string {
 		p = append(p, fmt.Sprintf("length ≤ %d", *a.MaxLength))
 	}
 	if a.Pattern != nil {
-		p = append(p, "matching `"+a.Pattern.Source+"`")
+		p = append(p, "matching "+md(a.Pattern.Source))
 	}
+	p = append(p, describeV2(a)...)
 	s := strings.Join(p, ", ")
 	if a.Optional {
 		s += " (optional)"
@@ -334,7 +343,7 @@ func describe(a *hclplan.Arg) string {
 func values(vs []hclplan.Value) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
-		s[i] = v.String()
+		s[i] = val(v)
 	}
 	return strings.Join(s, ", ")
 }
@@ -381,7 +390,7 @@ func setDiff(o, n []string) (added, removed []string) {
 func codes(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {
-		q[i] = "`" + x + "`"
+		q[i] = md(x)
 	}
 	return strings.Join(q, ", ")
 }
@@ -411,7 +420,7 @@ func sameOrder(o, n *hclplan.Plan) bool {
 func stepNames(p *hclplan.Plan) string {
 	names := make([]string, len(p.Steps))
 	for i, s := range p.Steps {
-		names[i] = "`" + s.Name + "`"
+		names[i] = md(s.Name)
 	}
 	return strings.Join(names, " → ")
 }
@@ -419,7 +428,7 @@ func stepNames(p *hclplan.Plan) string {
 // FormatPowerDiff renders the changes as a Markdown section for the PR body.
 func FormatPowerDiff(base string, changes []Change) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## What changes compared with the approved plan on `%s`\n\n", base)
+	fmt.Fprintf(&b, "## What changes compared with the approved plan on %s\n\n", md(base))
 	if len(changes) == 0 {
 		b.WriteString("Nothing the agent may do changes (only formatting or comments differ).\n")
 		return b.String()

@@ -20,6 +20,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/planlock/planlock/internal/boundedio"
 )
 
 // ErrUnavailable marks failures to reach the Git remote or the forge. A hold
@@ -294,14 +296,24 @@ func (r *Repo) readFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) 
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s at %s: %w", p, commit, err)
 	}
+	// Plans, holds and bundles: none is larger than a hold may be. The
+	// size is checked before the blob is read.
+	const max = boundedio.MaxHoldBytes
+	name := fmt.Sprintf("%s at %s", p, commit)
+	if f.Size > max {
+		return nil, false, &boundedio.TooLargeError{Name: name, Limit: max}
+	}
 	rd, err := f.Reader()
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s at %s: %w", p, commit, err)
+		return nil, false, fmt.Errorf("read %s: %w", name, err)
 	}
 	defer rd.Close()
-	b, err := io.ReadAll(rd)
+	b, err := boundedio.ReadAll(rd, name, max)
+	if errors.Is(err, boundedio.ErrTooLarge) {
+		return nil, false, err
+	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s at %s: %w", p, commit, err)
+		return nil, false, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, true, nil
 }

@@ -29,6 +29,11 @@ func runActionlint(t *testing.T, files ...string) {
 // it checks and signs the example plans, building planlock from source.
 var repoWorkflowOptions = WorkflowOptions{PlansGlob: "examples/**/*.hcl", FromSource: true, GoVersion: "1.26.8"}
 
+// validOptions is a complete set of options the refusal cases start from.
+func validOptions() WorkflowOptions {
+	return WorkflowOptions{PlansGlob: "plans/**/*.hcl", PlanlockVersion: "v0.4.0", GoVersion: "1.26.8"}
+}
+
 func TestGitHubWorkflowGoldenAndActionlint(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
@@ -36,8 +41,8 @@ func TestGitHubWorkflowGoldenAndActionlint(t *testing.T) {
 		name string
 		o    WorkflowOptions
 	}{
-		{"default", WorkflowOptions{PlansGlob: "plans/**/*.hcl"}},
-		{"custom", WorkflowOptions{PlansGlob: "agents/plans/*.hcl", HoldsGlob: "agents/holds/**/*.hcl", Branch: "release/v1", Approvals: "approvals", PlanlockVersion: "v0.3.1", GoVersion: "1.26"}},
+		{"default", validOptions()},
+		{"custom", WorkflowOptions{PlansGlob: "agents/plans/*.hcl", HoldsGlob: "agents/holds/**/*.hcl", Branch: "release/v1", Approvals: "approvals", PlanlockVersion: "v0.3.1", GoVersion: "1.26.0", Schedule: "*/30 * * * *"}},
 		{"source", repoWorkflowOptions},
 	} {
 		b, err := GitHubWorkflow(tc.o)
@@ -83,23 +88,34 @@ func TestRepositoryWorkflows(t *testing.T) {
 func TestGitHubWorkflowRefusesUnsafeOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		o    WorkflowOptions
+		edit func(*WorkflowOptions)
 	}{
-		{"empty glob", WorkflowOptions{}},
-		{"shell in glob", WorkflowOptions{PlansGlob: "plans/$(id).hcl"}},
-		{"quote in glob", WorkflowOptions{PlansGlob: `plans/"*.hcl`}},
-		{"absolute glob", WorkflowOptions{PlansGlob: "/etc/*.hcl"}},
-		{"parent glob", WorkflowOptions{PlansGlob: "../*.hcl"}},
-		{"not hcl", WorkflowOptions{PlansGlob: "plans/*"}},
-		{"space in branch", WorkflowOptions{PlansGlob: "plans/*.hcl", Branch: "main; rm -rf /"}},
-		{"approvals is the protected branch", WorkflowOptions{PlansGlob: "plans/*.hcl", Branch: "main", Approvals: "main"}},
-		{"expression in version", WorkflowOptions{PlansGlob: "plans/*.hcl", PlanlockVersion: "${{ github.token }}"}},
-		{"bad go version", WorkflowOptions{PlansGlob: "plans/*.hcl", GoVersion: "latest\nrun: x"}},
+		{"empty glob", func(o *WorkflowOptions) { o.PlansGlob = "" }},
+		{"shell in glob", func(o *WorkflowOptions) { o.PlansGlob = "plans/$(id).hcl" }},
+		{"quote in glob", func(o *WorkflowOptions) { o.PlansGlob = `plans/"*.hcl` }},
+		{"absolute glob", func(o *WorkflowOptions) { o.PlansGlob = "/etc/*.hcl" }},
+		{"parent glob", func(o *WorkflowOptions) { o.PlansGlob = "../*.hcl" }},
+		{"not hcl", func(o *WorkflowOptions) { o.PlansGlob = "plans/*" }},
+		{"space in branch", func(o *WorkflowOptions) { o.Branch = "main; rm -rf /" }},
+		{"approvals is the protected branch", func(o *WorkflowOptions) { o.Branch, o.Approvals = "main", "main" }},
+		{"expression in version", func(o *WorkflowOptions) { o.PlanlockVersion = "${{ github.token }}" }},
+		{"latest is not a version", func(o *WorkflowOptions) { o.PlanlockVersion = "latest" }},
+		{"no version and not from source", func(o *WorkflowOptions) { o.PlanlockVersion = "" }},
+		{"version and from source", func(o *WorkflowOptions) { o.FromSource = true }},
+		{"bad go version", func(o *WorkflowOptions) { o.GoVersion = "latest\nrun: x" }},
+		{"go version not exact", func(o *WorkflowOptions) { o.GoVersion = "stable" }},
+		{"go minor only", func(o *WorkflowOptions) { o.GoVersion = "1.26" }},
+		{"bad schedule", func(o *WorkflowOptions) { o.Schedule = "@hourly\nrun: x" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if b, err := GitHubWorkflow(tc.o); err == nil {
+			o := validOptions()
+			tc.edit(&o)
+			if b, err := GitHubWorkflow(o); err == nil {
 				t.Fatalf("accepted:\n%s", b)
 			}
 		})
+	}
+	if _, err := GitHubWorkflow(validOptions()); err != nil {
+		t.Fatalf("the valid base options are refused: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package hclplan
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,14 +15,20 @@ import (
 type Violation struct {
 	Step   string
 	Arg    string // empty when the violation is not about one argument
+	Path   string // where inside the argument, such as `[2].oldText`; often empty
 	Reason string
+	Kind   string // "" for a step, "prompt" for a prompt's arguments
 }
 
 func (v *Violation) Error() string {
-	if v.Arg == "" {
-		return fmt.Sprintf("step %q: %s", v.Step, v.Reason)
+	kind := "step"
+	if v.Kind != "" {
+		kind = v.Kind
 	}
-	return fmt.Sprintf("step %q: argument %q %s", v.Step, v.Arg, v.Reason)
+	if v.Arg == "" {
+		return fmt.Sprintf("%s %q: %s", kind, v.Step, v.Reason)
+	}
+	return fmt.Sprintf("%s %q: argument %q%s %s", kind, v.Step, v.Arg, v.Path, v.Reason)
 }
 
 // Check reports whether args, a decoded JSON object (numbers as json.Number
@@ -45,8 +52,8 @@ func (s *Step) Check(args map[string]any) error {
 		case !ok && !a.Optional:
 			first = &Violation{Step: s.Name, Arg: a.Name, Reason: "is required"}
 		case ok:
-			if reason := a.check(v); reason != "" {
-				first = &Violation{Step: s.Name, Arg: a.Name, Reason: reason}
+			if path, reason := a.checkValue(v); reason != "" {
+				first = &Violation{Step: s.Name, Arg: a.Name, Path: path, Reason: reason}
 			}
 		}
 	}
@@ -55,6 +62,13 @@ func (s *Step) Check(args map[string]any) error {
 	}
 	if first != nil {
 		return first
+	}
+	// The step's checks see all arguments, so they run once every argument
+	// passed on its own.
+	for _, c := range s.Checks {
+		if reason := c.evalReason(args); reason != "" {
+			return &Violation{Step: s.Name, Reason: reason}
+		}
 	}
 	return nil
 }
@@ -79,6 +93,12 @@ func (s *Step) firstUndeclared(args map[string]any) string {
 func (a *Arg) check(v any) string {
 	if a.Any {
 		return ""
+	}
+	if n, ok := v.(json.Number); ok {
+		// Bounded before eq, enum, min or max do exact arithmetic on it.
+		if err := CheckNumber(string(n)); err != nil {
+			return "is refused: " + err.Error()
+		}
 	}
 	if a.Eq != nil && !a.Eq.Equal(v) {
 		return fmt.Sprintf("= %s, want %s", describe(v), a.Eq.String())

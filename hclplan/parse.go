@@ -28,6 +28,8 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "upstream"},
 			{Type: "step", LabelNames: []string{"name"}},
+			{Type: "resource", LabelNames: []string{"name"}},
+			{Type: "prompt", LabelNames: []string{"name"}},
 		},
 	}
 	upstreamSchema = &hcl.BodySchema{
@@ -43,13 +45,15 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "arg", LabelNames: []string{"name"}},
 			{Type: "pin"},
+			{Type: "check"},
 		},
 	}
 	argSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{
+		Attributes: append([]hcl.AttributeSchema{
 			{Name: "eq"}, {Name: "enum"}, {Name: "min"}, {Name: "max"},
 			{Name: "max_length"}, {Name: "pattern"}, {Name: "any"}, {Name: "optional"},
-		},
+		}, v2ArgAttributes...),
+		Blocks: v2ArgBlocks,
 	}
 	pinSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
@@ -76,7 +80,7 @@ func Parse(filename string, src []byte) (*Plan, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	d := &decoder{diags: diags}
+	d := &decoder{diags: diags, src: src}
 	p := d.root(file.Body, filename)
 	if d.diags.HasErrors() {
 		return nil, d.diags
@@ -88,6 +92,7 @@ func Parse(filename string, src []byte) (*Plan, hcl.Diagnostics) {
 
 type decoder struct {
 	diags hcl.Diagnostics
+	src   []byte // the file's bytes, to place CEL errors inside a string
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, detail string, args ...any) {
@@ -178,7 +183,9 @@ func (d *decoder) plan(b *hcl.Block) *Plan {
 			p.Steps = append(p.Steps, s)
 		}
 	}
-	if len(seen) == 0 {
+	p.Resources = d.resources(c.Blocks.OfType("resource"))
+	p.Prompts = d.prompts(c.Blocks.OfType("prompt"))
+	if len(seen) == 0 && len(p.Resources) == 0 && len(p.Prompts) == 0 {
 		d.errorf(b.DefRange, "Plan has no steps", "A plan must allow at least one tool call: add a step block.")
 	}
 	return p
@@ -221,9 +228,11 @@ func (d *decoder) upstream(b *hcl.Block) *Upstream {
 	if a := c.Attributes["env"]; a != nil {
 		if list, ok := d.strList(a); ok {
 			seen := map[string]bool{}
-			for _, n := range list {
+			for i, n := range list {
 				if !envVarRE.MatchString(n) {
 					d.errorf(a.Expr.Range(), "Invalid environment variable name", "%q is not a variable name.", n)
+				} else if IsOwnSecret(n) {
+					d.errorf(elementRange(a.Expr, i), "planlock's own secret", "%s is one of planlock's own variables (its tokens and signing credentials); an upstream never gets it. Give the upstream its own variable.", n)
 				} else if seen[n] {
 					d.errorf(a.Expr.Range(), "Duplicate environment variable", "%q is listed twice.", n)
 				}
@@ -236,6 +245,15 @@ func (d *decoder) upstream(b *hcl.Block) *Upstream {
 		}
 	}
 	return u
+}
+
+// elementRange is the range of a list's i-th element where the list is
+// written out, else the whole expression's.
+func elementRange(e hcl.Expression, i int) hcl.Range {
+	if t, ok := e.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
+		return t.Exprs[i].Range()
+	}
+	return e.Range()
 }
 
 func (d *decoder) step(b *hcl.Block) *Step {
@@ -293,6 +311,11 @@ func (d *decoder) step(b *hcl.Block) *Step {
 	if len(pins) > 0 {
 		s.Pin = d.pin(pins[0])
 	}
+	for _, cb := range c.Blocks.OfType("check") {
+		if e := d.check(cb, s); e != nil {
+			s.Checks = append(s.Checks, e)
+		}
+	}
 	return s
 }
 
@@ -301,8 +324,14 @@ func (d *decoder) arg(b *hcl.Block) *Arg {
 	if a.Name == "" {
 		d.errorf(b.LabelRanges[0], "Empty argument name", "An arg block names the tool argument it constrains.")
 	}
+	return d.constraints(b, a, argSchema, 0)
+}
+
+// constraints decodes the constraint set of an arg, items or field block
+// into a; depth is how deep the block is nested inside an arg.
+func (d *decoder) constraints(b *hcl.Block, a *Arg, schema *hcl.BodySchema, depth int) *Arg {
 	before := len(d.diags)
-	c := d.content(b.Body, argSchema)
+	c := d.content(b.Body, schema)
 	malformed := d.diags[before:].HasErrors()
 	attrs := c.Attributes
 	if at := attrs["optional"]; at != nil {
@@ -366,16 +395,18 @@ func (d *decoder) arg(b *hcl.Block) *Arg {
 			constraints++
 		}
 	}
+	constraints += d.constraintsV2(c, a, depth)
+	name := constraintName(a, depth)
 	switch {
 	case a.Any && constraints > 0:
-		d.errorf(attrs["any"].Range, "any combined with other constraints", "any = true accepts every value, so the other constraints on %q would never apply; remove one or the other.", a.Name)
+		d.errorf(attrs["any"].Range, "any combined with other constraints", "any = true accepts every value, so the other constraints on %s would never apply; remove one or the other.", name)
 	case malformed:
 		// An unknown attribute was probably meant as a constraint; its
 		// diagnostic says enough.
 	case !a.Any && constraints == 0 && attrs["any"] == nil:
-		d.errorf(b.DefRange, "Argument has no constraint", "Constrain %q with eq, enum, min, max, max_length or pattern, or write any = true to accept every value.", a.Name)
+		d.errorf(b.DefRange, "Argument has no constraint", "Constrain %s with eq, enum, min, max, max_length or pattern, or write any = true to accept every value.", name)
 	case !a.Any && constraints == 0:
-		d.errorf(attrs["any"].Range, "Argument has no constraint", "any = false with no other constraint says nothing about %q; constrain it or write any = true.", a.Name)
+		d.errorf(attrs["any"].Range, "Argument has no constraint", "any = false with no other constraint says nothing about %s; constrain it or write any = true.", name)
 	}
 	return a
 }
@@ -564,7 +595,12 @@ func (d *decoder) number(a *hcl.Attribute) *Number {
 		d.typeError(a, "a number", v)
 		return nil
 	}
-	n, err := ParseNumber(numberText(v.AsBigFloat()))
+	text, err := numberText(v.AsBigFloat())
+	if err != nil {
+		d.errorf(a.Expr.Range(), "Invalid number", "%s: %s.", a.Name, err)
+		return nil
+	}
+	n, err := ParseNumber(text)
 	if err != nil {
 		d.errorf(a.Expr.Range(), "Invalid number", "%s: %s.", a.Name, err)
 		return nil
@@ -585,15 +621,29 @@ func (d *decoder) json(a *hcl.Attribute) (Value, bool) {
 	return Value{v: j}, true
 }
 
-// numberText renders an HCL number as exact JSON number text.
-func numberText(f *big.Float) string {
-	if f.IsInt() {
-		i, _ := f.Int(nil)
-		return i.String()
+// numberText renders an HCL number as exact JSON number text within
+// CheckNumber's bounds. The magnitude is checked first: rendering 1e-999999
+// in decimal takes minutes.
+func numberText(f *big.Float) (string, error) {
+	// 2^1400 is about 1e421: anything beyond is out of bounds whatever its
+	// text (the exact bound is checked on the text below).
+	if exp := f.MantExp(nil); f.IsInf() || (f.Sign() != 0 && (exp > 1400 || exp < -1400)) {
+		return "", fmt.Errorf("a number with an exponent beyond ±%d is refused", MaxNumberExponent)
 	}
-	s := f.Text('g', -1)
-	// big.Float writes exponents as "e+06"; JSON accepts that form.
-	return s
+	var s string
+	if f.IsInt() && f.MantExp(nil) <= int(f.Prec()) {
+		// Exact: the integer fits the mantissa.
+		i, _ := f.Int(nil)
+		s = i.String()
+	} else {
+		// The shortest text that reads back as f; big.Float writes
+		// exponents as "e+06", which JSON accepts.
+		s = f.Text('g', -1)
+	}
+	if err := CheckNumber(s); err != nil {
+		return "", err
+	}
+	return s, nil
 }
 
 func ctyToJSON(v cty.Value) (any, error) {
@@ -610,7 +660,11 @@ func ctyToJSON(v cty.Value) (any, error) {
 	case t == cty.Bool:
 		return v.True(), nil
 	case t == cty.Number:
-		return json.Number(numberText(v.AsBigFloat())), nil
+		s, err := numberText(v.AsBigFloat())
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(s), nil
 	case t.IsTupleType() || t.IsListType() || t.IsSetType():
 		out := []any{}
 		for it := v.ElementIterator(); it.Next(); {

@@ -2,6 +2,7 @@ package hclplan
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,8 +40,8 @@ func TestParseRefund(t *testing.T) {
 	if p.Name != "refund-4711" || p.Order != OrderSequential || p.OnViolation != ViolationBlock {
 		t.Errorf("plan header = %q %q %q", p.Name, p.Order, p.OnViolation)
 	}
-	if want := time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC); !p.Expires.Equal(want) {
-		t.Errorf("Expires = %v, want %v", p.Expires, want)
+	if !p.Expires.IsZero() {
+		t.Errorf("Expires = %v, want none (the example does not expire)", p.Expires)
 	}
 	if p.Digest != Digest(src) || !strings.HasPrefix(p.Digest, "sha256:") || len(p.Digest) != 71 {
 		t.Errorf("Digest = %q", p.Digest)
@@ -119,6 +120,9 @@ func TestParseDiagnostics(t *testing.T) {
 		{"upstream neither", plan("  upstream {\n  }\n" + okStep), []string{"3:3 Upstream has neither command nor url"}},
 		{"upstream bad url", plan("  upstream {\n    url = \"ftp://x\"\n  }\n" + okStep), []string{"4:11 Invalid upstream url"}},
 		{"upstream env with url", plan("  upstream {\n    url = \"http://127.0.0.1/mcp\"\n    env = [\"A\"]\n  }\n" + okStep), []string{"5:5 env needs a stdio upstream"}},
+		{"upstream env names planlock's token", plan("  upstream {\n    command = [\"x\"]\n    env = [\"A\", \"VAULT_TOKEN\"]\n  }\n" + okStep), []string{"5:17 planlock's own secret"}},
+		{"upstream env names planlock's secrets", plan("  upstream {\n    command = [\"x\"]\n    env = [\"BAO_TOKEN\", \"GITHUB_TOKEN\", \"PLANLOCK_LISTEN_TOKEN\", \"ACTIONS_ID_TOKEN_REQUEST_URL\"]\n  }\n" + okStep),
+			[]string{"5:12 planlock's own secret", "5:25 planlock's own secret", "5:41 planlock's own secret", "5:66 planlock's own secret"}},
 		{"bad order", plan("  order = \"random\"\n" + okStep), []string{"3:11 Invalid order"}},
 		{"bad on_violation", plan("  on_violation = \"warn\"\n" + okStep), []string{"3:18 Invalid on_violation"}},
 		{"bad on_error", plan("  step \"s\" {\n    tool = \"t\"\n    on_error = \"retry\"\n  }"), []string{"5:16 Invalid on_error"}},
@@ -188,5 +192,37 @@ func TestPinLookup(t *testing.T) {
 		if _, ok := p.Lookup(bad); ok {
 			t.Errorf("Lookup(%v) found a value", bad)
 		}
+	}
+}
+
+// TestExamplesDoNotExpireSoon keeps the committed examples usable: an
+// example plan that expires within a year would stop loading for everyone
+// who copies it.
+func TestExamplesDoNotExpireSoon(t *testing.T) {
+	limit := time.Now().AddDate(1, 0, 0)
+	n := 0
+	err := filepath.WalkDir("../examples", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".hcl" {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		p, _ := Parse(path, src)
+		if p == nil {
+			return nil // not a plan (TestParseExamples judges them)
+		}
+		n++
+		if !p.Expires.IsZero() && p.Expires.Before(limit) {
+			t.Errorf("%s: plan %q expires at %s, within a year: remove expires or set it later", path, p.Name, p.Expires.Format(time.RFC3339))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no example plans found")
 	}
 }

@@ -60,6 +60,8 @@ type Plan struct {
 	OnViolation OnViolation
 	Upstream    *Upstream // nil when the plan leaves it to the command line
 	Steps       []*Step
+	Resources   []*Resource // v2: resources the agent may read, in file order
+	Prompts     []*Prompt   // v2: prompts the agent may get, in file order
 
 	// Filename is the name the file was parsed under; Digest is
 	// "sha256:<hex>" of its exact bytes.
@@ -87,8 +89,9 @@ type Step struct {
 	MaxCalls int
 	OnError  OnError
 	Approval Approval
-	Args     []*Arg // in file order
-	Pin      *Pin   // nil when the step has no pin
+	Args     []*Arg  // in file order
+	Pin      *Pin    // nil when the step has no pin
+	Checks   []*Expr // step-level CEL checks over all arguments (v2), in file order
 
 	DeclRange hcl.Range
 	ToolRange hcl.Range
@@ -108,6 +111,14 @@ type Arg struct {
 	Max       *Number
 	MaxLength *int
 	Pattern   *Pattern
+
+	// v2: arrays and objects, and a CEL expression (see nested.go, cel.go).
+	MinItems       *int
+	MaxItems       *int
+	Items          *Arg   // constraints on every element; Name is empty
+	Fields         []*Arg // constraints on keys of an object, in file order
+	AnyOtherFields bool   // keys no field block declares are accepted
+	Expr           *Expr  // nil when unset; `self` is the value
 
 	DeclRange hcl.Range
 }

@@ -12,8 +12,8 @@ import (
 // body of an approval pull request: what the agent may do, in plain words.
 func Summary(p *Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Plan `%s`\n\n", p.Name)
-	fmt.Fprintf(&b, "**Goal:** %s\n\n", p.Goal)
+	fmt.Fprintf(&b, "## Plan %s\n\n", MarkdownCode(p.Name))
+	fmt.Fprintf(&b, "**Goal:** %s\n\n", MarkdownCode(p.Goal))
 	if p.Expires.IsZero() {
 		b.WriteString("- **Expires:** never\n")
 	} else {
@@ -33,9 +33,9 @@ func Summary(p *Plan) string {
 	case p.Upstream == nil:
 		b.WriteString("- **Upstream:** given on the proxy's command line\n")
 	case p.Upstream.URL != "":
-		fmt.Fprintf(&b, "- **Upstream:** streamable HTTP `%s`\n", p.Upstream.URL)
+		fmt.Fprintf(&b, "- **Upstream:** streamable HTTP %s\n", MarkdownCode(p.Upstream.URL))
 	default:
-		fmt.Fprintf(&b, "- **Upstream:** `%s`", shellJoin(p.Upstream.Command))
+		fmt.Fprintf(&b, "- **Upstream:** %s", MarkdownCode(shellJoin(p.Upstream.Command)))
 		if len(p.Upstream.Env) > 0 {
 			fmt.Fprintf(&b, ", with only %s from the environment", codeList(p.Upstream.Env))
 		}
@@ -44,8 +44,11 @@ func Summary(p *Plan) string {
 	fmt.Fprintf(&b, "- **Digest:** `%s`\n", p.Digest)
 
 	b.WriteString("\n### Steps\n")
+	if len(p.Steps) == 0 {
+		b.WriteString("\nNo tool may be called.\n")
+	}
 	for i, s := range p.Steps {
-		fmt.Fprintf(&b, "\n%d. **%s** calls `%s` %s", i+1, s.Name, s.Tool, times(s.MaxCalls))
+		fmt.Fprintf(&b, "\n%d. **%s** calls %s %s", i+1, MarkdownCode(s.Name), MarkdownCode(s.Tool), times(s.MaxCalls))
 		if s.OnError == ErrorHold {
 			b.WriteString("; a failed call is held for approval")
 		}
@@ -57,13 +60,18 @@ func Summary(p *Plan) string {
 			b.WriteString("   - No arguments allowed.\n")
 		}
 		for _, a := range s.Args {
-			fmt.Fprintf(&b, "   - `%s` %s\n", a.Name, describeArg(a))
+			fmt.Fprintf(&b, "   - %s %s\n", MarkdownCode(a.Name), describeArg(a))
+			writeNested(&b, a, "     ")
+		}
+		for _, c := range s.Checks {
+			fmt.Fprintf(&b, "   - Check on all arguments: %s\n", describeExpr(c))
 		}
 		if s.Pin != nil {
-			fmt.Fprintf(&b, "   - Pinned: before each call, `%s(%s)` must return `%s` = %s, or the call is held.\n",
-				s.Pin.Tool, s.Pin.Args.String(), s.Pin.Field, s.Pin.Eq.String())
+			fmt.Fprintf(&b, "   - Pinned: before each call, %s must return %s = %s, or the call is held.\n",
+				MarkdownCode(s.Pin.Tool+"("+s.Pin.Args.String()+")"), MarkdownCode(s.Pin.Field), MarkdownCode(s.Pin.Eq.String()))
 		}
 	}
+	writeResourcesAndPrompts(&b, p)
 	b.WriteString("\nAny other tool, argument or call is blocked.\n")
 	return b.String()
 }
@@ -77,15 +85,21 @@ func times(n int) string {
 
 // describeArg says in plain words what values an argument may take.
 func describeArg(a *Arg) string {
+	return withOptional(describeConstraints(a), a.Optional)
+}
+
+// describeConstraints says what values a constraint set allows; nested
+// items and field blocks are written by writeNested.
+func describeConstraints(a *Arg) string {
 	if a.Any {
-		return withOptional("may be any value", a.Optional)
+		return "may be any value"
 	}
 	var parts []string
 	if a.Eq != nil {
-		parts = append(parts, "must be "+a.Eq.String())
+		parts = append(parts, "must be "+MarkdownCode(a.Eq.String()))
 	}
 	if a.Enum != nil {
-		parts = append(parts, "must be one of "+enumString(a.Enum))
+		parts = append(parts, "must be one of "+MarkdownCode(enumString(a.Enum)))
 	}
 	switch {
 	case a.Min != nil && a.Max != nil:
@@ -99,9 +113,10 @@ func describeArg(a *Arg) string {
 		parts = append(parts, fmt.Sprintf("at most %d characters (or items)", *a.MaxLength))
 	}
 	if a.Pattern != nil {
-		parts = append(parts, fmt.Sprintf("must match `%s` in full", a.Pattern.Source))
+		parts = append(parts, fmt.Sprintf("must match %s in full", MarkdownCode(a.Pattern.Source)))
 	}
-	return withOptional(strings.Join(parts, ", "), a.Optional)
+	parts = append(parts, describeV2(a)...)
+	return strings.Join(parts, ", ")
 }
 
 func withOptional(s string, optional bool) string {
@@ -114,7 +129,7 @@ func withOptional(s string, optional bool) string {
 func codeList(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {
-		q[i] = "`" + x + "`"
+		q[i] = MarkdownCode(x)
 	}
 	return strings.Join(q, ", ")
 }
@@ -134,14 +149,16 @@ func shellJoin(args []string) string {
 // The canonical JSON form. Struct fields marshal in declaration order and
 // maps with sorted keys, so the bytes are stable for tests and tools.
 type jsonPlan struct {
-	Name        string        `json:"name"`
-	Digest      string        `json:"digest"`
-	Goal        string        `json:"goal"`
-	Expires     *string       `json:"expires"`
-	Order       Order         `json:"order"`
-	OnViolation OnViolation   `json:"on_violation"`
-	Upstream    *jsonUpstream `json:"upstream"`
-	Steps       []jsonStep    `json:"steps"`
+	Name        string         `json:"name"`
+	Digest      string         `json:"digest"`
+	Goal        string         `json:"goal"`
+	Expires     *string        `json:"expires"`
+	Order       Order          `json:"order"`
+	OnViolation OnViolation    `json:"on_violation"`
+	Upstream    *jsonUpstream  `json:"upstream"`
+	Steps       []jsonStep     `json:"steps"`
+	Resources   []jsonResource `json:"resources,omitempty"`
+	Prompts     []jsonPrompt   `json:"prompts,omitempty"`
 }
 
 type jsonUpstream struct {
@@ -151,25 +168,44 @@ type jsonUpstream struct {
 }
 
 type jsonStep struct {
-	Name     string    `json:"name"`
-	Tool     string    `json:"tool"`
-	MaxCalls int       `json:"max_calls"`
-	OnError  OnError   `json:"on_error"`
-	Approval Approval  `json:"approval"`
-	Args     []jsonArg `json:"args"`
-	Pin      *jsonPin  `json:"pin"`
+	Name     string     `json:"name"`
+	Tool     string     `json:"tool"`
+	MaxCalls int        `json:"max_calls"`
+	OnError  OnError    `json:"on_error"`
+	Approval Approval   `json:"approval"`
+	Args     []jsonArg  `json:"args"`
+	Pin      *jsonPin   `json:"pin"`
+	Checks   []jsonExpr `json:"checks,omitempty"`
 }
 
 type jsonArg struct {
-	Name      string  `json:"name"`
-	Optional  bool    `json:"optional"`
-	Any       bool    `json:"any,omitempty"`
-	Eq        *Value  `json:"eq,omitempty"`
-	Enum      []Value `json:"enum,omitempty"`
-	Min       *Number `json:"min,omitempty"`
-	Max       *Number `json:"max,omitempty"`
-	MaxLength *int    `json:"max_length,omitempty"`
-	Pattern   *string `json:"pattern,omitempty"`
+	Name     string `json:"name"`
+	Optional bool   `json:"optional"`
+	jsonConstraints
+}
+
+// jsonConstraints is the constraint set of an arg, field or items block; the
+// v2 members are omitted when unset, so a v1 plan's JSON is unchanged.
+type jsonConstraints struct {
+	Any            bool             `json:"any,omitempty"`
+	Eq             *Value           `json:"eq,omitempty"`
+	Enum           []Value          `json:"enum,omitempty"`
+	Min            *Number          `json:"min,omitempty"`
+	Max            *Number          `json:"max,omitempty"`
+	MaxLength      *int             `json:"max_length,omitempty"`
+	Pattern        *string          `json:"pattern,omitempty"`
+	MinItems       *int             `json:"min_items,omitempty"`
+	MaxItems       *int             `json:"max_items,omitempty"`
+	Items          *jsonConstraints `json:"items,omitempty"`
+	Fields         []jsonArg        `json:"fields,omitempty"`
+	AnyOtherFields bool             `json:"any_other_fields,omitempty"`
+	Expr           *jsonExpr        `json:"expr,omitempty"`
+}
+
+// jsonExpr is a CEL expression, byte for byte, and its message.
+type jsonExpr struct {
+	Source  string `json:"expr"`
+	Message string `json:"message,omitempty"`
 }
 
 type jsonPin struct {
@@ -203,18 +239,17 @@ func JSON(p *Plan) ([]byte, error) {
 	for _, s := range p.Steps {
 		js := jsonStep{Name: s.Name, Tool: s.Tool, MaxCalls: s.MaxCalls, OnError: s.OnError, Approval: s.Approval, Args: []jsonArg{}}
 		for _, a := range s.Args {
-			ja := jsonArg{Name: a.Name, Optional: a.Optional, Any: a.Any, Eq: a.Eq, Enum: a.Enum, Min: a.Min, Max: a.Max, MaxLength: a.MaxLength}
-			if a.Pattern != nil {
-				src := a.Pattern.Source
-				ja.Pattern = &src
-			}
-			js.Args = append(js.Args, ja)
+			js.Args = append(js.Args, jsonArgOf(a))
 		}
 		if pin := s.Pin; pin != nil {
 			js.Pin = &jsonPin{Tool: pin.Tool, Args: pin.Args, Field: pin.Field, Eq: pin.Eq}
 		}
+		for _, c := range s.Checks {
+			js.Checks = append(js.Checks, jsonExpr{Source: c.Source, Message: c.Message})
+		}
 		jp.Steps = append(jp.Steps, js)
 	}
+	jp.Resources, jp.Prompts = jsonResourcesAndPrompts(p)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -223,4 +258,28 @@ func JSON(p *Plan) ([]byte, error) {
 		return nil, fmt.Errorf("encode plan %s: %w", p.Name, err)
 	}
 	return b.Bytes(), nil
+}
+
+func jsonArgOf(a *Arg) jsonArg {
+	return jsonArg{Name: a.Name, Optional: a.Optional, jsonConstraints: jsonConstraintsOf(a)}
+}
+
+func jsonConstraintsOf(a *Arg) jsonConstraints {
+	jc := jsonConstraints{Any: a.Any, Eq: a.Eq, Enum: a.Enum, Min: a.Min, Max: a.Max, MaxLength: a.MaxLength,
+		MinItems: a.MinItems, MaxItems: a.MaxItems, AnyOtherFields: a.AnyOtherFields}
+	if a.Pattern != nil {
+		src := a.Pattern.Source
+		jc.Pattern = &src
+	}
+	if a.Items != nil {
+		items := jsonConstraintsOf(a.Items)
+		jc.Items = &items
+	}
+	for _, f := range a.Fields {
+		jc.Fields = append(jc.Fields, jsonArgOf(f))
+	}
+	if a.Expr != nil {
+		jc.Expr = &jsonExpr{Source: a.Expr.Source, Message: a.Expr.Message}
+	}
+	return jc
 }

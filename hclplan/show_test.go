@@ -59,3 +59,56 @@ func TestJSONStableAcrossLayout(t *testing.T) {
 		t.Fatalf("canonical JSON lost object order or number form:\n%s", sa)
 	}
 }
+
+// A plan can say anything in its strings; the summary a reviewer reads on
+// GitHub must still show all of it, literally, and everything after it.
+func TestShowHostileStrings(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "show", "hostile.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := Parse("hostile.hcl", src)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	got := Summary(p)
+	golden(t, filepath.Join("show", "hostile.md"), []byte(got))
+	for _, bad := range []string{"\n<!--", "\n# Heading", "\u202e", "\u200b", "\r", "\n- [x]"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary contains %q raw", bad)
+		}
+	}
+	// Every line the summary writes comes from its own template: the number
+	// of lines does not depend on what the strings contain.
+	if n, want := strings.Count(got, "\n"), 19; n != want {
+		t.Errorf("summary has %d lines, want %d:\n%s", n, want, got)
+	}
+	if !strings.Contains(got, "at most 30000") {
+		t.Error("the limit after the hostile goal is missing")
+	}
+}
+
+func TestMarkdownCode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "`plain`"},
+		{"", "` `"},
+		{"a`b", "``a`b``"},
+		{"`x`", "`` `x` ``"},
+		{"a``b```c", "````a``b```c````"},
+		{" lead", "`  lead `"},
+		{"line\nbreak\r\ttab", "`line\\nbreak\\r\\ttab`"},
+		{"<!-- x -->", "`<!-- x -->`"},
+		{"zero\u200bwidth", "`zero\\u200bwidth`"},
+		{"bidi\u202eevil\u2066", "`bidi\\u202eevil\\u2066`"},
+		{"nbsp\u00a0x", "`nbsp\\u00a0x`"},
+		{"bom\ufeff", "`bom\\ufeff`"},
+		{"sep\u2028x", "`sep\\u2028x`"},
+		{"bad\xffutf8", "`bad\\xffutf8`"},
+		{"[x](javascript:alert(1)) | * _", "`[x](javascript:alert(1)) | * _`"},
+		{"héllo €", "`héllo €`"},
+	} {
+		if got := MarkdownCode(tc.in); got != tc.want {
+			t.Errorf("MarkdownCode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

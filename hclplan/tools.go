@@ -113,6 +113,7 @@ func CheckTools(p *Plan, tools []Tool) hcl.Diagnostics {
 				d.errorf(a.DeclRange, "Constraint contradicts the tool's schema", "Argument %q of %q %s.", a.Name, s.Tool, msg)
 			}
 		}
+		d.checkExprTypes(s, t.InputSchema)
 		for _, req := range sch.Required {
 			if s.Arg(req) == nil {
 				d.errorf(s.DeclRange, "Required argument not allowed", "Tool %q requires argument %q, which step %q never allows, so every call would be refused; add an arg %q block.", s.Tool, req, s.Name, req)

@@ -151,6 +151,14 @@ func writeCanonical(b *bytes.Buffer, v any, limit int) error {
 	case json.Number:
 		n, err := ParseNumber(string(t))
 		if err != nil {
+			if limit > 0 {
+				// Rendering for a message: show the refused text, cut.
+				b.WriteString(string(t[:min(len(t), limit)]))
+				if len(t) > limit {
+					return errCapped
+				}
+				return nil
+			}
 			return err
 		}
 		b.WriteString(n.Canonical())
@@ -267,8 +275,51 @@ type Number struct {
 	r     *big.Rat // set when !exact
 }
 
-// ParseNumber parses JSON number text exactly.
+// Bounds of a JSON number, checked before any exact arithmetic: big.Rat
+// parses a long mantissa in quadratic time (a 4 MB number cost about 45 s of
+// CPU) and an exponent costs a power of ten of that many digits. Within
+// them, the costliest number parses and compares in microseconds.
+const (
+	MaxNumberLength   = 100 // characters of the number's text
+	MaxNumberExponent = 400 // largest |exponent| written after e or E
+)
+
+// CheckNumber refuses number text longer than MaxNumberLength characters or
+// with an exponent beyond ±MaxNumberExponent, looking at no more than that
+// many bytes. It does not check the rest of JSON's number grammar.
+func CheckNumber[T string | []byte](s T) error {
+	if len(s) > MaxNumberLength {
+		return fmt.Errorf("number %s…(%d characters) is longer than %d characters", string(s[:20]), len(s), MaxNumberLength)
+	}
+	i := 0
+	for i < len(s) && s[i] != 'e' && s[i] != 'E' {
+		i++
+	}
+	if i == len(s) {
+		return nil
+	}
+	i++
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	for i < len(s) && s[i] == '0' {
+		i++
+	}
+	exp := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		if exp = exp*10 + int(s[i]-'0'); exp > MaxNumberExponent {
+			return fmt.Errorf("number %s has an exponent beyond ±%d", string(s), MaxNumberExponent)
+		}
+	}
+	return nil
+}
+
+// ParseNumber parses JSON number text exactly. Text out of CheckNumber's
+// bounds is refused before any arithmetic.
 func ParseNumber(s string) (Number, error) {
+	if err := CheckNumber(s); err != nil {
+		return Number{}, err
+	}
 	if !isJSONNumber(s) {
 		return Number{}, fmt.Errorf("%q is not a JSON number", s)
 	}

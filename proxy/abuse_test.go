@@ -122,7 +122,17 @@ func TestInjectionStyleCallsAreBlocked(t *testing.T) {
 			`blocked by plan "refund-4711": step "refund": argument "amount" = 30.0000000000000001 is above the maximum 30`},
 		{"overflowing number", "refund_customer", refund(`1e400`),
 			`rpc error -32600: unparsable tools/call request: json: cannot unmarshal number 1e400 into Go struct field CallToolRequest.params of type float64`},
-		{"negative zero", "refund_customer", refund(`-0`), `blocked by plan "refund-4711": step "refund": argument "amount" = -0 is below the minimum 1`},
+		{"negative zero", "refund_customer", refund(`-0`), `blocked by plan "refund-4711": tool "refund_customer": arguments must be a JSON object: number -0 is a negative zero; send 0`},
+		// Long numbers: refused before any exact arithmetic (a 4 MB number
+		// cost about 45 s of CPU, 1e-999999 about 24 ms).
+		{"4 MB number", "refund_customer", refund(`1.` + strings.Repeat("0", 4<<20) + `1`),
+			`blocked by plan "refund-4711": tool "refund_customer": arguments must be a JSON object: number 1.000000000000000000…(4194307 characters) is longer than 100 characters`},
+		{"101-character number", "refund_customer", refund(`1.` + strings.Repeat("0", 99)),
+			`blocked by plan "refund-4711": tool "refund_customer": arguments must be a JSON object: number 1.000000000000000000…(101 characters) is longer than 100 characters`},
+		{"tiny exponent", "refund_customer", refund(`1e-999999`),
+			`blocked by plan "refund-4711": tool "refund_customer": arguments must be a JSON object: number 1e-999999 has an exponent beyond ±400`},
+		{"tiny exponent in a nested value", "get_order", `{"order_id":"4711","x":[{"y":5e-401}]}`,
+			`blocked by plan "refund-4711": tool "get_order": arguments must be a JSON object: number 5e-401 has an exponent beyond ±400`},
 		{"NaN is not JSON", "refund_customer", refund(`NaN`), `rpc error -32700: Parse error`},
 		// Repeated keys: parsers disagree on which value counts.
 		{"repeated key, allowed value last", "refund_customer", `{"order_id":"4711","amount":300,"amount":1,"currency":"EUR"}`,
@@ -132,6 +142,16 @@ func TestInjectionStyleCallsAreBlocked(t *testing.T) {
 		{"repeated key through an escape", "get_order", `{"order_id":"4711","order\u005fid":"4712"}`,
 			`blocked by plan "refund-4711": tool "get_order": arguments must be a JSON object: key "order_id" appears twice in one object`},
 		{"invalid UTF-8", "get_order", "{\"order_id\":\"4711\xff\"}", `blocked by plan "refund-4711": tool "get_order": arguments must be a JSON object: invalid UTF-8`},
+		// Lone surrogates: "\ud800" and "\udfff" are different strings to
+		// the upstream but the same U+FFFD once decoded.
+		{"lone high surrogate", "get_order", `{"order_id":"4711\ud800"}`,
+			`blocked by plan "refund-4711": tool "get_order": arguments must be a JSON object: lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"lone low surrogate", "get_order", `{"order_id":"4711\udfff"}`,
+			`blocked by plan "refund-4711": tool "get_order": arguments must be a JSON object: lone surrogate escape \udfff: not a valid UTF-16 pair`},
+		{"lone surrogate in a key", "get_order", `{"order_id":"4711","\uDC00":1}`,
+			`blocked by plan "refund-4711": tool "get_order": arguments must be a JSON object: lone surrogate escape \uDC00: not a valid UTF-16 pair`},
+		{"look-alike key through an escaped pair", "refund_customer", `{"order_id":"4711","amount":1,"currency":"EUR","😀":1,"\ud83d\ude00":2}`,
+			`blocked by plan "refund-4711": tool "refund_customer": arguments must be a JSON object: key "😀" appears twice in one object`},
 		// Shapes.
 		{"null arguments", "get_order", `null`, `blocked by plan "refund-4711": step "lookup": argument "order_id" is required`},
 		{"no arguments", "get_order", ``, `blocked by plan "refund-4711": step "lookup": argument "order_id" is required`},

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -37,7 +36,7 @@ func (noState) Reserve(context.Context, ledger.Reservation) (ledger.Ticket, erro
 }
 func (noState) Complete(context.Context, ledger.Ticket, ledger.Outcome) error { return nil }
 func (noState) Block(context.Context, ledger.Call, string) error              { return nil }
-func (noState) Hold(context.Context, ledger.Call, string, time.Time) (ledger.Hold, error) {
+func (noState) NewHold(context.Context, ledger.Call, ledger.HoldSpec) (ledger.Hold, error) {
 	return ledger.Hold{}, nil
 }
 func (noState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,52 +24,86 @@ func (l ledgerProgress) Current() int    { return l.p.Current }
 func (l ledgerProgress) Done(i int) bool { return l.p.Done(i) }
 func (l ledgerProgress) Calls(i int) int { return l.p.Calls(i) }
 
-// handleCall is every tools/call: the gate in the contract's order, then the
-// durable count, then the upstream.
+// maxDecisions bounds how often one call is decided again after the state
+// it was decided on changed under it (a concurrent call took the count, an
+// approval pull request turned out merged).
+const maxDecisions = 3
+
+// handleCall is every tools/call, read top to bottom: decode once, decide
+// (gate.Decide, no I/O), act on the decision (act). The only road to the
+// upstream is act → run → forward.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx, st := p.withPlan(ctx)
-	plan := st.plan
 	tool := req.Params.Name
 	raw := bytes.TrimSpace(req.Params.RawArguments)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}") // no arguments is {} (contract)
 	}
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: tool, Args: raw}
+	call := ledger.Call{PlanDigest: st.plan.Digest, Tool: tool, Args: raw}
 	args, err := decodeArgs(raw)
 	if err != nil {
 		call.Args = nil
 		return p.block(ctx, call, fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
 	}
+	for n := 1; ; n++ {
+		d := st.gate.Decide(p.decideInput(st, call, args))
+		res, again := p.act(ctx, req, st, call, d)
+		if again == nil {
+			return res, nil
+		}
+		if n == maxDecisions {
+			return p.block(ctx, call, again.reason), nil
+		}
+	}
+}
 
-	prog := p.cfg.State.Progress(plan.Digest)
-	step, fail := st.gate.Check(p.cfg.Now(), tool, args, ledgerProgress{&prog})
-	if fail != nil {
-		if fail.Step != nil {
-			call.Step, call.StepIndex = fail.Step.Name, fail.Step.Index
+// decideInput gathers what Decide looks at: the clock, the call, the plan's
+// progress, the steps on hold and (looked up only when Decide asks) the
+// hold bound to this exact call.
+func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any) gate.Input {
+	prog := p.cfg.State.Progress(call.PlanDigest)
+	in := gate.Input{Now: p.cfg.Now(), Tool: call.Tool, Args: args, Progress: ledgerProgress{&prog},
+		OnErrorHeld: func(i int) (string, bool) {
+			p.heldMu.Lock()
+			defer p.heldMu.Unlock()
+			why, ok := st.held[i]
+			return why, ok
+		}}
+	in.Hold = func() *gate.BoundHold {
+		h, ok := p.holds().Bound(call)
+		if !ok {
+			return nil
 		}
-		if fail.Rule != gate.RuleExpired && plan.OnViolation == hclplan.ViolationHold {
-			return p.hold(ctx, req, call, fail.Step, fail.Reason, true), nil
-		}
-		return p.block(ctx, call, fail.Reason), nil
+		return &gate.BoundHold{ID: h.ID, State: gate.HoldState(h.State), Causes: holdCauses(h),
+			StepIndex: h.StepIndex, Step: h.Step, ObservedPin: h.ObservedPin}
 	}
-	call.Step, call.StepIndex = step.Name, step.Index
+	return in
+}
 
-	// Approval and pin: these may Hold.
-	if step.Approval == hclplan.ApprovalEach {
-		return p.hold(ctx, req, call, step, fmt.Sprintf("step %q needs a human approval for each call", step.Name), false), nil
-	}
-	p.heldMu.Lock()
-	why, stepHeld := st.held[step.Index]
-	p.heldMu.Unlock()
-	if stepHeld {
-		return p.hold(ctx, req, call, step, why, false), nil
-	}
-	if step.Pin != nil {
-		if reason, observed := p.checkPin(ctx, step); reason != "" {
-			return p.holdWith(ctx, req, call, step, reason, false, observed), nil
+// holdCauses reads a hold's recorded causes; a hold from before causes were
+// recorded lifts an approval only, or, when its reason says so, on_error.
+func holdCauses(h ledger.Hold) gate.Causes {
+	return gate.ParseCauses(h.Cause, strings.Contains(h.Reason, onErrorHeld))
+}
+
+// redecide says the state a decision was made on changed: decide again.
+type redecide struct{ reason string }
+
+// act carries out one decision. A non-nil redecide asks handleCall to
+// decide again (the result is then nil).
+func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) (*mcp.CallToolResult, *redecide) {
+	switch d.Kind {
+	case gate.KindBlock:
+		if d.Block.Step != nil {
+			call.Step, call.StepIndex = d.Block.Step.Name, d.Block.Step.Index
 		}
+		return p.block(ctx, call, d.Block.Reason), nil
+	case gate.KindHold:
+		return p.hold(ctx, st, call, d.Hold, nil)
+	case gate.KindForward:
+		return p.run(ctx, req, st, call, d.Forward)
 	}
-	return p.forward(ctx, req, call, step, "", false), nil
+	return p.block(ctx, call, fmt.Sprintf("internal error: no decision for tool %q", call.Tool)), nil
 }
 
 // onErrorHeld marks the reason of a step held by on_error = "hold".
@@ -102,67 +137,70 @@ func (p *Proxy) block(ctx context.Context, call ledger.Call, reason string) *mcp
 	return errorResult(fmt.Sprintf("blocked by plan %q: %s", p.current(ctx).plan.Name, reason))
 }
 
-// hold answers a call that needs a human. An approved hold for exactly this
-// call runs it once; a rejected one blocks; otherwise the hold is recorded
-// (or found again) and the call returns at once. violation says the hold
-// stands for a broken rule (on_violation = "hold"): its approval lets the
-// call past the plan's order and max_calls. Approval, pin and on_error holds
-// do not: the call still obeys them, atomically with its count.
-func (p *Proxy) hold(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool) *mcp.CallToolResult {
-	return p.holdWith(ctx, req, call, step, reason, violation, "")
+// pinRead is one read of a step's pin.
+type pinRead struct {
+	value  string // the value read, as a hold records it ("" when the read failed)
+	ok     bool   // the read succeeded
+	reason string // "" when the value equals the plan's; else why the step holds
 }
 
-// holdWith is hold with the pin value observed for a pin hold ("" otherwise).
-func (p *Proxy) holdWith(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool, observedPin string) *mcp.CallToolResult {
-	if p.cfg.Approvals != nil { // holds are approval pull requests (holdpr.go)
-		return p.holdByPR(ctx, req, call, step, reason, violation, observedPin)
-	}
-	if h, ok := p.cfg.State.FindHold(call); ok {
-		switch h.State {
-		case ledger.HoldApproved:
-			if step == nil {
-				return p.block(ctx, call, fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", h.ID, call.Tool))
-			}
-			return p.forward(ctx, req, call, step, h.ID, violation)
-		case ledger.HoldRejected:
-			return p.block(ctx, call, fmt.Sprintf("hold %s for exactly this call was rejected; do not retry it", h.ID))
+// hold records a hold for the call (or finds the same one again) through
+// the hold keeper and answers at once. For a pinned step the pin is read
+// first (unless pin already has the read): its value goes into the hold
+// next to the plan's, and a mismatch adds the pin to what the approval
+// must lift. When the keeper finds the hold approved (its pull request was
+// merged), the call is decided again.
+func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gate.Hold, pin *pinRead) (*mcp.CallToolResult, *redecide) {
+	if d.Step != nil {
+		call.Step, call.StepIndex = d.Step.Name, d.Step.Index
+		if d.Step.Pin != nil && pin == nil {
+			r := p.readPin(ctx, d.Step)
+			pin = &r
 		}
 	}
-	h, err := p.cfg.State.Hold(context.WithoutCancel(ctx), call, reason, p.cfg.Now().Add(p.cfg.HoldTTL))
-	if err != nil {
-		return errorResult(fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", reason, err))
+	spec := ledger.HoldSpec{Reason: d.Reason, Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
+	causes := d.Causes
+	if pin != nil {
+		spec.ObservedPin = pin.value
+		if pin.reason != "" && !causes.Has(gate.CausePin) {
+			causes = append(slices.Clone(causes), gate.CausePin)
+		}
 	}
-	where := fmt.Sprintf("hold %s", h.ID)
-	if h.PRURL != "" {
-		where += ", pull request " + h.PRURL
+	spec.Cause = causes.String()
+	a := p.holds().Request(ctx, st.plan.Name, call, spec)
+	switch a.outcome {
+	case holdApproved:
+		return nil, &redecide{reason: fmt.Sprintf("%s; the approval of this call could not be used now, repeat exactly the same call", d.Reason)}
+	case holdRefused:
+		return p.block(ctx, call, a.message), nil
 	}
-	return errorResult(fmt.Sprintf("held: %s; needs approval (%s, expires %s). Ask the user to approve it (planlock holds show %s), then repeat exactly the same call.",
-		reason, where, h.Expires.UTC().Format(time.RFC3339), h.ID))
+	return errorResult(a.message), nil
 }
 
-// checkPin re-reads the pinned value through the upstream; "" means it
-// matches. On a mismatch it also returns the value read.
-func (p *Proxy) checkPin(ctx context.Context, step *hclplan.Step) (reason, observed string) {
+// readPin re-reads the pinned value through the upstream. The pin's tool
+// and arguments come from the signed plan, never from the client.
+func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 	pin := step.Pin
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
 	res, err := p.up.Request(cctx, "tools/call", map[string]any{"name": pin.Tool, "arguments": pin.Args})
 	if err != nil {
-		return fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneLine(err.Error())), ""
+		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneLine(err.Error()))}
 	}
 	doc, err := resultDocument(res)
 	if err != nil {
-		return fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), err), ""
+		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), err)}
 	}
 	got, ok := pin.Lookup(doc)
 	if !ok {
-		return fmt.Sprintf("step %q: pin field %q is missing from the result of %s", step.Name, pin.Field, pin.Tool), ""
+		return pinRead{reason: fmt.Sprintf("step %q: pin field %q is missing from the result of %s", step.Name, pin.Field, pin.Tool)}
 	}
+	b, _ := hclplan.CanonicalJSON(got)
+	r := pinRead{value: pinText(got, b), ok: true}
 	if !pin.Eq.Equal(got) {
-		b, _ := hclplan.CanonicalJSON(got)
-		return fmt.Sprintf("step %q: pin %s.%s = %s, want %s (it changed since the plan was approved)", step.Name, pin.Tool, pin.Field, b, pin.Eq.String()), pinText(got, b)
+		r.reason = fmt.Sprintf("step %q: pin %s.%s = %s, want %s (it changed since the plan was approved)", step.Name, pin.Tool, pin.Field, b, pin.Eq.String())
 	}
-	return "", ""
+	return r
 }
 
 // resultDocument is the JSON document of a tool result that a pin reads:
@@ -199,58 +237,82 @@ func resultDocument(raw json.RawMessage) (any, error) {
 	if src == nil {
 		return nil, errors.New("the result has no JSON content")
 	}
-	d := json.NewDecoder(bytes.NewReader(src))
-	d.UseNumber()
-	var doc any
-	if err := d.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("the result is not JSON: %w", err)
+	doc, err := decodeDocument(src)
+	if err != nil {
+		return nil, fmt.Errorf("the result is not JSON read one way only: %w", err)
 	}
 	return doc, nil
 }
 
-// forward counts the call durably, then sends it upstream and records the
-// outcome. holdID, when set, consumes that approved hold in the same record;
-// overrule lets a human-approved violation past order and max_calls.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, holdID string, overrule bool) *mcp.CallToolResult {
+// grant is a call that passed every check of its decision: its pin was
+// read and matched (or its hold approved the value read), and its count is
+// durable. Only run builds one, and forward, the one function that sends a
+// client's tools/call upstream, needs one (act_test.go checks both).
+type grant struct {
+	call   ledger.Call
+	step   *hclplan.Step
+	ticket ledger.Ticket
+}
+
+// run carries out a Forward: read the pin if the step has one → reserve
+// the count durably, consuming the hold if the decision runs under one →
+// forward → record the outcome.
+func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Forward) (*mcp.CallToolResult, *redecide) {
+	step := d.Step
+	call.Step, call.StepIndex = step.Name, step.Index
+	pinApproved := false
+	if d.PinCheck {
+		r := p.readPin(ctx, step)
+		if r.reason != "" {
+			if !r.ok || !d.PinAccepts(r.value) {
+				return p.hold(ctx, st, call, d.PinHold(r.reason), &r)
+			}
+			pinApproved = true // the approver saw exactly this value
+		}
+	}
 	if ok, why := p.up.Ready(); !ok {
 		// Not counted: nothing was sent.
-		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded and not counted: %v", why))
+		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded and not counted: %v", why)), nil
 	}
-	st := p.current(ctx)
-	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls, HoldID: holdID, OverLimit: overrule && holdID != ""}
-	if !rv.OverLimit {
-		// The order and max_calls checks again, atomic with the count.
-		rv.Check = func(pr ledger.Progress) error {
-			if f := st.gate.Recheck(step, ledgerProgress{&pr}); f != nil {
-				return f
-			}
-			return nil
+	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls}
+	var lifted gate.Causes
+	if d.Consumes(pinApproved) {
+		rv.HoldID, lifted = d.Hold.ID, d.Lifts
+		rv.OverLimit = lifted.Has(gate.ViolationCause(gate.RuleMaxCalls))
+	}
+	// The order and max_calls checks again, atomic with the count, except
+	// what the consumed hold lifts.
+	rv.Check = func(pr ledger.Progress) error {
+		if f := st.gate.RecheckLifted(step, ledgerProgress{&pr}, lifted); f != nil {
+			return f
 		}
+		return nil
 	}
 	t, err := p.cfg.State.Reserve(context.WithoutCancel(ctx), rv)
 	if err != nil {
 		var f *gate.Failure
 		var ex *ledger.ExhaustedError
-		reason := ""
 		switch {
 		case errors.As(err, &f):
-			reason = f.Reason
+			return nil, &redecide{reason: f.Reason} // the progress moved: decide on the new one
 		case errors.As(err, &ex):
-			reason = ex.Error()
-		case holdID != "" && errors.Is(err, ledger.ErrHoldState):
+			return nil, &redecide{reason: ex.Error()}
+		case rv.HoldID != "" && errors.Is(err, ledger.ErrHoldState):
 			// An identical call consumed the approval first.
-			return p.hold(ctx, req, call, step, "the approval of this call was used by an identical call", overrule)
-		default:
-			// Fail closed: without a durable count there is no call.
-			return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error())))
+			return nil, &redecide{reason: "the approval of this call was used by an identical call"}
 		}
-		if st.plan.OnViolation == hclplan.ViolationHold && holdID == "" {
-			return p.hold(ctx, req, call, step, reason, true)
-		}
-		return p.block(ctx, call, reason)
+		// Fail closed: without a durable count there is no call.
+		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error()))), nil
 	}
-	noteTicket(ctx, t.Seq) // holdran.go
+	res := p.forward(ctx, req, st, grant{call: call, step: step, ticket: t})
+	p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
+	return res, nil
+}
 
+// forward sends a granted call upstream and records the outcome. It is the
+// only place a client's tools/call reaches the upstream.
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planState, g grant) *mcp.CallToolResult {
+	call, step, t := g.call, g.step, g.ticket
 	ptok, done := p.progressFor(ctx, req)
 	defer done()
 	params := map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args)}
@@ -303,7 +365,8 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, call ledge
 		p.heldMu.Unlock()
 		// The failed call's own hold keeps the step on hold across restarts;
 		// approving it lets exactly that call run once more.
-		if _, err := p.cfg.State.Hold(context.WithoutCancel(ctx), call, reason, p.cfg.Now().Add(p.cfg.HoldTTL)); err != nil {
+		spec := ledger.HoldSpec{Reason: reason, Cause: string(gate.CauseOnError), Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
+		if _, err := p.cfg.State.NewHold(context.WithoutCancel(ctx), call, spec); err != nil {
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 		}
 	} else if outcome.OK {

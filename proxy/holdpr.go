@@ -3,10 +3,8 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy/approvals"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -17,36 +15,91 @@ type HoldApprover interface {
 	Decide(ctx context.Context, r approvals.Request) approvals.Decision
 }
 
-// holdByPR answers a held call when holds are approval pull requests: a new
-// hold opens one and the call returns at once; the repeated identical call
-// runs once when its approval verified (past order and max_calls only for a
-// violation hold, as in hold), and is blocked when it was refused or cannot
-// be checked now.
-func (p *Proxy) holdByPR(ctx context.Context, req mcp.CallToolRequest, call ledger.Call, step *hclplan.Step, reason string, violation bool, observedPin string) *mcp.CallToolResult {
-	d := p.cfg.Approvals.Decide(ctx, approvals.Request{
-		PlanName:    p.holdPlanName(ctx),
+// Holds is the one way the call path creates and looks up holds. Behind it
+// sit either the durable state alone (stateHolds) or approval pull requests
+// (prHolds); the call path does not know which.
+type Holds interface {
+	// Bound is the newest hold for exactly this call (plan digest, tool,
+	// canonical arguments), as the durable state has it.
+	Bound(call ledger.Call) (ledger.Hold, bool)
+	// Request records a hold for the call, or finds the same one again, and
+	// says what to answer.
+	Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer
+}
+
+// holdOutcome is what a hold request came to.
+type holdOutcome int
+
+const (
+	holdWaiting  holdOutcome = iota // answer Message; nothing is forwarded
+	holdApproved                    // the hold is approved now: decide again
+	holdRefused                     // block the call with Message
+)
+
+// HoldAnswer is the answer to a hold request.
+type HoldAnswer struct {
+	outcome holdOutcome
+	message string
+}
+
+// holds is the proxy's hold keeper.
+func (p *Proxy) holds() Holds {
+	if p.cfg.Approvals != nil {
+		return prHolds{state: p.cfg.State, approver: p.cfg.Approvals}
+	}
+	return stateHolds{state: p.cfg.State}
+}
+
+// stateHolds keeps holds in the durable state only; an operator approves
+// them with planlock holds.
+type stateHolds struct{ state State }
+
+func (s stateHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
+
+func (s stateHolds) Request(ctx context.Context, _ string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer {
+	h, err := s.state.NewHold(context.WithoutCancel(ctx), call, spec)
+	if err != nil {
+		return HoldAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", spec.Reason, err)}
+	}
+	if h.State == ledger.HoldApproved {
+		return HoldAnswer{outcome: holdApproved}
+	}
+	where := fmt.Sprintf("hold %s", h.ID)
+	if h.PRURL != "" {
+		where += ", pull request " + h.PRURL
+	}
+	return HoldAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; needs approval (%s, expires %s). Ask the user to approve it (planlock holds show %s), then repeat exactly the same call.",
+		spec.Reason, where, h.Expires.UTC().Format(time.RFC3339), h.ID)}
+}
+
+// prHolds turns holds into approval pull requests (package approvals): a
+// new hold opens one and the call returns at once; the repeated identical
+// call checks it, and a merged one whose approval signature verifies
+// becomes an approved hold in the state.
+type prHolds struct {
+	state    State
+	approver HoldApprover
+}
+
+func (s prHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
+
+func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer {
+	d := s.approver.Decide(ctx, approvals.Request{
+		PlanName:    planName,
 		Call:        call,
-		Reason:      reason,
-		ObservedPin: observedPin,
-		Expires:     p.cfg.Now().Add(p.cfg.HoldTTL),
+		Reason:      spec.Reason,
+		Cause:       spec.Cause,
+		ObservedPin: spec.ObservedPin,
+		Expires:     spec.Expires,
 	})
 	switch d.Outcome {
 	case approvals.Approved:
-		if step == nil {
-			return p.block(ctx, call, fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", d.Hold.ID, call.Tool))
-		}
-		var seq uint64 // the audit record of the call, when it was counted (holdran.go)
-		res := p.forward(withTicketSink(ctx, &seq), req, call, step, d.Hold.ID, violation)
-		p.reportHoldRan(ctx, d.Hold, seq, res)
-		return res
+		return HoldAnswer{outcome: holdApproved}
 	case approvals.Refused:
-		return p.block(ctx, call, d.Message)
+		return HoldAnswer{outcome: holdRefused, message: d.Message}
 	}
-	return errorResult(d.Message)
+	return HoldAnswer{outcome: holdWaiting, message: d.Message}
 }
-
-// holdPlanName is the name of the plan the call was checked against.
-func (p *Proxy) holdPlanName(ctx context.Context) string { return p.current(ctx).plan.Name }
 
 // pinText is a pin value as a hold request records it and a pin change
 // writes it into the plan: a string as itself, anything else as JSON.

@@ -28,7 +28,7 @@ func (s *scriptedApprover) Decide(ctx context.Context, r approvals.Request) appr
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
-	h, err := s.led.Hold(ctx, r.Call, r.Reason, r.Expires)
+	h, err := s.led.NewHold(ctx, r.Call, ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires})
 	if err != nil {
 		return approvals.Decision{Outcome: approvals.Refused, Message: err.Error()}
 	}

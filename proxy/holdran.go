@@ -14,30 +14,20 @@ type HoldRunReporter interface {
 	Ran(h ledger.Hold, planName string, auditSeq uint64, status string)
 }
 
-type ticketSinkKey struct{}
-
-// withTicketSink makes forward report the sequence number of the audit
-// record that counts the call into *seq.
-func withTicketSink(ctx context.Context, seq *uint64) context.Context {
-	return context.WithValue(ctx, ticketSinkKey{}, seq)
-}
-
-func noteTicket(ctx context.Context, seq uint64) {
-	if p, ok := ctx.Value(ticketSinkKey{}).(*uint64); ok {
-		*p = seq
-	}
-}
-
-// reportHoldRan tells the approver that hold h's call ran (seq 0: it was
-// not counted, so it did not run).
-func (p *Proxy) reportHoldRan(ctx context.Context, h ledger.Hold, seq uint64, res *mcp.CallToolResult) {
+// reportHoldRan tells the approver that the call consuming hold holdID ran,
+// counted in audit record seq ("" holdID: no hold, nothing to tell).
+func (p *Proxy) reportHoldRan(ctx context.Context, st *planState, call ledger.Call, holdID string, seq uint64, res *mcp.CallToolResult) {
 	r, ok := p.cfg.Approvals.(HoldRunReporter)
-	if !ok || seq == 0 {
+	if !ok || holdID == "" {
+		return
+	}
+	h, found := p.cfg.State.FindHold(call)
+	if !found || h.ID != holdID {
 		return
 	}
 	status := "ok"
 	if res == nil || res.IsError {
 		status = "error"
 	}
-	r.Ran(h, p.holdPlanName(ctx), seq, status)
+	r.Ran(h, st.plan.Name, seq, status)
 }

@@ -45,7 +45,9 @@ type agentLine struct {
 	Result   json.RawMessage   `json:"result"`
 	Text     string            `json:"text"`
 	Progress []json.RawMessage `json:"progress"`
-	Error    *struct {
+	// Capabilities are the server's, on the connect line.
+	Capabilities json.RawMessage `json:"capabilities"`
+	Error        *struct {
 		Code    *int   `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`

@@ -4,8 +4,9 @@
 // tools/call against the plan (package gate) and the durable state (package
 // ledger), and forwards what the plan allows.
 //
-// resources and prompts are not exposed: the plan language gates tools only,
-// and what cannot be gated is not relayed.
+// Resources and prompts are served only when the plan has resource or
+// prompt blocks, and then gated the same way (resources.go); without such
+// blocks they are not exposed.
 package proxy
 
 import (
@@ -33,7 +34,7 @@ type State interface {
 	Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error)
 	Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome) error
 	Block(ctx context.Context, c ledger.Call, reason string) error
-	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
+	NewHold(ctx context.Context, c ledger.Call, spec ledger.HoldSpec) (ledger.Hold, error)
 	FindHold(c ledger.Call) (ledger.Hold, bool)
 	ListHolds() []ledger.Hold
 }
@@ -89,6 +90,11 @@ type Proxy struct {
 	sessProg  map[string]*sessionProgress // HTTP sessions (trackSession)
 
 	heldMu sync.Mutex // guards planState.held
+
+	inflight callsInFlight // tool calls being handled, for routeLog
+
+	ex     extras      // resources and prompts (resources.go)
+	ostate *orderState // cfg.State, keeping reads out of the step order
 }
 
 // progressRoute sends an upstream progress token back to the client call
@@ -123,8 +129,11 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Version = "dev"
 	}
 	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}}
+	p.ostate = &orderState{State: cfg.State, steps: map[string]int{}}
+	p.cfg.State = p.ostate
 	p.cur.Store(p.newPlanState(cfg.Plan))
 	hooks := &server.Hooks{}
+	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s.SessionID(), true) })
@@ -134,6 +143,7 @@ func New(cfg Config) (*Proxy, error) {
 		server.WithLogging(),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(p.inflight.middleware),
 		server.WithInstructions(fmt.Sprintf("Tools are gated by planlock plan %q: %s. Calls outside the plan are blocked with the reason.", cfg.Plan.Name, cfg.Plan.Goal)),
 	)
 	if cfg.Upstream.InitTimeout <= 0 {
@@ -142,7 +152,9 @@ func New(cfg Config) (*Proxy, error) {
 	cfg.Upstream.ClientName = "planlock"
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
+	p.up.onConnect = p.onConnect
 	p.srv.SetTools(p.placeholders(cfg.Plan)...)
+	p.initExtras()
 	return p, nil
 }
 
@@ -303,12 +315,16 @@ func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
 		if a.Pattern != nil {
 			cs = append(cs, "matches "+a.Pattern.Source)
 		}
+		cs = append(cs, a.LimitsV2()...)
 		if a.Optional {
 			cs = append(cs, "optional")
 		}
 		if len(cs) > 0 {
 			b.WriteString(" " + strings.Join(cs, ", "))
 		}
+	}
+	for _, c := range s.Checks {
+		b.WriteString("; check: " + c.Limit())
 	}
 	if s.Approval == hclplan.ApprovalEach {
 		b.WriteString("; each call needs human approval")
@@ -317,9 +333,13 @@ func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
 }
 
 // relayNotification sends the upstream's progress to the call that asked for
-// it, under the client's token, and its log messages to every client.
+// it, under the client's token, and its log messages to the one client they
+// can belong to (routeLog).
 // Other notifications (list changes of what is not exposed) are dropped.
 func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
+	if p.relayExtra(n) {
+		return
+	}
 	switch n.Method {
 	case string(mcp.MethodNotificationProgress):
 		tok, ok := n.Params.AdditionalFields["progressToken"]
@@ -348,7 +368,7 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 		for k, v := range n.Params.AdditionalFields {
 			params[k] = v
 		}
-		p.srv.SendNotificationToAllClients(n.Method, params)
+		p.routeLog(n.Method, params)
 	case string(mcp.MethodNotificationToolsListChanged):
 		// The upstream's tools changed: read them again so schemas stay exact.
 		go func() {

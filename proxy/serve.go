@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -31,14 +30,42 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 
 // ServeHTTP serves streamable HTTP at http://<ln>/mcp until ctx ends. When
 // token is not empty every request needs "Authorization: Bearer <token>".
+// ServeHTTPWith takes the other options.
 func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, token string) error {
+	var o HTTPOptions
+	if token != "" {
+		o.Tokens = []string{token}
+	}
+	return p.ServeHTTPWith(ctx, ln, o)
+}
+
+// ServeHTTPWith serves streamable HTTP at http://<ln>/mcp until ctx ends,
+// behind the front httpfront.go describes: origin, bearer identity, session
+// ownership, then the body limit and the MCP server.
+func (p *Proxy) ServeHTTPWith(ctx context.Context, ln net.Listener, o HTTPOptions) error {
+	o.defaults()
+	allowed := map[string]bool{}
+	for _, a := range append(ownOrigins(ln.Addr()), o.AllowOrigins...) {
+		n, err := NormalizeOrigin(a)
+		if err != nil {
+			return fmt.Errorf("allowed origin: %w", err)
+		}
+		allowed[n] = true
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.start(ctx)
-	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"))
+	ids := &sessionIDs{}
+	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"), server.WithSessionIdManagerResolver(ids))
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireBearer(token, limitBody(p.maxMessageBytes(), p.countProgress(h))))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/mcp", deadlines(o, checkOrigin(allowed, authBearer(o.Tokens,
+		checkSession(ids, limitBody(p.maxMessageBytes(), p.countProgress(h)))))))
+	hs := &http.Server{
+		Handler: mux, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
+		// The body and write bounds are per request (deadlines): a
+		// connection-wide ReadTimeout or WriteTimeout would cut off SSE
+		// streams that outlive it.
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -62,6 +89,7 @@ func (p *Proxy) start(ctx context.Context) {
 	case <-p.up.FirstAttempt():
 	case <-ctx.Done():
 	}
+	p.announceExtras(UpstreamCaps{}, false) // no-op when the upstream answered
 	if ok, why := p.up.Ready(); !ok {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
 	}
@@ -114,22 +142,6 @@ func limitBody(max int, next http.Handler) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, int64(max))
-		next.ServeHTTP(w, r)
-	})
-}
-
-func requireBearer(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="planlock"`)
-			http.Error(w, "planlock: missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/planlock/planlock/hclplan"
 )
 
 // maxArgDepth bounds the nesting of call arguments; encoding/json allows
@@ -17,13 +19,42 @@ const maxArgDepth = 64
 // The gate checks the decoded value while the upstream receives the raw
 // bytes, so every input that two JSON parsers may read differently is
 // refused here: a repeated key (encoding/json keeps the last value, other
-// parsers the first) and invalid UTF-8 (replaced by U+FFFD here, kept or
-// rejected elsewhere). What is checked is then what the upstream reads.
+// parsers the first; "a" and "\u0061" are the same key), invalid UTF-8 and
+// lone UTF-16 surrogate escapes (both replaced by U+FFFD here, kept or
+// rejected elsewhere) and a negative zero (-0 to some parsers, 0 to others,
+// and 0 in the canonical form an approval binds to). Numbers are bounded
+// (hclplan.CheckNumber) before anything does arithmetic on them. Deep
+// nesting is refused for its cost, trailing data after the object too;
+// BOMs, NaN, Infinity and leading zeros are not JSON and encoding/json
+// refuses them. What is checked is then what the upstream reads.
 func decodeArgs(raw []byte) (map[string]any, error) {
+	v, err := decodeStrict(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+// decodeDocument decodes the JSON document of a pin's result as strictly as
+// arguments (what the pin compares is the only reading of it), except that
+// any value may be the document and a negative zero is read as zero, as the
+// pin compares numbers by value.
+func decodeDocument(raw []byte) (any, error) {
+	return decodeStrict(raw, false)
+}
+
+func decodeStrict(raw []byte, refuseNegZero bool) (any, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("invalid UTF-8")
 	}
-	members, depth := shape(raw)
+	members, depth, err := shape(raw, refuseNegZero)
+	if err != nil {
+		return nil, err
+	}
 	if depth > maxArgDepth {
 		return nil, fmt.Errorf("nested deeper than %d levels", maxArgDepth)
 	}
@@ -46,42 +77,115 @@ func decodeArgs(raw []byte) (map[string]any, error) {
 		}
 		return nil, errors.New("a key appears twice in one object")
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("got %s", jsonKind(v))
-	}
-	return m, nil
+	return v, nil
 }
 
 // shape counts the object members of a JSON text (the colons outside
-// strings) and its deepest nesting, in one pass over the bytes.
-func shape(raw []byte) (members, depth int) {
-	inString, escaped, cur := false, false, 0
-	for _, c := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
+// strings) and its deepest nesting, in one pass over the bytes, and refuses
+// a lone surrogate escape in any string, a number out of hclplan's bounds
+// and, with refuseNegZero, a negative zero. Malformed JSON is left to the
+// decoder.
+func shape(raw []byte, refuseNegZero bool) (members, depth int, err error) {
+	cur := 0
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			if i, err = stringEnd(raw, i+1); err != nil {
+				return 0, 0, err
 			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ':':
+		case c == ':':
 			members++
-		case '{', '[':
+		case c == '{' || c == '[':
 			cur++
 			depth = max(depth, cur)
-		case '}', ']':
+		case c == '}' || c == ']':
 			cur--
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i + 1
+			for j < len(raw) && isNumberByte(raw[j]) {
+				j++
+			}
+			if err := checkNumber(raw[i:j], refuseNegZero); err != nil {
+				return 0, 0, err
+			}
+			i = j - 1
 		}
 	}
-	return members, depth
+	return members, depth, nil
+}
+
+func isNumberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// checkNumber refuses a number out of hclplan's bounds or, with
+// refuseNegZero, a negative zero.
+func checkNumber(num []byte, refuseNegZero bool) error {
+	if err := hclplan.CheckNumber(num); err != nil {
+		return err
+	}
+	if !refuseNegZero || num[0] != '-' || len(num) < 2 || num[1] != '0' {
+		return nil
+	}
+	for _, c := range num[2:] {
+		switch {
+		case c == 'e' || c == 'E':
+			return fmt.Errorf("number %s is a negative zero; send 0", num)
+		case c >= '1' && c <= '9':
+			return nil
+		}
+	}
+	return fmt.Errorf("number %s is a negative zero; send 0", num)
+}
+
+// stringEnd returns the index of the quote that closes the string starting
+// at raw[i], refusing a \uD800–\uDFFF escape that is not half of a valid
+// surrogate pair.
+func stringEnd(raw []byte, i int) (int, error) {
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			return i, nil
+		case '\\':
+			i++
+			if i >= len(raw) || raw[i] != 'u' {
+				continue
+			}
+			u, ok := hex4(raw, i+1)
+			if !ok || u < 0xd800 || u > 0xdfff {
+				continue
+			}
+			if u <= 0xdbff && i+10 < len(raw) && raw[i+5] == '\\' && raw[i+6] == 'u' {
+				if lo, ok := hex4(raw, i+7); ok && lo >= 0xdc00 && lo <= 0xdfff {
+					i += 10 // the pair's low half
+					continue
+				}
+			}
+			return 0, fmt.Errorf("lone surrogate escape \\%s: not a valid UTF-16 pair", raw[i:i+5])
+		}
+	}
+	return i, nil
+}
+
+// hex4 reads the four hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // countKeys counts the keys of every object in a decoded JSON value.

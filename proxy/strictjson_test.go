@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/planlock/planlock/hclplan"
 )
 
 func TestDecodeArgs(t *testing.T) {
@@ -24,7 +26,46 @@ func TestDecodeArgs(t *testing.T) {
 		{"65 levels", deep(65), "nested deeper than 64 levels"},
 		{"invalid UTF-8", "{\"a\":\"\xc3\x28\"}", "invalid UTF-8"},
 		{"trailing data", `{} {}`, "trailing data"},
+		{"trailing garbage", `{}x`, "trailing data"},
 		{"not an object", `[]`, "got an array"},
+		// Inputs two JSON parsers may read differently, each refused or
+		// shown to be read one way only.
+		{"look-alike key through an escape", `{"a":1,"\u0061":2}`, `key "a" appears twice in one object`},
+		{"look-alike key, escaped first", `{"\u0061":1,"a":2}`, `key "a" appears twice in one object`},
+		{"look-alike key, raw and escaped pair", `{"😀":1,"\ud83d\ude00":2}`, `key "😀" appears twice in one object`},
+		{"look-alike nested key", `{"x":[{"b":1,"\u0062":2}]}`, `key "b" appears twice in one object`},
+		{"valid surrogate pair", `{"a":"\ud83d\ude00","\uD83D\uDE00":1}`, ""},
+		{"lone high surrogate", `{"a":"\ud800"}`, `lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"lone low surrogate", `{"a":"\udfff"}`, `lone surrogate escape \udfff: not a valid UTF-16 pair`},
+		{"lone surrogate, upper case", `{"a":"x\uDBFFy"}`, `lone surrogate escape \uDBFF: not a valid UTF-16 pair`},
+		{"high surrogate then a non-surrogate", `{"a":"\ud800\u0041"}`, `lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"two high surrogates", `{"a":"\ud800\ud800"}`, `lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"reversed pair", `{"a":"\ude00\ud83d"}`, `lone surrogate escape \ude00: not a valid UTF-16 pair`},
+		{"high surrogate at the end of a string", `{"a":"x\ud800"}`, `lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"lone surrogate in a key", `{"\ud800":1}`, `lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"lone surrogate in a deep key", `{"a":[[{"b":{"\udc00x":1}}]]}`, `lone surrogate escape \udc00: not a valid UTF-16 pair`},
+		{"escaped backslash before u", `{"a":"\\ud800"}`, ""},
+		{"UTF-8 of a surrogate", "{\"a\":\"\xed\xa0\x80\"}", "invalid UTF-8"},
+		{"overlong UTF-8", "{\"a\":\"\xc0\xaf\"}", "invalid UTF-8"},
+		{"invalid UTF-8 in a key", "{\"\xff\":1}", "invalid UTF-8"},
+		{"BOM", "\xef\xbb\xbf{}", "invalid character 'ï' looking for beginning of value"},
+		{"NaN", `{"a":NaN}`, "invalid character 'N' looking for beginning of value"},
+		{"Infinity", `{"a":-Infinity}`, "invalid character 'I' in numeric literal"},
+		{"leading zero", `{"a":01}`, "invalid character '1' after object key:value pair"},
+		{"negative zero", `{"a":-0}`, "number -0 is a negative zero; send 0"},
+		{"negative zero with a fraction", `{"a":[-0.000]}`, "number -0.000 is a negative zero; send 0"},
+		{"negative zero with an exponent", `{"a":-0e5}`, "number -0e5 is a negative zero; send 0"},
+		{"negative zero in a key's object", `{"a":{"b":-0.0E-1}}`, "number -0.0E-1 is a negative zero; send 0"},
+		{"zero", `{"a":0,"b":0.0,"c":0e-5}`, ""},
+		{"small negative", `{"a":-0.001,"b":-0e0}`, "number -0e0 is a negative zero; send 0"},
+		// Numbers are bounded before anything does arithmetic on them.
+		{"100-character number", `{"a":` + strings.Repeat("9", 100) + `}`, ""},
+		{"exponent ±400", `{"a":1e400,"b":-1E-400}`, ""},
+		{"101-character number", `{"a":` + strings.Repeat("9", 101) + `}`, "number 99999999999999999999…(101 characters) is longer than 100 characters"},
+		{"4 MB number", `{"a":[` + strings.Repeat("9", 4<<20) + `]}`, "number 99999999999999999999…(4194304 characters) is longer than 100 characters"},
+		{"tiny number", `{"a":1e-999999}`, "number 1e-999999 has an exponent beyond ±400"},
+		{"huge number in a nested object", `{"a":{"b":[1,2,3.5E+401]}}`, "number 3.5E+401 has an exponent beyond ±400"},
+		{"digits in a string are not a number", `{"a":"` + strings.Repeat("9", 1000) + `e-999999"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +84,7 @@ func TestDecodeArgs(t *testing.T) {
 // nesting over the limit (the slow token walk agrees), so the value the
 // gate checks is the only reading of the bytes the upstream receives.
 func FuzzDecodeArgs(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":[{"c":"x:y\"","c":1}]}}`, `{"\u0061":1,"a":2}`, `[]`, `{"a":"\\"}`} {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":[{"c":"x:y\"","c":1}]}}`, `{"\u0061":1,"a":2}`, `[]`, `{"a":"\\"}`, `{"a":"\ud800"}`, `{"a":"\ud83d\ude00"}`, `{"a":-0.0e1}`, `{"a":1e-401}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -61,4 +102,98 @@ func FuzzDecodeArgs(f *testing.F) {
 			t.Fatalf("accepted %q as %v, the strict walk reads %v", raw, m, v)
 		}
 	})
+}
+
+// BenchmarkStrictDecodeArgs: what the strict decoder and the constraint
+// checks cost for a typical call, for the costliest numbers still accepted
+// (100 characters, exponent ±400) and for refused ones (a 4 MB number cost
+// about 45 s of CPU before numbers were bounded, 1e-999999 about 24 ms).
+func BenchmarkStrictDecodeArgs(b *testing.B) {
+	p, diags := hclplan.Parse("b.hcl", []byte(`plan "p" {
+  goal = "g"
+  step "s" {
+    tool = "t"
+    arg "order_id" { eq = "4711" }
+    arg "amount" {
+      min = 1
+      max = 30
+    }
+    arg "currency" { enum = ["EUR", 1e-400] }
+  }
+}
+`))
+	if diags.HasErrors() {
+		b.Fatal(diags)
+	}
+	step := p.Steps[0]
+	args := func(amount string) []byte {
+		return []byte(`{"order_id":"4711","amount":` + amount + `,"currency":"EUR"}`)
+	}
+	for _, tt := range []struct {
+		name   string
+		raw    []byte
+		refuse bool
+	}{
+		{"typical", args("30"), false},
+		{"worst accepted e-400", args("0." + strings.Repeat("0", 92) + "1e-400"), false},
+		{"worst accepted e+400", args("9." + strings.Repeat("9", 94) + "e400"), false},
+		{"worst accepted 100 digits", args("1." + strings.Repeat("3", 98)), false},
+		{"refused 4 MB number", args("1." + strings.Repeat("3", 4<<20)), true},
+		{"refused 1e-999999", args("1e-999999"), true},
+		{"refused lone surrogate", []byte(`{"order_id":"4711\ud800","amount":1,"currency":"EUR"}`), true},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tt.raw)))
+			for b.Loop() {
+				m, err := decodeArgs(tt.raw)
+				if (err != nil) != tt.refuse {
+					b.Fatalf("decodeArgs: %v", err)
+				}
+				if err != nil {
+					continue
+				}
+				_ = step.Check(m) // the gate's arithmetic on the number
+				if _, err := hclplan.CanonicalJSON(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestResultDocumentIsStrict: the document a pin reads is decoded like
+// arguments, so the value compared with the plan is its only reading, and
+// a number in it is bounded before the comparison does arithmetic.
+func TestResultDocumentIsStrict(t *testing.T) {
+	structured := func(doc string) json.RawMessage {
+		return json.RawMessage(`{"content":[],"structuredContent":` + doc + `}`)
+	}
+	text := func(doc string) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": doc}}})
+		return b
+	}
+	tests := []struct {
+		name string
+		raw  json.RawMessage
+		err  string // "" = accepted
+	}{
+		{"structured", structured(`{"hash":"abc","n":-0}`), ""},
+		{"text", text(`{"hash":"abc"}`), ""},
+		{"not JSON", text(`hash`), "the result is not JSON read one way only: invalid character 'h' looking for beginning of value"},
+		{"repeated key", structured(`{"hash":"abc","hash":"def"}`), `the result is not JSON read one way only: key "hash" appears twice in one object`},
+		{"lone surrogate", text(`{"hash":"\ud800"}`), `the result is not JSON read one way only: lone surrogate escape \ud800: not a valid UTF-16 pair`},
+		{"long number", structured(`{"n":` + strings.Repeat("1", 4<<20) + `}`), "the result is not JSON read one way only: number 11111111111111111111…(4194304 characters) is longer than 100 characters"},
+		{"tiny number", text(`{"n":1e-999999}`), "the result is not JSON read one way only: number 1e-999999 has an exponent beyond ±400"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := resultDocument(tt.raw)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || err.Error() != tt.err):
+				t.Fatalf("got %v, want %q", err, tt.err)
+			}
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -28,8 +27,9 @@ type planState struct {
 // the durable state.
 func (p *Proxy) newPlanState(plan *hclplan.Plan) *planState {
 	st := &planState{plan: plan, gate: gate.New(plan), held: map[int]string{}}
+	p.ostate.register(plan)
 	for _, h := range p.cfg.State.ListHolds() {
-		if h.PlanDigest == plan.Digest && h.State == ledger.HoldPending && strings.Contains(h.Reason, onErrorHeld) &&
+		if h.PlanDigest == plan.Digest && h.State == ledger.HoldPending && holdCauses(h).Has(gate.CauseOnError) &&
 			h.StepIndex >= 0 && h.StepIndex < len(plan.Steps) && plan.Steps[h.StepIndex].Name == h.Step {
 			st.held[h.StepIndex] = h.Reason
 		}
@@ -52,6 +52,7 @@ func (p *Proxy) SetPlan(plan *hclplan.Plan) error {
 	}
 	p.cur.Store(p.newPlanState(plan))
 	p.applyTools(nil, false)
+	p.planChangedExtras()
 	return nil
 }
 

@@ -42,6 +42,10 @@ type Upstream struct {
 	// tools/list entries after each (re)initialisation.
 	onNotify func(mcp.JSONRPCNotification)
 	onReady  func(tools []json.RawMessage)
+	// onConnect, when set, runs after tools/list on each new connection,
+	// before onReady, with that connection's request function and the
+	// upstream's announced capabilities (resources.go).
+	onConnect func(ctx context.Context, send sendFunc, caps UpstreamCaps)
 
 	mu      sync.Mutex
 	conn    *upConn
@@ -227,11 +231,13 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		return fail(fmt.Errorf("initialize upstream: %w", err))
 	}
 	var init struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &init); err != nil {
 		return fail(fmt.Errorf("initialize upstream: bad result: %w", err))
 	}
+	caps := parseCaps(init.Capabilities)
 	if h, ok := tr.(transport.HTTPConnection); ok && init.ProtocolVersion != "" {
 		h.SetProtocolVersion(init.ProtocolVersion)
 	}
@@ -242,6 +248,11 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	tools, err := u.listTools(ictx, c)
 	if err != nil {
 		return fail(err)
+	}
+	if u.onConnect != nil {
+		u.onConnect(ictx, func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+			return u.send(ctx, c, method, params)
+		}, caps)
 	}
 	if u.onReady != nil {
 		u.onReady(tools)

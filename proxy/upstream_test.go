@@ -69,6 +69,12 @@ func TestUpstreamEnv(t *testing.T) {
 		{names: []string{"GITHUB_TOKEN"}, wantErr: "refusing to pass GITHUB_TOKEN to the upstream: it is planlock's own secret"},
 		{names: []string{"PLANLOCK_LISTEN_TOKEN"}, wantErr: "refusing to pass PLANLOCK_LISTEN_TOKEN"},
 		{names: []string{"SIGSTORE_ID_TOKEN"}, wantErr: "refusing to pass SIGSTORE_ID_TOKEN"},
+		{names: []string{"VAULT_TOKEN"}, wantErr: "refusing to pass VAULT_TOKEN to the upstream: it is planlock's own secret"},
+		{names: []string{"TOKEN_A", "BAO_TOKEN"}, wantErr: "refusing to pass BAO_TOKEN"},
+		{names: []string{"VAULT_ADDR"}, wantErr: "refusing to pass VAULT_ADDR"},
+		{names: []string{"VAULT_NAMESPACE"}, wantErr: "refusing to pass VAULT_NAMESPACE"},
+		{names: []string{"ACTIONS_ID_TOKEN_REQUEST_URL"}, wantErr: "refusing to pass ACTIONS_ID_TOKEN_REQUEST_URL"},
+		{names: []string{"GH_TOKEN"}, wantErr: "refusing to pass GH_TOKEN"},
 		{names: []string{"A=B"}, wantErr: `invalid environment variable name "A=B"`},
 	}
 	for _, tt := range tests {

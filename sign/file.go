@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+
+	"github.com/planlock/planlock/internal/boundedio"
 )
 
 // FileInput names a file on disk to verify.
@@ -20,6 +21,15 @@ type FileInput struct {
 	Kind Kind
 }
 
+// MaxFileBytes is the size limit of a file approved as kind: a hold request
+// quotes a call's arguments and may be larger than a plan.
+func MaxFileBytes(kind Kind) int64 {
+	if kind == KindHold {
+		return boundedio.MaxHoldBytes
+	}
+	return boundedio.MaxPlanBytes
+}
+
 // VerifyFile reads in.File once and verifies those bytes. It returns them
 // with the approval, so the caller parses exactly the bytes that verified
 // and never reads the file again. A bundle file that does not exist is
@@ -32,7 +42,7 @@ func (p *Policy) VerifyFile(ctx context.Context, in FileInput) ([]byte, *Approva
 			return nil, nil, err
 		}
 	}
-	content, err := os.ReadFile(in.File)
+	content, err := boundedio.ReadFile(in.File, MaxFileBytes(in.Kind))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", in.File, err)
 	}
@@ -40,7 +50,8 @@ func (p *Policy) VerifyFile(ctx context.Context, in FileInput) ([]byte, *Approva
 	if bundleFile == "" {
 		bundleFile = BundlePath(in.File)
 	}
-	bundle, err := os.ReadFile(bundleFile)
+	// The size is checked before the bundle is read whole.
+	bundle, err := boundedio.ReadFile(bundleFile, boundedio.MaxBundleBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, refuse(ErrBundleMissing, "%s: bundle missing: no %s (sign it with planlock sign, or give the bundle)", path, bundleFile)

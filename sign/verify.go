@@ -33,7 +33,7 @@ type PolicyOptions struct {
 	// The GitHub workflow fields must equal the certificate's extensions
 	// (cosign's --certificate-github-workflow-* flags): repository
 	// ("owner/repo", OID 1.3.6.1.4.1.57264.1.5 or the source repository URI
-	// .12), ref ("refs/heads/main", .6 or .14), trigger ("push", .2 or .20),
+	// .12), ref ("refs/heads/main", .6 or .14), trigger ("push", or a comma-separated list such as "push,schedule", .2 or .20),
 	// sha (the commit, .3 or .13) and name (the workflow's name, .4).
 	GitHubWorkflowRepository string
 	GitHubWorkflowRef        string
@@ -543,11 +543,27 @@ func (p *Policy) checkIdentity(sum certificate.Summary, path string) error {
 		{"sha", o.GitHubWorkflowSHA, wf.sha},
 		{"name", o.GitHubWorkflowName, wf.name},
 	} {
-		if c.want != "" && c.got != c.want {
+		if c.want != "" && !oneOf(c.got, c.want, c.name == "trigger") {
 			return refuse(ErrIdentityNotAllowed, "%s: identity %s not allowed by policy: workflow %s is %s, want %s", path, san, c.name, orNone(c.got), c.want)
 		}
 	}
 	return nil
+}
+
+// oneOf reports whether got is want, or, for a list (the trigger: event
+// names have no commas), one of the comma-separated names in want: the
+// signing workflow runs on push and on its schedule, both on the protected
+// branch with its code.
+func oneOf(got, want string, list bool) bool {
+	if !list {
+		return got == want
+	}
+	for _, w := range strings.Split(want, ",") {
+		if w != "" && got == strings.TrimSpace(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // workflow is what a Fulcio certificate says about the CI run that signed.

@@ -33,6 +33,11 @@ func TestWorkflowFlagMatrix(t *testing.T) {
 	}
 	rows := []row{
 		{"trigger matches", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push" }, nil, ""},
+		{"trigger in list", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push,schedule" },
+			func(c *fakesigstore.Claims) { c.EventName = "schedule" }, ""},
+		{"trigger not in list", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push,schedule" },
+			func(c *fakesigstore.Claims) { c.EventName = "pull_request_target" }, "workflow trigger is pull_request_target, want push,schedule"},
+		{"trigger list only for trigger", func(o *PolicyOptions) { o.GitHubWorkflowRef = "refs/heads/main,refs/heads/evil" }, nil, "workflow ref is refs/heads/main, want refs/heads/main,refs/heads/evil"},
 		{"trigger differs", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push" },
 			func(c *fakesigstore.Claims) { c.EventName = "pull_request_target" }, "workflow trigger is pull_request_target, want push"},
 		{"sha matches", func(o *PolicyOptions) { o.GitHubWorkflowSHA = fakesigstore.GitHubSHA }, nil, ""},

@@ -10,8 +10,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version may be set at build time with -ldflags "-X main.version=..."; when
+// it is not, the module version from the build info is used.
+var version = ""
 
 // Exit codes of the contract.
 const (
@@ -52,7 +53,7 @@ func newApp(s streams) *cli.App {
 	app := &cli.App{
 		Name:    "planlock",
 		Usage:   "a signed, Git-approved plan between an AI agent and its MCP tools",
-		Version: version,
+		Version: versionLine(),
 		Description: `planlock gates an agent's MCP tool calls with a plan written in HCL,
 approved by merging a pull request and signed with sigstore.
 
@@ -61,11 +62,12 @@ approved by merging a pull request and signed with sigstore.
   planlock proxy --plan refund.hcl -- node server.js
 
 See https://github.com/planlock/planlock for the plan language.`,
-		Reader:               s.in,
-		Writer:               s.out,
-		ErrWriter:            s.err,
-		EnableBashCompletion: true,
-		HideHelpCommand:      true,
+		Reader:                s.in,
+		CustomAppHelpTemplate: rootHelpTemplate(),
+		Writer:                s.out,
+		ErrWriter:             s.err,
+		EnableBashCompletion:  true,
+		HideHelpCommand:       true,
 		// Errors are printed once, by run, with the exit code they carry.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -73,46 +75,85 @@ See https://github.com/planlock/planlock for the plan language.`,
 		},
 		Commands: commands(),
 	}
+	applySettings(app.Commands, nil) // PLANLOCK_* variables and the config file (config.go)
+	usageErrors(app.Commands)
+	documentEnv(app.Commands, "") // env.go
 	return app
+}
+
+// usageErrors makes a flag error of every command a usage error (exit 2,
+// printed once by run) instead of urfave's "Incorrect Usage" and full help
+// on standard output.
+func usageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usageErrorf("%v", err)
+		}
+		usageErrors(c.Subcommands)
+	}
 }
 
 // commands lists the top-level commands; each lives in its own file.
 func commands() []*cli.Command {
 	return []*cli.Command{
-		planCommand(),
-		proxyCommand(),
-		toolsCommand(),
-		mcpConfigCommand(),
-		signCommand(),
-		verifyCommand(),
-		keygenCommand(),
-		auditCommand(),
-		holdsCommand(),
-		approveCommand(),
-		initCommand(),
+		in(catAuthor, planCommand()),
+		in(catAuthor, toolsCommand()),
+		in(catApprove, approveCommand()),
+		in(catApprove, initCommand()),
+		in(catApprove, keygenCommand()),
+		in(catApprove, signCommand()),
+		in(catApprove, verifyCommand()),
+		in(catApprove, reconcileCommand()),
+		in(catApprove, checkPRCommand()),
+		in(catRun, proxyCommand()),
+		in(catRun, mcpConfigCommand()),
+		in(catInspect, holdsCommand()),
+		in(catInspect, auditCommand()),
+		in(catInspect, doctorCommand()),
+		versionCommand(),
+		completionCommand(),
+		configCommand(),
 	}
 }
 
 // run is main without os.Exit, so tests can drive the CLI as a user types it.
 func run(ctx context.Context, args []string, s streams) int {
 	app := newApp(s)
-	err := app.RunContext(ctx, args)
+	cl, err := normalizeArgs(app, args) // args.go: flags anywhere
+	if err == nil {
+		err = app.RunContext(ctx, cl.args)
+	}
+	if err != nil {
+		err = suggestFlag(app, cl.path, err) // args.go
+	}
+	code := exitCode(err)
+	if err != nil {
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.msg != "" {
+			fmt.Fprintf(s.err, "planlock: %s\n", err)
+		}
+	}
+	if code == exitUsage {
+		// As gh does: the error, then where to read the usage.
+		fmt.Fprintf(s.err, "Run '%s --help' for usage.\n", strings.Join(append([]string{app.Name}, cl.path...), " "))
+	}
+	return code
+}
+
+func exitCode(err error) int {
 	if err == nil {
 		return exitOK
 	}
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintf(s.err, "planlock: %s\n", ee.msg)
-		}
+	var unknown *unknownCommandError
+	switch {
+	case errors.As(err, &ee):
 		return ee.code
-	}
-	msg := err.Error()
-	// urfave/cli reports unknown commands and flags as plain errors.
-	if strings.Contains(msg, "flag provided but not defined") || strings.HasPrefix(msg, "No help topic") {
-		fmt.Fprintf(s.err, "planlock: %s\n", msg)
+	case errors.As(err, &unknown):
+		return exitUsage
+	case strings.Contains(err.Error(), "flag provided but not defined") || strings.HasPrefix(err.Error(), "No help topic"):
+		// urfave/cli reports these as plain errors.
 		return exitUsage
 	}
-	fmt.Fprintf(s.err, "planlock: %s\n", msg)
 	return exitFailure
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -49,7 +50,7 @@ Examples:
 				return usageErrorf("approve: give exactly one plan file")
 			}
 			path := c.Args().First()
-			src, err := os.ReadFile(path)
+			src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 			if err != nil {
 				return failf("approve: %v", err)
 			}
@@ -79,6 +80,9 @@ Examples:
 			}
 			if forge == nil {
 				fmt.Fprintf(c.App.ErrWriter, "planlock: %s: pushing the branch only\n", why)
+			}
+			if gh, ok := forge.(*gitapprove.GitHub); ok {
+				_, _ = checkProtection(c.Context, gh, c.String("base"), func(s string) { fmt.Fprintln(c.App.ErrWriter, s) })
 			}
 			res, err := gitapprove.Approve(c.Context, gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base"), AllowOtherAuthor: c.Bool("allow-other-author")})
 			if err != nil {
@@ -132,3 +136,6 @@ func writeApproveJSON(c *cli.Context, plan *hclplan.Plan, res gitapprove.Approve
 	_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
 	return err
 }
+
+// approveEnv are the variables approve reads.
+func approveEnv() []envVar { return append([]envVar{noColorEnv}, githubEnv...) }

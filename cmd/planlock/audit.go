@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/urfave/cli/v2"
 )
@@ -37,7 +38,7 @@ last record. Nothing inside the log protects its last records: removing them
 leaves a shorter log whose chain still holds. Compare it with a head kept
 elsewhere (see planlock audit head):
 
-  --anchor FILE  a head copied out earlier: the output of planlock audit head,
+  --anchor FILE  a head copied out earlier: the output of "audit head",
                  a "seq=N hash=H" line of the proxy's log, or a copy of the
                  state directory's head file. The log must still have record N
                  with hash H; a shorter log is reported as truncated.
@@ -53,6 +54,7 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
 			&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true},
 			&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it"},
+			&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -76,7 +78,12 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 				return failf("audit verify: %v", err)
 			}
 			defer f.Close()
-			res, err := ledger.Verify(f)
+			max := c.Int64("max-line-bytes")
+			if max <= 0 {
+				return usageErrorf("audit verify: --max-line-bytes must be positive")
+			}
+			// Read line by line, never more than max bytes of one line.
+			res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
 			var ve *ledger.VerifyError
 			if err != nil && !errors.As(err, &ve) {
 				return failf("audit verify: %s: %v", path, err)

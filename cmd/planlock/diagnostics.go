@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -23,6 +25,8 @@ func writeDiagnostics(w io.Writer, files sources, diags hcl.Diagnostics) {
 	if color {
 		width = 100
 	}
+	diags = slices.Clone(diags)
+	sortDiagnostics(diags)
 	dw := hcl.NewDiagnosticTextWriter(w, files, width, color)
 	_ = dw.WriteDiagnostics(diags)
 }
@@ -34,4 +38,20 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// sortDiagnostics orders diagnostics by file, line and column, so that the
+// output reads top to bottom whatever order the checks ran in. Diagnostics
+// without a place come first; the sort is stable.
+func sortDiagnostics(diags hcl.Diagnostics) {
+	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
+		var ra, rb hcl.Range
+		if a.Subject != nil {
+			ra = *a.Subject
+		}
+		if b.Subject != nil {
+			rb = *b.Subject
+		}
+		return cmp.Or(cmp.Compare(ra.Filename, rb.Filename), cmp.Compare(ra.Start.Line, rb.Start.Line), cmp.Compare(ra.Start.Column, rb.Start.Column))
+	})
 }

@@ -2,8 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,17 +18,21 @@ import (
 
 func holdsCommand() *cli.Command {
 	flags := func() []cli.Flag {
-		return []cli.Flag{
-			&cli.StringFlag{Name: "state", Usage: "the proxy's state directory (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock)", TakesFile: true},
+		return append(stateFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "audit", Usage: "the audit log holding the state (default: the one the state directory is bound to)", TakesFile: true},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON on standard output"},
-		}
+		}...)
 	}
 	return &cli.Command{
 		Name:  "holds",
-		Usage: "list and show held calls waiting for approval",
+		Usage: "list, show, approve and reject held calls",
 		Description: `Reads the holds from the proxy's state (its audit log) without taking the
-proxy's lock, so it works while the proxy runs.`,
+proxy's lock, so it works while the proxy runs. Without --state, every plan's
+state directory under the state root is read.
+
+A proxy without a Git remote keeps its holds in the state; approve one with
+planlock holds approve (a signed hold approval the proxy verifies with its
+trust policy) or reject it with planlock holds reject.`,
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
@@ -36,19 +45,34 @@ proxy's lock, so it works while the proxy runs.`,
 					if c.NArg() != 0 {
 						return usageErrorf("holds list: unexpected argument %q", c.Args().First())
 					}
-					snap, err := inspectState(c)
+					snaps, err := inspectStates(c)
 					if err != nil {
 						return err
 					}
-					holds := snap.ListHolds()
+					var all []ledger.Hold
+					for _, snap := range snaps {
+						all = append(all, snap.ListHolds()...)
+					}
 					if c.Bool("json") {
-						return writeJSON(c.App.Writer, holds)
+						if all == nil {
+							all = []ledger.Hold{}
+						}
+						return writeJSON(c.App.Writer, all)
 					}
-					if len(holds) == 0 {
-						fmt.Fprintf(c.App.Writer, "no holds in %s\n", snap.AuditPath())
-						return nil
+					for i, snap := range snaps {
+						holds := snap.ListHolds()
+						if len(snaps) > 1 {
+							if i > 0 {
+								fmt.Fprintln(c.App.Writer)
+							}
+							fmt.Fprintf(c.App.Writer, "%s:\n", snap.AuditPath())
+						}
+						if len(holds) == 0 {
+							fmt.Fprintf(c.App.Writer, "no holds in %s\n", snap.AuditPath())
+							continue
+						}
+						writeHoldTable(c.App.Writer, holds)
 					}
-					writeHoldTable(c.App.Writer, holds)
 					return nil
 				},
 			},
@@ -64,13 +88,9 @@ proxy's lock, so it works while the proxy runs.`,
 					if c.NArg() != 1 {
 						return usageErrorf("holds show: give exactly one hold id")
 					}
-					snap, err := inspectState(c)
+					_, h, err := findHold(c, c.Args().First())
 					if err != nil {
 						return err
-					}
-					h, ok := snap.GetHold(c.Args().First())
-					if !ok {
-						return failf("holds show: no hold %q in %s", c.Args().First(), snap.AuditPath())
 					}
 					if c.Bool("json") {
 						return writeJSON(c.App.Writer, h)
@@ -79,16 +99,70 @@ proxy's lock, so it works while the proxy runs.`,
 					return nil
 				},
 			},
+			holdsApproveCommand(), // holds_approve.go
+			holdsRejectCommand(),
 		},
 	}
 }
 
-func inspectState(c *cli.Context) (*ledger.Snapshot, error) {
-	snap, err := ledger.Inspect(c.Context, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit")})
-	if err != nil {
-		return nil, failf("holds %s: %v", c.Command.Name, err)
+// inspectStates reads the state --state (or --audit) names, else every
+// plan's state directory under the state root (and the root itself, where
+// a proxy given --state-root's directory as --state keeps its state).
+func inspectStates(c *cli.Context) ([]*ledger.Snapshot, error) {
+	fail := func(err error) error { return failf("holds %s: %v", c.Command.Name, err) }
+	if c.String("state") != "" || c.String("audit") != "" {
+		snap, err := ledger.Inspect(c.Context, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit")})
+		if err != nil {
+			return nil, fail(err)
+		}
+		return []*ledger.Snapshot{snap}, nil
 	}
-	return snap, nil
+	root, err := stateRoot(c)
+	if err != nil {
+		return nil, err
+	}
+	dirs := []string{root}
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fail(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(root, e.Name()))
+		}
+	}
+	var snaps []*ledger.Snapshot
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "audit.jsonl")); err != nil {
+			continue
+		}
+		snap, err := ledger.Inspect(c.Context, ledger.Options{Dir: d})
+		if err != nil {
+			return nil, fail(err)
+		}
+		snaps = append(snaps, snap)
+	}
+	if len(snaps) == 0 {
+		return nil, fail(fmt.Errorf("no state in %s: no proxy has run there (a plan's state is %s)", root, filepath.Join(root, "<plan name>", "audit.jsonl")))
+	}
+	return snaps, nil
+}
+
+// findHold finds hold id in the states inspectStates reads; it returns the
+// state directory holding it.
+func findHold(c *cli.Context, id string) (string, ledger.Hold, error) {
+	snaps, err := inspectStates(c)
+	if err != nil {
+		return "", ledger.Hold{}, err
+	}
+	var where []string
+	for _, snap := range snaps {
+		if h, ok := snap.GetHold(id); ok {
+			return filepath.Dir(snap.AuditPath()), h, nil
+		}
+		where = append(where, snap.AuditPath())
+	}
+	return "", ledger.Hold{}, failf("holds %s: no hold %q in %s", c.Command.Name, id, strings.Join(where, ", "))
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -146,6 +220,12 @@ func writeHold(w io.Writer, h ledger.Hold) {
 	fmt.Fprintf(tw, "arguments:\t%s\n", args)
 	fmt.Fprintf(tw, "arguments sha256:\t%s\n", h.ArgsSHA256)
 	fmt.Fprintf(tw, "reason:\t%s\n", h.Reason)
+	if h.Cause != "" { // holds recorded before causes were have none
+		fmt.Fprintf(tw, "cause:\t%s\n", h.Cause)
+	}
+	if h.ObservedPin != "" {
+		fmt.Fprintf(tw, "observed pin:\t%s\n", h.ObservedPin)
+	}
 	fmt.Fprintf(tw, "pull request:\t%s\n", pr)
 	fmt.Fprintf(tw, "created:\t%s\n", formatTime(h.Created))
 	fmt.Fprintf(tw, "expires:\t%s\n", formatTime(h.Expires))

@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
 )
@@ -35,7 +36,7 @@ syntax error or an unreadable file.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "check", Usage: "change nothing; list files that are not formatted and exit 3 if any"},
 			&cli.BoolFlag{Name: "diff", Usage: "print the changes as a unified diff"},
-			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "also format files in subdirectories"},
+			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "also format the .hcl files of subdirectories"},
 		},
 		Action: func(c *cli.Context) error {
 			f := &fmtRun{
@@ -82,7 +83,11 @@ func (f *fmtRun) errorf(format string, a ...any) {
 }
 
 func (f *fmtRun) stdin(r io.Reader) {
-	src, err := io.ReadAll(r)
+	src, err := boundedio.ReadAll(r, "standard input", boundedio.MaxPlanBytes)
+	if errors.Is(err, boundedio.ErrTooLarge) {
+		f.errorf("%v", err)
+		return
+	}
 	if err != nil {
 		f.errorf("read standard input: %v", err)
 		return
@@ -104,46 +109,28 @@ func (f *fmtRun) stdin(r io.Reader) {
 }
 
 func (f *fmtRun) path(p string) {
-	st, err := os.Stat(p)
+	files, skipped, err := planFiles(p, f.recursive)
 	if err != nil {
 		f.errorf("%v", err)
 		return
 	}
-	if !st.IsDir() {
-		f.file(p, st.Mode())
-		return
+	if len(files) == 0 {
+		// terraform fmt is silent here, but a --check that checked nothing
+		// must not pass unnoticed.
+		fmt.Fprintf(f.stderr, "planlock: %s\n", noPlanFiles(p, skipped))
 	}
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+	for _, file := range files {
+		st, err := os.Stat(file)
 		if err != nil {
 			f.errorf("%v", err)
-			return nil
+			continue
 		}
-		if d.IsDir() {
-			if path == p {
-				return nil
-			}
-			if !f.recursive || strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if filepath.Ext(path) == ".hcl" && d.Type().IsRegular() {
-			info, err := d.Info()
-			if err != nil {
-				f.errorf("%v", err)
-				return nil
-			}
-			f.file(path, info.Mode())
-		}
-		return nil
-	})
-	if err != nil {
-		f.errorf("%v", err)
+		f.file(file, st.Mode())
 	}
 }
 
 func (f *fmtRun) file(path string, mode fs.FileMode) {
-	src, err := os.ReadFile(path)
+	src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 	if err != nil {
 		f.errorf("%v", err)
 		return

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -29,7 +29,7 @@ Examples:
 				return usageErrorf("plan show: give exactly one plan file")
 			}
 			path := c.Args().First()
-			src, err := os.ReadFile(path)
+			src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 			if err != nil {
 				return failf("plan show: %v", err)
 			}

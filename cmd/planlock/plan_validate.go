@@ -3,11 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,8 +23,13 @@ RFC 3339, upstream with both or neither of command and url, no step, more
 than one plan per file. With --tools, also checks tool names and arguments
 against the upstream's tools/list result (from "planlock tools --json").
 
+A directory PATH means its .hcl files (with --recursive, those of its
+subdirectories too), as for plan fmt; a directory with no plan file is an
+error. Diagnostics are sorted by file, line and column.
+
 Examples:
    planlock plan validate refund.hcl
+   planlock plan validate --recursive plans/
    planlock plan validate --json plans/*.hcl
    planlock tools --json -- node server.js > tools.json
    planlock plan validate --tools tools.json refund.hcl
@@ -33,6 +38,7 @@ Exit status: 0 when every file is valid, 1 otherwise.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
 			&cli.StringFlag{Name: "tools", Usage: "an MCP tools/list result (JSON) to check tools and arguments against", TakesFile: true},
+			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "in a directory PATH, also check the .hcl files of subdirectories"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -40,7 +46,7 @@ Exit status: 0 when every file is valid, 1 otherwise.`,
 			}
 			var tools []hclplan.Tool
 			if path := c.String("tools"); path != "" {
-				data, err := os.ReadFile(path)
+				data, err := boundedio.ReadFile(path, boundedio.MaxToolsBytes)
 				if err != nil {
 					return failf("plan validate: %v", err)
 				}
@@ -49,16 +55,30 @@ Exit status: 0 when every file is valid, 1 otherwise.`,
 					return failf("plan validate: %s: %v", path, err)
 				}
 			}
+			var paths []string
+			for _, arg := range c.Args().Slice() {
+				found, skipped, err := planFiles(arg, c.Bool("recursive"))
+				if err != nil {
+					// Reported with the other problems, as "Cannot read file".
+					paths = append(paths, arg)
+					continue
+				}
+				if len(found) == 0 {
+					return failf("plan validate: %s", noPlanFiles(arg, skipped))
+				}
+				paths = append(paths, found...)
+			}
 			files := sources{}
 			var all hcl.Diagnostics
 			invalid := 0
-			for _, path := range c.Args().Slice() {
+			for _, path := range paths {
 				diags := validateFile(path, files, tools, c.IsSet("tools"))
 				if diags.HasErrors() {
 					invalid++
 				}
 				all = append(all, diags...)
 			}
+			sortDiagnostics(all)
 			if c.Bool("json") {
 				if err := writeValidateJSON(c.App.Writer, all); err != nil {
 					return failf("plan validate: %v", err)
@@ -66,12 +86,12 @@ Exit status: 0 when every file is valid, 1 otherwise.`,
 			} else {
 				writeDiagnostics(c.App.ErrWriter, files, all)
 				if invalid == 0 {
-					fmt.Fprintf(c.App.Writer, "%s valid.\n", plural(c.NArg(), "plan file is", "plan files are"))
+					fmt.Fprintf(c.App.Writer, "%s valid.\n", plural(len(paths), "plan file is", "plan files are"))
 				}
 			}
 			if invalid > 0 {
 				if !c.Bool("json") {
-					return failf("%d of %s invalid", invalid, plural(c.NArg(), "plan file", "plan files"))
+					return failf("%d of %s invalid", invalid, plural(len(paths), "plan file", "plan files"))
 				}
 				return silentExit(exitFailure)
 			}
@@ -88,7 +108,7 @@ func plural(n int, one, many string) string {
 }
 
 func validateFile(path string, files sources, tools []hclplan.Tool, withTools bool) hcl.Diagnostics {
-	src, err := os.ReadFile(path)
+	src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 	if err != nil {
 		return hcl.Diagnostics{{
 			Severity: hcl.DiagError,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +35,23 @@ not be expired, and must not be older than a plan of the same name already
 loaded. The plan file is read once; those bytes are verified and parsed.
 When the plan or its bundle changes on disk the proxy verifies it again and
 serves the new plan; one that does not verify is logged and the last
-verified plan keeps serving.`,
+verified plan keeps serving.
+
+Each plan has its own state directory, <state-root>/<plan name> (--state
+names one directory explicitly), so proxies of different plans never share
+one. When the proxy cannot start, it writes why to --log-file (default
+<state>/proxy.log) and, over stdio, answers the client's initialize request
+with a JSON-RPC error carrying the reason, since many clients show only
+"connection closed".
+
+With an operator config file holding the trust policy (see planlock config)
+and an upstream block in the plan, the whole command is:
+
+  planlock proxy --plan refund.hcl
+
+Examples:
+   planlock proxy --plan plans/refund.hcl --key planlock.pub
+   PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`,
 		Flags: withHoldFlags(append([]cli.Flag{
 			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
@@ -41,18 +59,42 @@ verified plan keeps serving.`,
 			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
 			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for a changed plan or bundle every `DURATION` (0: never reload)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
+			&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --listen, also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address"},
+			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-			&cli.StringFlag{Name: "state", Usage: "state `DIR` (default $XDG_STATE_HOME/planlock)"},
 			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
+			&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true},
+			&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
 			&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere"},
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, append(repoFlags(), trustFlags()...)...)),
+		}, append(append(stateFlags(), repoFlags()...), trustFlags()...)...)),
 		Action: runProxy,
 	}
+}
+
+// listenToken is the HTTP bearer token: PLANLOCK_LISTEN_TOKEN or --token-file.
+func listenToken(c *cli.Context) (string, error) {
+	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	f := c.String("token-file")
+	if f == "" {
+		return token, nil
+	}
+	if token != "" {
+		return "", usageErrorf("both PLANLOCK_LISTEN_TOKEN and --token-file give the listen token: give one")
+	}
+	b, err := boundedio.ReadFile(f, boundedio.MaxKeyBytes)
+	if err != nil {
+		return "", failf("--token-file: %v", err)
+	}
+	token = strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, " \t\r\n") {
+		return "", failf("--token-file %s: want one token on one line", f)
+	}
+	return token, nil
 }
 
 // upstreamFrom decides the upstream from the plan and the command line:
@@ -75,7 +117,7 @@ func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []stri
 	case sources == 0:
 		return up, usageErrorf("no upstream: give -- COMMAND ARGS..., --upstream-url URL, or an upstream block in the plan")
 	case sources > 1:
-		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one")
+		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one; when the plan has an upstream block, the signed plan decides")
 	}
 	up.URL = url + planURL
 	if len(args) > 0 {
@@ -111,6 +153,16 @@ func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*pla
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
 func runProxy(c *cli.Context) error {
+	started := false
+	err := serveProxy(c, &started)
+	if err != nil && !started {
+		reportStartFailure(c, err) // proxy_start.go
+	}
+	return err
+}
+
+// serveProxy sets *started once it serves the client.
+func serveProxy(c *cli.Context, started *bool) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
@@ -128,13 +180,23 @@ func runProxy(c *cli.Context) error {
 		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
 			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
-	up, err := upstreamFrom(plan, c.Args().Slice(), c.String("upstream-url"), c.StringSlice("env"))
+	args := c.Args().Slice()
+	if plan.Upstream != nil && len(args) > 0 && slices.Equal(plan.Upstream.Command, args) {
+		// As mcp-config: the signed plan decides; repeating it is harmless.
+		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
+		args = nil
+	}
+	up, err := upstreamFrom(plan, args, c.String("upstream-url"), c.StringSlice("env"))
 	if err != nil {
 		return err
 	}
 	up.Stderr = c.App.ErrWriter
 	var ln net.Listener
-	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
+	token, err := listenToken(c)
+	if err != nil {
+		return err
+	}
+	front := proxy.HTTPOptions{}
 	if addr := c.String("listen"); addr != "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -143,17 +205,33 @@ func runProxy(c *cli.Context) error {
 		if host == "" {
 			host = "127.0.0.1" // loopback unless an address is given explicitly
 		}
-		if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
-			errw("planlock: WARNING: listening on " + host + " without PLANLOCK_LISTEN_TOKEN: anyone who can reach it can call the planned tools")
+		for _, o := range c.StringSlice("allow-origin") {
+			n, err := proxy.NormalizeOrigin(o)
+			if err != nil {
+				return usageErrorf("--allow-origin: %v", err)
+			}
+			front.AllowOrigins = append(front.AllowOrigins, n)
+		}
+		if err := checkListenAuth(host, token, c.Bool("insecure-no-auth"), errw); err != nil {
+			return err
+		}
+		if token != "" {
+			front.Tokens = []string{token}
 		}
 		ln, err = net.Listen("tcp", net.JoinHostPort(host, port))
 		if err != nil {
 			return failf("listen: %v", err)
 		}
 		defer ln.Close()
+	} else if len(c.StringSlice("allow-origin")) > 0 || c.Bool("insecure-no-auth") {
+		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
 	ctx := c.Context
-	l, err := ledger.Open(ctx, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
+	stateDir, err := planStateDir(c, plan.Name) // proxy_start.go
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
 		SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
 		// One line per checkpoint and at shutdown, for a log shipper to
 		// keep: planlock audit verify --anchor reads it back.
@@ -173,7 +251,7 @@ func runProxy(c *cli.Context) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: version, Approvals: holdApprover(appr)})
+		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: shortVersion(), Approvals: holdApprover(appr)})
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -195,14 +273,45 @@ func runProxy(c *cli.Context) error {
 	} else if repoSync != nil {
 		errw("planlock: --reload-interval 0: the plan is fetched from the repository at start only")
 	}
+	*started = true
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
-		err = p.ServeHTTP(ctx, ln, token)
+		err = p.ServeHTTPWith(ctx, ln, front)
 	} else {
 		err = p.ServeStdio(ctx, c.App.Reader, c.App.Writer)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return failf("%v", err)
+	}
+	return nil
+}
+
+// proxyEnv are the variables the proxy reads.
+func proxyEnv() []envVar {
+	vars := []envVar{
+		{"PLANLOCK_LISTEN_TOKEN", "with --listen: clients must send it as a bearer token"},
+		stateEnv, tufCacheEnv, xdgConfigEnv,
+	}
+	vars = append(vars, upstreamEnv...)
+	return append(vars, githubEnv...) // hold pull requests
+}
+
+// checkListenAuth applies the rule for serving HTTP without a token: on
+// loopback it is allowed (said once), elsewhere only with --insecure-no-auth
+// (warned loudly).
+func checkListenAuth(host, token string, noAuth bool, errw func(string)) error {
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	switch {
+	case token != "" && noAuth:
+		return usageErrorf("--insecure-no-auth contradicts PLANLOCK_LISTEN_TOKEN: unset one of them")
+	case token != "":
+	case !loopback && !noAuth:
+		return usageErrorf("--listen %s is not a loopback address and PLANLOCK_LISTEN_TOKEN is not set: set PLANLOCK_LISTEN_TOKEN to a secret token (clients send Authorization: Bearer TOKEN), or pass --insecure-no-auth to serve without authentication", host)
+	case !loopback:
+		errw("planlock: WARNING: --insecure-no-auth: serving on " + host + " WITHOUT AUTHENTICATION: anyone who can reach it can call the planned tools")
+	default:
+		errw("planlock: no PLANLOCK_LISTEN_TOKEN: serving on loopback " + host + " without authentication (any local process can call the planned tools)")
 	}
 	return nil
 }

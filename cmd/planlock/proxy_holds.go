@@ -39,7 +39,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
 		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
 		&cli.DurationFlag{Name: "hold-status-cache", Value: 15 * time.Second, Usage: "a repeated held call re-uses its hold's pending status for `DURATION` (one fetch and one GitHub request per period; 0: ask every time)", Category: holdsCategory},
-		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state only (no Git, no pull requests)", Category: holdsCategory},
+		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state, approved with planlock holds approve (no Git, no pull requests)", Category: holdsCategory},
 	}
 	for _, f := range extra {
 		if !have[f.Names()[0]] {
@@ -52,10 +52,11 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 // holdApprovals sets up approval pull requests for holds: the plan's Git
 // repository (a private bare clone under the state directory), GitHub when
 // a token and a GitHub remote are there, and the trust policy that verifies
-// merged holds. It returns nil when holds stay in the state only.
-func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(string)) (*approvals.Approvals, error) {
+// merged holds. Without a remote (or with --no-hold-prs) holds are approved
+// in the state directory with planlock holds approve (localApprovals).
+func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(string)) (holdGate, error) {
 	if c.Bool("no-hold-prs") {
-		return nil, nil
+		return localApprovals(c, l)
 	}
 	remote := c.String("git-remote")
 	var planPath string
@@ -88,8 +89,8 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 		planPath = p // the plan's path in the repository, as signed
 	}
 	if remote == "" {
-		errw("planlock: holds are kept in the state only: the plan is not in a Git checkout with a remote (give --plans-repo or --git-remote to make them pull requests)")
-		return nil, nil
+		errw("planlock: holds are approved with planlock holds approve (kept in the state only): the plan is not in a Git checkout with a remote (give --plans-repo or --git-remote to make them pull requests)")
+		return localApprovals(c, l)
 	}
 	var policy approvals.Verifier
 	if trustGiven(c) != "" {
@@ -126,6 +127,9 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 		where = "GitHub pull requests"
 	}
 	errw(fmt.Sprintf("planlock: holds become approval pull requests on %s (%s; approvals from %s)", redactURL(remote), where, approvalsBranch))
+	if gh, ok := forge.(*gitapprove.GitHub); ok {
+		_, _ = checkProtection(c.Context, gh, base, errw)
+	}
 	return a, nil
 }
 
@@ -157,10 +161,72 @@ func redactURL(u string) string {
 
 var _ approvals.Verifier = (*sign.Policy)(nil)
 
-// holdApprover keeps a nil *Approvals a nil interface.
-func holdApprover(a *approvals.Approvals) proxy.HoldApprover {
+// holdGate decides held calls; Close it before the ledger.
+type holdGate interface {
+	proxy.HoldApprover
+	Close()
+}
+
+// holdApprover keeps a nil holdGate a nil interface.
+func holdApprover(a holdGate) proxy.HoldApprover {
 	if a == nil {
 		return nil
 	}
 	return a
+}
+
+// localApprovals decides holds from the state directory: the proxy writes
+// each hold's request file there and honours the hold approval that
+// planlock holds approve signs, once the operator's trust policy verifies it.
+func localApprovals(c *cli.Context, l *ledger.Ledger) (holdGate, error) {
+	var policy approvals.Verifier
+	if trustGiven(c) != "" {
+		p, err := policyFromFlags(c)
+		if err != nil {
+			return nil, err
+		}
+		policy = p
+	}
+	a, err := approvals.New(approvals.Config{Store: l, Forge: &approvals.Local{StateDir: l.Dir()}, Policy: policy,
+		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
+	if err != nil {
+		return nil, failf("%v", err)
+	}
+	// The holds commands read the same config file; a directory given on
+	// the command line or in the environment must be passed on.
+	where := ""
+	if (c.IsSet("state") && !fromConfig(c, "state")) || (c.IsSet("state-root") && !fromConfig(c, "state-root")) {
+		where = " --state " + shellQuote(l.Dir())
+	}
+	return &localApprover{Approvals: a, where: where}, nil
+}
+
+// localApprover words the answers for holds approved with planlock holds
+// approve instead of pull requests.
+type localApprover struct {
+	*approvals.Approvals
+	where string // the --state flag the holds commands need, if any
+}
+
+func (la *localApprover) Decide(ctx context.Context, r approvals.Request) approvals.Decision {
+	d := la.Approvals.Decide(ctx, r)
+	h := d.Hold
+	switch {
+	case d.Outcome == approvals.Held && h.ID != "":
+		d.Message = fmt.Sprintf("held: %s; needs approval (hold %s, expires %s). Ask the user to approve exactly this call with `planlock holds approve%s --key KEY %s` (or to reject it with `planlock holds reject%s %s`), then repeat exactly the same call.",
+			h.Reason, h.ID, h.Expires.UTC().Format(time.RFC3339), la.where, h.ID, la.where, h.ID)
+	case d.Outcome == approvals.Refused && h.State == ledger.HoldRejected:
+		d.Message = fmt.Sprintf("rejected: hold %s for exactly this call was refused (planlock holds reject); do not retry this call", h.ID)
+	case d.Outcome == approvals.Refused:
+		d.Message = strings.Replace(d.Message, " was merged, but ", " was approved, but ", 1)
+	}
+	return d
+}
+
+// shellQuote quotes s for a command the user copies.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\$`;&|<>()*?[]{}!#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -102,7 +102,7 @@ func sameUpstream(a, b *hclplan.Upstream) bool {
 func trustArgs(c *cli.Context, planFile string) ([]string, error) {
 	var args []string
 	for _, n := range trustFlagNames {
-		if !c.IsSet(n) {
+		if !c.IsSet(n) || fromConfig(c, n) { // the proxy reads the same config file
 			continue
 		}
 		v := c.String(n)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -14,11 +16,12 @@ import (
 // TestMain lets testscript run the real CLI as the "planlock" command, in a
 // child process, exactly as a user types it.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"planlock": func() {
-			os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
-		},
-	})
+	cmds := testCommands() // mcpcall_test.go
+	cmds["planlock"] = func() {
+		os.Exit(run(context.Background(), os.Args, streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+	}
+	cmds["npx"] = func() { os.Exit(npxMain(os.Args[1:])) }
+	testscript.Main(m, cmds)
 }
 
 func TestScript(t *testing.T) {
@@ -27,7 +30,10 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": cmdExits,
+			"exits":          cmdExits,
+			"sign-unchecked": cmdSignUnchecked,
+			"capture":        cmdCapture,
+			"waitfor":        cmdWaitFor,
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
@@ -37,6 +43,37 @@ func TestScript(t *testing.T) {
 			return setupSigstore(env)
 		},
 	})
+}
+
+// cmdCapture sets an environment variable from the last command's stdout:
+//
+//	capture HOLD 'hold ([0-9a-f]{16})'
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture NAME REGEXP")
+	}
+	m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture: %q does not match stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
+}
+
+// cmdWaitFor waits until a file's content matches a regexp, for a process
+// started in the background (&) to be ready; it gives up after a minute.
+//
+//	waitfor state/a/lock 'planlock proxy'
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor FILE REGEXP")
+	}
+	re := regexp.MustCompile(args[1])
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+	}
+	ts.Fatalf("waitfor: %s does not match %q after a minute", args[0], args[1])
 }
 
 // cmdExits runs a command and checks its exit status, since the contract's

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/sign"
 	"github.com/urfave/cli/v2"
 )
@@ -35,6 +38,9 @@ approval is only claimed by the signer (see docs/signing.md).
 In GitHub Actions the repository, ref, merge commit, pull request and merger
 come from the environment and event payload; the flags override them.
 
+A plan (--kind plan) that has expired is refused (exit 1); one that expires
+within a day is signed with a warning.
+
 Examples:
    planlock sign plans/refund.hcl                     # in the sign-on-merge workflow
    planlock sign --key planlock.key plans/refund.hcl
@@ -43,7 +49,7 @@ Examples:
    planlock sign --key planlock.key --kind hold --pr 18 holds/refund-4711/h1.hcl
    planlock sign --fulcio-url https://fulcio.example --rekor-url https://rekor.example plans/*.hcl`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "key", Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true},
+			&cli.StringFlag{Name: "key", EnvVars: []string{"PLANLOCK_SIGNING_KEY"}, Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true},
 			&cli.StringFlag{Name: "out", Usage: "write the bundle to `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true},
 			&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "approval `KIND`: plan or hold"},
 			&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)"},
@@ -66,9 +72,6 @@ func runSign(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErrorf("sign: give at least one file")
 	}
-	if err := flagAfterArgs(c); err != nil {
-		return err
-	}
 	if c.NArg() > 1 && (c.IsSet("out") || c.IsSet("path")) {
 		return usageErrorf("sign: --out and --path take one file only")
 	}
@@ -79,7 +82,7 @@ func runSign(c *cli.Context) error {
 	if c.Int("pr") < 0 {
 		return usageErrorf("sign: --pr must be a pull request number")
 	}
-	base, err := sign.PredicateFromGitHub(os.Getenv, os.ReadFile)
+	base, err := sign.PredicateFromGitHub(os.Getenv, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxEventBytes) })
 	if err != nil {
 		return failf("sign: %v", err)
 	}
@@ -100,12 +103,22 @@ func runSign(c *cli.Context) error {
 		base.Approvers = c.StringSlice("approver")
 	}
 
+	if kind == sign.KindPlan {
+		// Before any signature: an expired plan would be refused by every
+		// proxy, so signing it can only mislead.
+		for _, file := range c.Args().Slice() {
+			if err := checkExpiry(c.App.ErrWriter, file, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
+
 	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), TSAURL: c.String("tsa-url")}
 	if opts.RekorURL, err = signRekorURL(c); err != nil {
 		return err
 	}
 	if key := c.String("key"); key != "" {
-		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
+		kp, err := sign.LoadSigningKey(c.Context, key, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -134,7 +147,7 @@ func runSign(c *cli.Context) error {
 				return failf("sign: %v", err)
 			}
 		}
-		content, err := os.ReadFile(file)
+		content, err := boundedio.ReadFile(file, sign.MaxFileBytes(kind))
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -193,4 +206,45 @@ func signRekorURL(c *cli.Context) (string, error) {
 		return "", failf("sign: trusted root %s names no transparency log valid now: give --rekor-url, or --tlog-upload=false", file)
 	}
 	return u, nil
+}
+
+// checkExpiry refuses a plan that has expired and warns about one that
+// expires within a day. A file that does not parse is left to the signature
+// (sign signs bytes; plan validate judges them).
+func checkExpiry(w io.Writer, file string, now time.Time) error {
+	src, err := boundedio.ReadFile(file, boundedio.MaxPlanBytes)
+	if err != nil {
+		return failf("sign: %v", err)
+	}
+	p, _ := hclplan.Parse(file, src)
+	if p == nil || p.Expires.IsZero() {
+		return nil
+	}
+	at := p.Expires.UTC().Format(time.RFC3339)
+	switch {
+	case p.Expired(now):
+		return failf("sign: %s: plan %q expired at %s; set a later expires (or remove it), approve the plan again and sign that", file, p.Name, at)
+	case p.Expires.Sub(now) <= 24*time.Hour:
+		fmt.Fprintf(w, "planlock: warning: %s: plan %q expires at %s, in %s; the proxy refuses it from then on\n",
+			file, p.Name, at, p.Expires.Sub(now).Round(time.Minute))
+	}
+	return nil
+}
+
+// signEnv are the variables sign reads (package sign: GitHub Actions and
+// the OIDC token; the Vault client: VAULT_*).
+func signEnv() []envVar {
+	return []envVar{
+		{"SIGSTORE_ID_TOKEN", "OIDC token for keyless signing outside GitHub Actions"},
+		{"ACTIONS_ID_TOKEN_REQUEST_URL", "GitHub Actions: where the job's OIDC token is requested"},
+		{"ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GitHub Actions: the token for that request"},
+		{"GITHUB_ACTIONS", "\"true\" in GitHub Actions: the approval comes from the environment"},
+		{"GITHUB_REPOSITORY", "default --repository"},
+		{"GITHUB_REF", "default --ref"},
+		{"GITHUB_SHA", "default --commit"},
+		{"GITHUB_EVENT_PATH", "the event payload: default --pr and --approver"},
+		{"VAULT_ADDR", "Vault server for --key hashivault://KEY (BAO_ADDR for openbao://)"},
+		{"VAULT_TOKEN", "Vault token for --key hashivault://KEY (BAO_TOKEN for openbao://)"},
+		{"TRANSIT_SECRET_ENGINE_PATH", "Vault transit mount (default transit)"},
+	}
 }

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -19,7 +23,9 @@ func upstreamFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 		&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give up on the upstream after this long"},
+		&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up on an upstream that has not listed its tools after this long (a first \"npx -y\" downloads the package)"},
+		// Hidden: how often "starting upstream… N s" is printed; tests shorten it.
+		&cli.DurationFlag{Name: "progress-interval", Value: 3 * time.Second, Hidden: true},
 	}
 }
 
@@ -42,7 +48,7 @@ func cliUpstream(c *cli.Context, args []string) (proxy.UpstreamConfig, error) {
 		up.Env = env
 	}
 	up.Stderr = c.App.ErrWriter
-	up.ClientName, up.ClientVersion = "planlock", version
+	up.ClientName, up.ClientVersion = "planlock", shortVersion()
 	up.InitTimeout = c.Duration("timeout")
 	return up, nil
 }
@@ -52,13 +58,73 @@ func fetchTools(c *cli.Context, args []string) ([]json.RawMessage, proxy.Upstrea
 	if err != nil {
 		return nil, up, err
 	}
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	timeout := c.Duration("timeout")
+	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
+	stop := startProgress(ctx, c.App.ErrWriter, upstreamName(up), c.Duration("progress-interval"))
 	tools, err := proxy.FetchTools(ctx, up)
+	stop()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && c.Context.Err() == nil {
+			return nil, up, failf("upstream %s did not list its tools within %s (--timeout %s): %v; give it longer with --timeout, e.g. --timeout 5m", upstreamName(up), timeout, timeout, err)
+		}
 		return nil, up, failf("%v", err)
 	}
 	return tools, up, nil
+}
+
+// fetchCatalog is fetchTools with the upstream's resources and prompts.
+func fetchCatalog(c *cli.Context, args []string) (proxy.Catalog, proxy.UpstreamConfig, error) {
+	up, err := cliUpstream(c, args)
+	if err != nil {
+		return proxy.Catalog{}, up, err
+	}
+	timeout := c.Duration("timeout")
+	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	defer cancel()
+	stop := startProgress(ctx, c.App.ErrWriter, upstreamName(up), c.Duration("progress-interval"))
+	cat, err := proxy.FetchCatalog(ctx, up)
+	stop()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && c.Context.Err() == nil {
+			return cat, up, failf("upstream %s did not list its tools within %s (--timeout %s): %v; give it longer with --timeout, e.g. --timeout 5m", upstreamName(up), timeout, timeout, err)
+		}
+		return cat, up, failf("%v", err)
+	}
+	return cat, up, nil
+}
+
+func upstreamName(up proxy.UpstreamConfig) string {
+	if up.URL != "" {
+		return up.URL
+	}
+	return strings.Join(up.Command, " ")
+}
+
+// startProgress prints "starting upstream… N s" to w every interval until
+// stop is called, so that a slow start (npx downloading a package) is not
+// silence. stop waits for the printer to end.
+func startProgress(ctx context.Context, w io.Writer, name string, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "planlock: starting upstream %s… %d s\n", name, int(time.Since(start).Round(time.Second)/time.Second))
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func toolsCommand() *cli.Command {
@@ -66,6 +132,13 @@ func toolsCommand() *cli.Command {
 		Name:      "tools",
 		Usage:     "list an upstream MCP server's tools with their arguments",
 		ArgsUsage: "[-- UPSTREAM_COMMAND ARGS...]",
+		Description: `Starts the upstream (or connects to --upstream-url), lists its tools with
+their arguments and stops it. While the upstream starts, stderr shows
+"starting upstream… N s" every few seconds; it is given --timeout.
+
+Examples:
+   planlock tools -- npx -y @modelcontextprotocol/server-filesystem ~/docs
+   planlock tools --json --upstream-url http://127.0.0.1:3001/mcp > tools.json`,
 		Flags: append(upstreamFlags(),
 			&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)"}),
 		Action: func(c *cli.Context) error {
@@ -96,28 +169,55 @@ func planInitCommand() *cli.Command {
 		Name:      "init",
 		Usage:     "write a skeleton plan from an upstream's tools",
 		ArgsUsage: "NAME -- UPSTREAM_COMMAND ARGS...",
+		Description: `Writes a plan named NAME with every tool of the upstream as a commented-out
+step with suggested constraints, and the upstream as the plan's upstream
+block. The plan has no expires unless --expires asks for one (a duration
+from now such as 7d or 12h, or an RFC 3339 time); stderr says which.
+
+Examples:
+   planlock plan init read-docs -o plans/read-docs.hcl -- npx -y @modelcontextprotocol/server-filesystem ~/docs
+   planlock plan init refund --expires 7d --upstream-url http://127.0.0.1:3001/mcp
+   planlock plan init triage --expires 2027-06-30T23:59:59Z -- node server.js > triage.hcl`,
 		Flags: append(upstreamFlags(),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout (refuses to overwrite)"}),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout (refuses to overwrite; makes missing directories)"},
+			&cli.StringFlag{Name: "expires", Usage: "let the plan expire after `WHEN`: a duration from now (7d, 36h) or an RFC 3339 time (default: never)"}),
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return usageErrorf("plan init needs a plan NAME")
 			}
 			name := c.Args().First()
+			now := time.Now()
+			var expires time.Time
+			if e := c.String("expires"); e != "" {
+				var err error
+				if expires, err = parseExpires(e, now); err != nil {
+					return usageErrorf("plan init: --expires: %v", err)
+				}
+			}
 			// The upstream command follows the name (and its "--").
 			rest := c.Args().Tail()
 			if len(rest) > 0 && rest[0] == "--" {
 				rest = rest[1:]
 			}
-			tools, upc, err := fetchTools(c, rest)
+			cat, upc, err := fetchCatalog(c, rest)
 			if err != nil {
 				return err
 			}
-			decoded, err := catalog.Decode(tools)
+			decoded, err := catalog.Decode(cat.Tools)
 			if err != nil {
 				return failf("%v", err)
 			}
-			src := catalog.Skeleton(name, decoded, upc.Command, upc.URL, time.Now())
+			extras := catalog.DecodeExtras(cat.Resources, cat.Templates, cat.Prompts)
+			src := catalog.SkeletonWith(name, decoded, extras, upc.Command, upc.URL, expires)
+			if expires.IsZero() {
+				fmt.Fprintln(c.App.ErrWriter, "planlock: the plan does not expire; give --expires 7d (or an RFC 3339 time) to limit how long it can be used")
+			} else {
+				fmt.Fprintf(c.App.ErrWriter, "planlock: the plan expires at %s (--expires %s)\n", expires.UTC().Truncate(time.Second).Format(time.RFC3339), c.String("expires"))
+			}
 			if out := c.String("output"); out != "" {
+				if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
+					return failf("plan init: %v", err)
+				}
 				f, err := os.OpenFile(filepath.Clean(out), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 				if err != nil {
 					return failf("%v", err)
@@ -132,4 +232,29 @@ func planInitCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// parseExpires reads --expires: a duration from now in days (7d), or any Go
+// duration (36h, 90m), or an RFC 3339 time, which must be in the future.
+func parseExpires(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		if !t.After(now) {
+			return time.Time{}, fmt.Errorf("%s is in the past", s)
+		}
+		return t, nil
+	}
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 1 {
+			return time.Time{}, fmt.Errorf("%q: give a number of days such as 7d, a duration such as 36h, or an RFC 3339 time", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
+			return time.Time{}, fmt.Errorf("%q: give a number of days such as 7d, a duration such as 36h, or an RFC 3339 time", s)
+		}
+	}
+	return now.Add(d).Truncate(time.Second), nil
 }

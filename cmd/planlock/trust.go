@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
 
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/sign"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/urfave/cli/v2"
@@ -19,7 +19,7 @@ func trustFlags() []cli.Flag {
 		&cli.StringFlag{Name: "certificate-oidc-issuer-regexp", Usage: "the certificate's OIDC issuer must match `RE2` (whole value)", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-repository", Usage: "the certificate's GitHub workflow repository must be `OWNER/REPO`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-ref", Usage: "the certificate's GitHub workflow ref must be `REF` (e.g. refs/heads/main)", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-trigger", Usage: "the certificate's GitHub workflow trigger must be `EVENT` (recommended: push)", Category: "Trust policy"},
+		&cli.StringFlag{Name: "certificate-github-workflow-trigger", Usage: "the certificate's GitHub workflow trigger must be `EVENT`, or one of a comma-separated list (recommended: push,schedule: the signing workflow's own events)", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-sha", Usage: "the certificate's GitHub workflow commit must be `SHA`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "certificate-github-workflow-name", Usage: "the certificate's GitHub workflow name must be `NAME`", Category: "Trust policy"},
 		&cli.StringFlag{Name: "key", Usage: "trust signatures made with this PEM public `KEY` file instead of certificates", TakesFile: true, Category: "Trust policy"},
@@ -48,7 +48,7 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 		if keyless {
 			return nil, usageErrorf("give either --key or --certificate-* flags, not both")
 		}
-		data, err := os.ReadFile(key)
+		data, err := boundedio.ReadFile(key, boundedio.MaxKeyBytes)
 		if err != nil {
 			return nil, failf("%v", err)
 		}
@@ -92,15 +92,4 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 		return nil, usageErrorf("%v", err)
 	}
 	return p, nil
-}
-
-// flagAfterArgs catches a flag typed after the file arguments, which the
-// CLI parser would otherwise take for a file name.
-func flagAfterArgs(c *cli.Context) error {
-	for _, a := range c.Args().Slice() {
-		if len(a) > 1 && a[0] == '-' {
-			return usageErrorf("%s: flags go before the files: move %s before the first file", c.Command.Name, a)
-		}
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/planlock/planlock/sign"
@@ -62,9 +63,6 @@ func runVerify(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErrorf("verify: give at least one file")
 	}
-	if err := flagAfterArgs(c); err != nil {
-		return err
-	}
 	if c.NArg() > 1 && (c.IsSet("bundle") || c.IsSet("path")) {
 		return usageErrorf("verify: --bundle and --path take one file only")
 	}
@@ -123,6 +121,9 @@ func approvalNote(p *sign.Predicate) string {
 	}
 	if p.Commit != "" {
 		s += ", commit " + shortSHA(p.Commit)
+	}
+	if len(p.Approvers) > 0 {
+		s += ", approved by " + strings.Join(p.Approvers, ", ")
 	}
 	if s != "" {
 		s = " (" + s[2:] + ")"

@@ -1,9 +1,8 @@
 # Triage new issues of one repository: read them, label them, comment once.
 # Upstream: the GitHub MCP server; its token reaches the server and nothing else.
 plan "triage-acme-app" {
-  goal    = "Label and answer this week's new issues in acme/app, nowhere else"
-  expires = "2027-01-31T00:00:00Z"
-  order   = "any"
+  goal  = "Label and answer this week's new issues in acme/app, nowhere else"
+  order = "any"
 
   upstream {
     command = ["npx", "-y", "@modelcontextprotocol/server-github"]

@@ -1,8 +1,7 @@
 plan "refund-4711" {
   goal         = "Refund order 4711 (at most 30 EUR), email the customer, close the ticket"
-  expires      = "2026-12-31T23:59:59Z" # optional, RFC 3339; an expired plan is not loaded
-  order        = "sequential"           # "sequential" (default) or "any"
-  on_violation = "block"                # "block" (default) or "hold": ask a human via PR
+  order        = "sequential" # "sequential" (default) or "any"
+  on_violation = "block"      # "block" (default) or "hold": ask a human via PR
 
   upstream {                        # optional; the CLI may give it instead (see proxy)
     command = ["node", "server.js"] # stdio upstream ...

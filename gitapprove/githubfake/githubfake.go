@@ -53,6 +53,8 @@ type Server struct {
 	noCommits bool
 	// x: rate limits, permissions, ETags (limits.go), labels and comments (issues.go).
 	x extras
+	// rules are the active branch rules by branch (see SetBranchRules).
+	rules map[string][]map[string]any
 }
 
 // Pull is a pull request as the fake stores it.
@@ -180,6 +182,9 @@ func (f *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(path, prefix)
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
 	if f.limited(w, r, rest) {
+		return
+	}
+	if f.serveApprovals(w, r, rest) {
 		return
 	}
 	switch {

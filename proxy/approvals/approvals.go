@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ import (
 // Store is the part of the durable state approvals uses; *ledger.Ledger has it.
 type Store interface {
 	FindHold(c ledger.Call) (ledger.Hold, bool)
-	Hold(ctx context.Context, c ledger.Call, reason string, expires time.Time) (ledger.Hold, error)
+	NewHold(ctx context.Context, c ledger.Call, spec ledger.HoldSpec) (ledger.Hold, error)
 	UpdateHold(ctx context.Context, id string, u ledger.HoldUpdate) (ledger.Hold, error)
 }
 
@@ -168,7 +169,11 @@ type Request struct {
 	// Call is the call as the gate matched it (plan digest, step, tool, arguments).
 	Call   ledger.Call
 	Reason string
-	// ObservedPin is the pin value read from the upstream, for a pin hold.
+	// Cause is what the hold stands for (ledger.HoldSpec.Cause); it
+	// contains "pin" when the pin read differed from the plan.
+	Cause string
+	// ObservedPin is the pin value read from the upstream when the step has
+	// a pin; the hold request shows it next to the plan's.
 	ObservedPin string
 	// Expires is the expiry of a new hold.
 	Expires time.Time
@@ -202,10 +207,15 @@ type Decision struct {
 	Hold    ledger.Hold
 	// Message is one line for the agent (Held) or the block reason (Refused).
 	Message string
+	// record is what the review found that the state must record
+	// (approved or rejected); Decide writes it.
+	record *ledger.HoldUpdate
 }
 
-// Decide handles a held call: a new hold opens a pull request; a repeated
-// call checks its hold's pull request and signed approval.
+// Decide handles a held call, top to bottom: find the call's hold in the
+// state (or record a new one), review it on the forge (open its pull
+// request, or read its outcome and verify the signed approval: no state
+// is touched there), then record what the review found.
 func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	canon, err := ledger.CanonicalArgs(r.Call.Args)
 	if err != nil {
@@ -217,10 +227,16 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	unlock := a.lockKey(r.Call.PlanDigest + "\x00" + r.Call.Tool + "\x00" + string(canon))
 	defer unlock()
 
-	var previous *ledger.Hold
-	if h, ok := a.cfg.Store.FindHold(r.Call); ok {
-		previous = &h
-		a.notePlan(h.ID, r.PlanName)
+	spec := ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires}
+	h0, found := a.cfg.Store.FindHold(r.Call)
+	var previous *ledger.Hold // superseded when a new hold replaces it (lifecycle.go)
+	if found {
+		previous = &h0
+		a.notePlan(h0.ID, r.PlanName)
+	}
+	// The call's hold counts only when it stands for everything this call
+	// needs: an approval spends only what it approved.
+	if h := h0; found && ledger.CauseCovers(h.Cause, r.Cause) && h.ObservedPin == r.ObservedPin {
 		switch h.State {
 		case ledger.HoldApproved:
 			return Decision{Outcome: Approved, Hold: h}
@@ -234,18 +250,18 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 			if h.PRURL == "" {
 				d = a.open(ctx, r, h)
 			} else {
-				d = a.check(ctx, r, h)
+				d = a.record(ctx, r, a.check(ctx, r, h))
 			}
 			if d.Outcome == Held {
 				// A repeated call that stays held is a decision of its
 				// own: the ledger audits it against the existing hold.
-				_, _ = a.cfg.Store.Hold(context.WithoutCancel(ctx), r.Call, r.Reason, r.Expires)
+				_, _ = a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, spec)
 			}
 			return d
 		}
 		// Consumed or expired: this call needs a new approval.
 	}
-	h, err := a.cfg.Store.Hold(context.WithoutCancel(ctx), r.Call, r.Reason, r.Expires)
+	h, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, spec)
 	if err != nil {
 		return Decision{Outcome: Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneLine(err.Error()))}
 	}
@@ -257,7 +273,7 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	case h.State == ledger.HoldApproved:
 		return Decision{Outcome: Approved, Hold: h}
 	case h.PRURL != "":
-		return a.check(ctx, r, h)
+		return a.record(ctx, r, a.check(ctx, r, h))
 	}
 	return a.open(ctx, r, h)
 }
@@ -289,9 +305,13 @@ func request(r Request, h ledger.Hold) *gitapprove.HoldRequest {
 	if len(args) == 0 {
 		args = r.Call.Args // redacted state: the call itself is canonical
 	}
+	pin := h.ObservedPin
+	if pin == "" {
+		pin = r.ObservedPin // a hold recorded before observed pins were
+	}
 	return &gitapprove.HoldRequest{
 		ID: h.ID, PlanName: r.PlanName, PlanDigest: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Args: args, Reason: h.Reason, ObservedPin: r.ObservedPin, Created: h.Created, Expires: h.Expires,
+		Args: args, Reason: h.Reason, ObservedPin: pin, Created: h.Created, Expires: h.Expires,
 	}
 }
 
@@ -303,7 +323,7 @@ func (a *Approvals) open(ctx context.Context, r Request, h ledger.Hold) Decision
 		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("held: %s; hold %s cannot become a pull request: %v", h.Reason, h.ID, err)}
 	}
 	var pin *gitapprove.PinChange
-	if r.ObservedPin != "" && a.cfg.PlanPath != "" {
+	if pinCause(h.Cause) && hr.ObservedPin != "" && a.cfg.PlanPath != "" {
 		pin = &gitapprove.PinChange{PlanPath: a.cfg.PlanPath}
 	}
 	f := a.startOpen(hr, pin)
@@ -389,14 +409,7 @@ func (a *Approvals) check(ctx context.Context, r Request, h ledger.Hold) Decisio
 		if st.PR == nil {
 			note = "hold branch deleted without merging"
 		}
-		nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, ledger.HoldUpdate{State: ledger.HoldRejected, Note: note})
-		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
-			return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, note, oneLine(err.Error()))}
-		}
-		if err == nil {
-			h = nh
-		}
-		return rejected(h)
+		return Decision{Outcome: Refused, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldRejected, Note: note}}
 	case gitapprove.HoldMerged:
 		return a.approve(ctx, r, h, hr, st)
 	}
@@ -426,13 +439,39 @@ func (a *Approvals) approve(ctx context.Context, r Request, h ledger.Hold, hr *g
 	if st.PR != nil {
 		note += fmt.Sprintf(", pull request #%d merged as %s", st.PR.Number, st.PR.MergeCommit)
 	}
-	nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, ledger.HoldUpdate{State: ledger.HoldApproved, Note: note})
-	if err != nil {
+	// Who approved, as the signed approval records it (the reviews of the
+	// merged pull request): the audit log keeps it with the approval.
+	if len(appr.Predicate.Approvers) > 0 {
+		note += ", approved by " + strings.Join(appr.Predicate.Approvers, ", ")
+	}
+	return Decision{Outcome: Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note}}
+}
+
+// record writes what the forge said about the hold (merged and verified,
+// or closed) into the state. It is the only place a review's result
+// reaches the state; open, check and approve only read Git and GitHub.
+func (a *Approvals) record(ctx context.Context, r Request, d Decision) Decision {
+	u := d.record
+	if u == nil {
+		return d
+	}
+	h := d.Hold
+	nh, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), h.ID, *u)
+	switch {
+	case u.State == ledger.HoldRejected:
+		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
+			return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, u.Note, oneLine(err.Error()))}
+		}
+		if err == nil {
+			h = nh
+		}
+		return rejected(h)
+	case err != nil:
 		// Another call may have approved it meanwhile; trust only the state.
 		if cur, ok := a.cfg.Store.FindHold(r.Call); ok && cur.ID == h.ID && cur.State == ledger.HoldApproved {
 			return Decision{Outcome: Approved, Hold: cur}
 		}
-		return refuse("recording the approval failed: %s", oneLine(err.Error()))
+		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but recording the approval failed: %s; the call was not forwarded", h.ID, oneLine(err.Error()))}
 	}
 	return Decision{Outcome: Approved, Hold: nh}
 }
@@ -453,10 +492,18 @@ func binds(got *gitapprove.HoldRequest, r Request, h ledger.Hold, now time.Time)
 		return fmt.Sprintf("arguments %s, not %s", canon, r.Call.Args)
 	case got.PlanName != r.PlanName:
 		return fmt.Sprintf("plan name %q, not %q", got.PlanName, r.PlanName)
+	case got.ObservedPin != h.ObservedPin && h.ObservedPin != "":
+		return fmt.Sprintf("observed pin %q, not %q", got.ObservedPin, h.ObservedPin)
 	case !now.Before(got.Expires):
 		return fmt.Sprintf("it expired at %s", stamp(got.Expires))
 	}
 	return ""
+}
+
+// pinCause reports whether a hold's cause includes a pin mismatch: only
+// then does its pull request also update the plan's pin.
+func pinCause(cause string) bool {
+	return slices.Contains(strings.Split(cause, ","), "pin")
 }
 
 func pending(h ledger.Hold, signing bool) Decision {

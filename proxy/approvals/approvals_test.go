@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +133,7 @@ func (e *env) signed(h *gitapprove.HoldRequest, priv []byte, path string) gitapp
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s, err := sign.Sign(e.t.Context(), src, sign.Predicate{Kind: sign.KindHold, Path: path, PullRequest: 7}, sign.SignOptions{Keypair: kp})
+	s, err := sign.Sign(e.t.Context(), src, sign.Predicate{Kind: sign.KindHold, Path: path, PullRequest: 7, Approvers: []string{"alice", "bob"}}, sign.SignOptions{Keypair: kp})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -165,8 +167,18 @@ func TestNewHoldOpensPRAndRepeatIsPending(t *testing.T) {
 
 func TestPinHoldUpdatesPlanPin(t *testing.T) {
 	e := newEnv(t, Config{PlanPath: "plans/refund.hcl"})
-	r := req(`{}`)
-	r.ObservedPin = "0c1f2e3d4b5a6978"
+	// A hold of a pinned step shows the value read, but only a pin
+	// mismatch (cause "pin") proposes a new pin for the plan.
+	r := req(`{"a":1}`)
+	r.Cause, r.ObservedPin = "approval", "9f86d081884c7d65"
+	if d := e.a.Decide(t.Context(), r); d.Outcome != Held {
+		t.Fatalf("%v %q", d.Outcome, d.Message)
+	}
+	if e.forge.lastPin != nil || e.forge.lastReq.ObservedPin != "9f86d081884c7d65" {
+		t.Fatalf("approval hold: pin change %+v, request %+v", e.forge.lastPin, e.forge.lastReq)
+	}
+	r = req(`{}`)
+	r.Cause, r.ObservedPin = "pin", "0c1f2e3d4b5a6978"
 	if d := e.a.Decide(t.Context(), r); d.Outcome != Held {
 		t.Fatalf("%v %q", d.Outcome, d.Message)
 	}
@@ -328,6 +340,11 @@ func TestMergedApprovalMustVerifyAndBind(t *testing.T) {
 				if got.Outcome != Approved || got.Hold.ID != d.Hold.ID || h.State != ledger.HoldApproved {
 					t.Fatalf("want approved: %v %q (ledger %s)", got.Outcome, got.Message, h.State)
 				}
+				// The audit log records who approved, from the signed approval.
+				audit, err := os.ReadFile(filepath.Join(e.led.Dir(), "audit.jsonl"))
+				if err != nil || !strings.Contains(string(audit), "approved by alice, bob") {
+					t.Errorf("audit log lacks the approvers (%v):\n%s", err, audit)
+				}
 				return
 			}
 			if got.Outcome != Refused || !strings.Contains(got.Message, tc.want) || !strings.Contains(got.Message, "not forwarded") {
@@ -369,6 +386,44 @@ func TestConsumedHoldOpensANewOne(t *testing.T) {
 	got := e.a.Decide(t.Context(), req(`{"n":9}`))
 	if got.Outcome != Held || got.Hold.ID == d.Hold.ID || e.forge.opens.Load() != 2 {
 		t.Fatalf("after consumption: %v %q opens=%d", got.Outcome, got.Message, e.forge.opens.Load())
+	}
+}
+
+// An approved hold counts only for what it was made for: a call that now
+// also needs past max_calls gets a new hold and pull request, and the
+// approved one is left unspent.
+func TestApprovedHoldCountsOnlyForItsCause(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := req(`{"n":12}`)
+	r.Cause = "approval"
+	d := e.a.Decide(t.Context(), r)
+	e.forge.setStatus(e.signed(e.forge.lastReq, e.priv, e.forge.lastReq.Path()), nil)
+	if got := e.a.Decide(t.Context(), r); got.Outcome != Approved || got.Hold.ID != d.Hold.ID {
+		t.Fatalf("approval: %v %q", got.Outcome, got.Message)
+	}
+	r.Cause = "violation:max_calls,approval"
+	got := e.a.Decide(t.Context(), r)
+	if got.Outcome != Held || got.Hold.ID == d.Hold.ID || got.Hold.Cause != r.Cause || e.forge.opens.Load() != 2 {
+		t.Fatalf("past max_calls: %v %+v opens=%d", got.Outcome, got.Hold, e.forge.opens.Load())
+	}
+	if h, _ := e.led.GetHold(d.Hold.ID); h.State != ledger.HoldApproved {
+		t.Fatalf("the first approval changed: %s", h.State)
+	}
+}
+
+// A signed hold file binds to the pin value the hold observed: an approval
+// of another value does not count.
+func TestSignedHoldBindsTheObservedPin(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := req(`{"n":13}`)
+	r.Cause, r.ObservedPin = "pin", "0c1f2e3d4b5a6978"
+	e.a.Decide(t.Context(), r)
+	other := *e.forge.lastReq
+	other.ObservedPin = "1111111111111111"
+	e.forge.setStatus(e.signed(&other, e.priv, other.Path()), nil)
+	got := e.a.Decide(t.Context(), r)
+	if got.Outcome != Refused || !strings.Contains(got.Message, `observed pin "1111111111111111", not "0c1f2e3d4b5a6978"`) {
+		t.Fatalf("%v %q", got.Outcome, got.Message)
 	}
 }
 

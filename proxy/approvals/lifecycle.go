@@ -196,7 +196,7 @@ func (a *Approvals) reopened(ctx context.Context, r Request, old ledger.Hold) (D
 	if err != nil || st.State != gitapprove.HoldPending || st.PR == nil || st.PR.State != gitapprove.PROpen {
 		return Decision{}, false
 	}
-	nh, err := a.cfg.Store.Hold(context.WithoutCancel(ctx), r.Call, r.Reason, r.Expires)
+	nh, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires})
 	if err != nil {
 		return Decision{Outcome: Refused, Hold: old, Message: fmt.Sprintf("pull request %s was reopened, but planlock could not record a new hold (%v); the call was not forwarded", old.PRURL, oneLine(err.Error()))}, true
 	}

@@ -126,16 +126,81 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Skeleton writes a plan with every tool as a commented-out step, each
 // argument with a suggested constraint. Uncommenting a whole step gives a
-// valid step; the plan needs at least one.
-func Skeleton(name string, tools []Tool, command []string, url string, now time.Time) []byte {
+// valid step; the plan needs at least one. The plan expires at expires, or
+// never when it is zero: an expiry is written only when asked for.
+func Skeleton(name string, tools []Tool, command []string, url string, expires time.Time) []byte {
+	return SkeletonWith(name, tools, Extras{}, command, url, expires)
+}
+
+// Extras are the upstream's resources, resource templates and prompts, for
+// the skeleton's commented resource and prompt blocks.
+type Extras struct {
+	Resources []struct {
+		URI, Name, Description string
+	}
+	Templates []struct {
+		URITemplate       string `json:"uriTemplate"`
+		Name, Description string
+	}
+	Prompts []struct {
+		Name, Description string
+		Arguments         []struct {
+			Name     string
+			Required bool
+		}
+	}
+}
+
+// DecodeExtras decodes raw resources/list, resources/templates/list and
+// prompts/list entries; entries it cannot read are skipped.
+func DecodeExtras(resources, templates, prompts []json.RawMessage) Extras {
+	var e Extras
+	for _, r := range resources {
+		var v struct{ URI, Name, Description string }
+		if json.Unmarshal(r, &v) == nil && v.URI != "" {
+			e.Resources = append(e.Resources, v)
+		}
+	}
+	for _, r := range templates {
+		var v struct {
+			URITemplate       string `json:"uriTemplate"`
+			Name, Description string
+		}
+		if json.Unmarshal(r, &v) == nil && v.URITemplate != "" {
+			e.Templates = append(e.Templates, v)
+		}
+	}
+	for _, r := range prompts {
+		var v struct {
+			Name, Description string
+			Arguments         []struct {
+				Name     string
+				Required bool
+			}
+		}
+		if json.Unmarshal(r, &v) == nil && v.Name != "" {
+			e.Prompts = append(e.Prompts, v)
+		}
+	}
+	return e
+}
+
+// SkeletonWith is Skeleton with the upstream's resources and prompts as
+// commented-out resource and prompt blocks too.
+func SkeletonWith(name string, tools []Tool, extras Extras, command []string, url string, expires time.Time) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Plan skeleton written by `planlock plan init` from the upstream's tools.\n")
 	fmt.Fprintf(&b, "# Uncomment the steps the task needs (a plan needs at least one), tighten\n")
 	fmt.Fprintf(&b, "# every suggested constraint, then check it with `planlock plan validate`.\n")
 	fmt.Fprintf(&b, "plan %s {\n", hclString(name))
-	fmt.Fprintf(&b, "  goal    = %s\n", hclString("Describe the task in one sentence"))
-	fmt.Fprintf(&b, "  expires = %s\n", hclString(now.UTC().Add(7*24*time.Hour).Truncate(time.Second).Format(time.RFC3339)))
-	fmt.Fprintf(&b, "  order   = \"sequential\"\n")
+	if expires.IsZero() {
+		fmt.Fprintf(&b, "  goal  = %s\n", hclString("Describe the task in one sentence"))
+		fmt.Fprintf(&b, "  order = \"sequential\"\n")
+	} else {
+		fmt.Fprintf(&b, "  goal    = %s\n", hclString("Describe the task in one sentence"))
+		fmt.Fprintf(&b, "  expires = %s\n", hclString(expires.UTC().Truncate(time.Second).Format(time.RFC3339)))
+		fmt.Fprintf(&b, "  order   = \"sequential\"\n")
+	}
 	b.WriteString("\n  upstream {\n")
 	if url != "" {
 		fmt.Fprintf(&b, "    url = %s\n", hclString(url))
@@ -160,6 +225,51 @@ func Skeleton(name string, tools []Tool, command []string, url string, now time.
 		fmt.Fprintf(&b, "  #   max_calls = 1\n")
 		for _, a := range t.Args() {
 			writeArg(&b, a)
+		}
+		b.WriteString("  # }\n")
+	}
+	used := map[string]bool{}
+	resourceName := func(n string) string {
+		s := stepName(n)
+		for i := 2; used[s]; i++ {
+			s = fmt.Sprintf("%s-%d", stepName(n), i)
+		}
+		used[s] = true
+		return s
+	}
+	for _, r := range extras.Resources {
+		b.WriteString("\n")
+		if d := firstLine(r.Description); d != "" {
+			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+		}
+		fmt.Fprintf(&b, "  # resource %s {\n", hclString(resourceName(r.Name)))
+		fmt.Fprintf(&b, "  #   uri       = %s\n", hclString(r.URI))
+		fmt.Fprintf(&b, "  #   max_reads = 1\n")
+		b.WriteString("  # }\n")
+	}
+	for _, t := range extras.Templates {
+		b.WriteString("\n")
+		if d := firstLine(t.Description); d != "" {
+			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+		}
+		fmt.Fprintf(&b, "  # resource %s {\n", hclString(resourceName(t.Name)))
+		fmt.Fprintf(&b, "  #   uri_template = %s\n", hclString(t.URITemplate))
+		fmt.Fprintf(&b, "  #   max_reads    = 1\n")
+		b.WriteString("  # }\n")
+	}
+	for _, p := range extras.Prompts {
+		b.WriteString("\n")
+		if d := firstLine(p.Description); d != "" {
+			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+		}
+		fmt.Fprintf(&b, "  # prompt %s {\n", hclString(p.Name))
+		fmt.Fprintf(&b, "  #   max_calls = 1\n")
+		for _, a := range p.Arguments {
+			if a.Required {
+				fmt.Fprintf(&b, "  #   arg %s { max_length = 100 }\n", hclString(a.Name))
+			} else {
+				fmt.Fprintf(&b, "  #   arg %s {\n  #     max_length = 100\n  #     optional   = true\n  #   }\n", hclString(a.Name))
+			}
 		}
 		b.WriteString("  # }\n")
 	}

@@ -69,7 +69,7 @@ func TestSkeletonParsesOnceUncommented(t *testing.T) {
 	for _, s := range servers {
 		t.Run(s, func(t *testing.T) {
 			tools := loadTools(t, s)
-			src := Skeleton("demo-"+s, tools, []string{"node", "server.js", "${HOME}"}, "", now)
+			src := Skeleton("demo-"+s, tools, []string{"node", "server.js", "${HOME}"}, "", now.Add(7*24*time.Hour))
 			golden(t, s+".skeleton.golden", src)
 			// As written it has no step: invalid, which tells the user to choose.
 			if _, diags := hclplan.Parse("plan.hcl", src); !diags.HasErrors() || !strings.Contains(diags.Error(), "Plan has no steps") {
@@ -84,6 +84,39 @@ func TestSkeletonParsesOnceUncommented(t *testing.T) {
 			}
 			if got := plan.Upstream.Command; strings.Join(got, " ") != "node server.js ${HOME}" {
 				t.Fatalf("upstream command %q", got)
+			}
+		})
+	}
+}
+
+// An expiry is written only when asked for, and either way the skeleton is
+// in canonical format.
+func TestSkeletonExpires(t *testing.T) {
+	tools := loadTools(t, "refund")
+	tests := []struct {
+		name    string
+		expires time.Time
+		want    string
+	}{
+		{"none", time.Time{}, ""},
+		{"asked", time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC), `expires = "2027-01-02T03:04:05Z"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := uncomment(Skeleton("demo", tools, []string{"node", "server.js"}, "", tt.expires))
+			if tt.want == "" && strings.Contains(string(src), "expires") {
+				t.Fatalf("expires written though not asked for:\n%s", src)
+			}
+			if tt.want != "" && !strings.Contains(string(src), tt.want) {
+				t.Fatalf("want %s in:\n%s", tt.want, src)
+			}
+			formatted, diags := hclplan.Format("plan.hcl", src)
+			if diags.HasErrors() || string(formatted) != string(src) {
+				t.Fatalf("skeleton not in canonical format (%v):\n%s", diags, src)
+			}
+			plan, diags := hclplan.Parse("plan.hcl", src)
+			if diags.HasErrors() || !plan.Expires.Equal(tt.expires) {
+				t.Fatalf("parsed expires %v (%v), want %v", plan.Expires, diags, tt.expires)
 			}
 		})
 	}

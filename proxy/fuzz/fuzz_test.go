@@ -26,8 +26,8 @@ func (nullState) Reserve(context.Context, ledger.Reservation) (ledger.Ticket, er
 }
 func (nullState) Complete(context.Context, ledger.Ticket, ledger.Outcome) error { return nil }
 func (nullState) Block(context.Context, ledger.Call, string) error              { return nil }
-func (nullState) Hold(_ context.Context, c ledger.Call, _ string, exp time.Time) (ledger.Hold, error) {
-	return ledger.Hold{ID: "h-fuzz", Tool: c.Tool, Expires: exp}, nil
+func (nullState) NewHold(_ context.Context, c ledger.Call, spec ledger.HoldSpec) (ledger.Hold, error) {
+	return ledger.Hold{ID: "h-fuzz", Tool: c.Tool, Expires: spec.Expires}, nil
 }
 func (nullState) FindHold(ledger.Call) (ledger.Hold, bool) { return ledger.Hold{}, false }
 func (nullState) ListHolds() []ledger.Hold                 { return nil }

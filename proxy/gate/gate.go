@@ -1,11 +1,15 @@
-// Package gate is the pure part of planlock's call check: given a plan, the
-// clock, a tool call and the plan's progress, it picks the step the call
-// belongs to or says which rule blocks it. It does no I/O; the proxy adds the
-// durable count, pins and holds around it.
+// Package gate is the pure part of planlock's call check. Decide takes the
+// plan, the clock, a decoded tool call, the plan's progress, the steps on
+// hold and the hold bound to this exact call, and returns one decision:
+// Block, Hold (with the causes a new hold stands for) or Forward (with
+// whether the pin must be read and which approved hold the call consumes).
+// It does no I/O; the proxy carries the decision out (read the pin, take
+// the durable count, forward, record the outcome).
 //
 // The checks run in the contract's order and the first failure decides:
 // plan expired → tool not in plan → (sequential) step order → argument
-// constraints → max_calls. Approval, pins and holds come after, in the proxy.
+// constraints → max_calls → approval / step on hold. An approved hold lifts
+// exactly the causes it was made for. Check is the part up to max_calls.
 //
 // Step selection when several steps call the same tool: among the steps that
 // the order allows, the call goes to the first one (in plan order) whose

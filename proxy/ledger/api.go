@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -139,11 +142,31 @@ type Hold struct {
 	Args       json.RawMessage `json:"args,omitempty"` // canonical; absent when redacted
 	ArgsSHA256 string          `json:"args_sha256"`    // sha256 (hex) of the canonical arguments
 	Reason     string          `json:"reason"`
-	State      HoldState       `json:"state"`
-	PRURL      string          `json:"pr_url,omitempty"`
-	Created    time.Time       `json:"created"`
-	Expires    time.Time       `json:"expires"`
-	Updated    time.Time       `json:"updated"`
+	// Cause is what the hold stands for, as the proxy wrote it in
+	// HoldSpec.Cause ("" in journals written before causes were recorded).
+	Cause string `json:"cause,omitempty"`
+	// ObservedPin is the pin value read when the hold was made ("" when the
+	// step has no pin or the read failed).
+	ObservedPin string    `json:"observed_pin,omitempty"`
+	State       HoldState `json:"state"`
+	PRURL       string    `json:"pr_url,omitempty"`
+	Created     time.Time `json:"created"`
+	Expires     time.Time `json:"expires"`
+	Updated     time.Time `json:"updated"`
+}
+
+// HoldSpec is what a new hold records besides the call.
+type HoldSpec struct {
+	Reason string
+	// Cause is a comma-separated set of reasons the hold stands for (the
+	// proxy's vocabulary, e.g. "approval,pin"); the ledger only stores it and
+	// compares sets: an open hold is found again for a call only when its
+	// cause covers this one ("" reads as "approval").
+	Cause string
+	// ObservedPin is the pin value read for the call; an open hold is found
+	// again only when it observed the same value.
+	ObservedPin string
+	Expires     time.Time
 }
 
 // HoldUpdate changes a hold. Empty fields are left as they are.
@@ -161,6 +184,10 @@ type PlanLoad struct {
 	Name     string    // plan name (the label of the plan block)
 	Digest   string    // digest of the plan bytes
 	SignedAt time.Time // transparency-log integrated time, else the signed predicate's time
+	// Path is the repository path the plan's signature approves. When set,
+	// the no-downgrade mark is kept for it as well as for Name, so that an
+	// older plan for the same file is refused whatever its plan label.
+	Path string
 }
 
 // Stats are counters for operators and benchmarks.
@@ -220,10 +247,15 @@ func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 // plan of the same name already loaded.
 type DowngradeError struct {
 	Name             string
+	Path             string // set when the signed path's mark refused it
 	SignedAt, Newest time.Time
 }
 
 func (e *DowngradeError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("plan %q (signed path %s) signed at %s is older than a plan already loaded from the same path (signed at %s); refusing a downgrade",
+			e.Name, e.Path, e.SignedAt.UTC().Format(time.RFC3339), e.Newest.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("plan %q signed at %s is older than the one already loaded (signed at %s); refusing a downgrade",
 		e.Name, e.SignedAt.UTC().Format(time.RFC3339), e.Newest.UTC().Format(time.RFC3339))
 }
@@ -233,15 +265,33 @@ func (e *DowngradeError) Is(target error) bool { return target == ErrDowngrade }
 
 // LockedError is returned by Open when another process holds the state directory.
 type LockedError struct {
-	Dir string
-	PID int // 0 when unknown
+	Dir     string
+	PID     int    // the holder's pid; 0 when unknown
+	Command string // the holder's command line, as it wrote it in the lock file
 }
 
 func (e *LockedError) Error() string {
-	if e.PID > 0 {
-		return fmt.Sprintf("state directory %s is in use by another planlock proxy (pid %d); stop it or use another --state directory", e.Dir, e.PID)
+	holder := "another planlock proxy"
+	switch {
+	case e.PID > 0 && e.Command != "":
+		holder += fmt.Sprintf(" (pid %d: %s)", e.PID, e.Command)
+	case e.PID > 0:
+		holder += fmt.Sprintf(" (pid %d)", e.PID)
 	}
-	return fmt.Sprintf("state directory %s is in use by another planlock proxy; stop it or use another --state directory", e.Dir)
+	return fmt.Sprintf("state directory %s is in use by %s, so this one (pid %d: %s) cannot use it: stop the other one, or give this one its own state directory with --state DIR",
+		e.Dir, holder, os.Getpid(), commandLine(os.Args))
+}
+
+// commandLine is args as one line, quoting the arguments that need it.
+func commandLine(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
 }
 
 // Is makes errors.Is(err, ErrLocked) true.

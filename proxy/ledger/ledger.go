@@ -159,14 +159,16 @@ func (l *Ledger) lockDir() error {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
 	if !ok {
-		b, _ := io.ReadAll(io.LimitReader(f, 32))
+		b, _ := io.ReadAll(io.LimitReader(f, 4096))
 		f.Close()
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return &LockedError{Dir: l.dir, PID: pid}
+		first, rest, _ := strings.Cut(string(b), "\n")
+		pid, _ := strconv.Atoi(strings.TrimSpace(first))
+		return &LockedError{Dir: l.dir, PID: pid, Command: strings.TrimSpace(rest)}
 	}
-	// The pid is only for the message a second proxy prints.
+	// The pid and command line are only for the message a second process
+	// prints: it names the holder.
 	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"+commandLine(os.Args)+"\n"), 0)
 	}
 	l.lockFile = f
 	return nil
@@ -901,13 +903,19 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 	return l.commit(ctx, &r, false, nil)
 }
 
-// Hold records a held call. If a pending or approved, unexpired hold exists
-// for the same call (plan digest, tool, canonical arguments), the decision
+// Hold records a held call with no recorded cause; see NewHold.
+func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.Time) (Hold, error) {
+	return l.NewHold(ctx, c, HoldSpec{Reason: reason, Expires: expires})
+}
+
+// NewHold records a held call. If a pending or approved, unexpired hold
+// exists for the same call (plan digest, tool, canonical arguments) whose
+// cause covers spec.Cause and that observed the same pin value, the decision
 // refers to it and it is returned (an approved one is for the caller to
 // consume with Reserve); otherwise a new pending hold is created, durable on
-// return.
+// return, and becomes the call's hold.
 // Its arguments are kept in canonical form (only their digest when redacted).
-func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.Time) (Hold, error) {
+func (l *Ledger) NewHold(ctx context.Context, c Call, spec HoldSpec) (Hold, error) {
 	canon, err := CanonicalArgs(c.Args)
 	if err != nil {
 		return Hold{}, err
@@ -915,6 +923,7 @@ func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.T
 	sha, _ := ArgsDigest(canon)
 	now := l.stamp()
 	key := holdKey{c.PlanDigest, c.Tool, sha}
+	reason := spec.Reason
 
 	l.mu.Lock()
 	if err := l.usable(); err != nil {
@@ -922,7 +931,8 @@ func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.T
 		return Hold{}, err
 	}
 	if id, ok := l.st.byKey[key]; ok {
-		if h := l.st.holds[id]; view(h, now).State == HoldPending || view(h, now).State == HoldApproved {
+		h := l.st.holds[id]
+		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
 				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
 			body, err := encodeBody(&r)
@@ -943,14 +953,15 @@ func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.T
 		return Hold{}, err
 	}
 	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
-		ArgsSHA256: sha, Reason: oneLine(reason), State: HoldPending, Created: now, Updated: now, Expires: expires.UTC()}
+		ArgsSHA256: sha, Reason: oneLine(reason), Cause: spec.Cause, ObservedPin: oneLine(spec.ObservedPin),
+		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
 	if !l.redact {
 		h.Args = canon
 	}
 	exp := h.Expires
 	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
 		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Args: h.Args, ArgsSHA: sha,
-		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp}
+		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
 	body, err := encodeBody(&r)
 	if err != nil {
 		l.mu.Unlock()
@@ -965,6 +976,25 @@ func (l *Ledger) Hold(ctx context.Context, c Call, reason string, expires time.T
 		return Hold{}, err
 	}
 	return out, nil
+}
+
+// CauseCovers reports whether the comma-separated cause set have includes
+// every element of want. An empty set reads as "approval": a hold recorded
+// before causes were, stands for an approval and nothing more.
+func CauseCovers(have, want string) bool {
+	if have == "" {
+		have = "approval"
+	}
+	if want == "" {
+		want = "approval"
+	}
+	set := strings.Split(have, ",")
+	for _, w := range strings.Split(want, ",") {
+		if !slices.Contains(set, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // UpdateHold approves or rejects a pending hold and/or sets its pull
@@ -1058,32 +1088,42 @@ func (l *Ledger) Progress(planDigest string) Progress {
 func (l *Ledger) CheckNotOlder(planName string, signedAt time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.checkNotOlder(planName, signedAt)
+	return l.checkNotOlder(PlanLoad{Name: planName, SignedAt: signedAt})
 }
 
-func (l *Ledger) checkNotOlder(name string, signedAt time.Time) error {
-	if newest, ok := l.st.newest[name]; ok && signedAt.Before(newest) {
-		return &DowngradeError{Name: name, SignedAt: signedAt, Newest: newest}
+// pathMark is the key of a signed path's high-water mark in state.newest,
+// next to the plan names' marks: a plan name has no ':' (hclplan), so the
+// two never collide, and checkpoints carry both unchanged.
+func pathMark(path string) string { return "path:" + path }
+
+func (l *Ledger) checkNotOlder(p PlanLoad) error {
+	if newest, ok := l.st.newest[p.Name]; ok && p.SignedAt.Before(newest) {
+		return &DowngradeError{Name: p.Name, SignedAt: p.SignedAt, Newest: newest}
+	}
+	if p.Path != "" {
+		if newest, ok := l.st.newest[pathMark(p.Path)]; ok && p.SignedAt.Before(newest) {
+			return &DowngradeError{Name: p.Name, Path: p.Path, SignedAt: p.SignedAt, Newest: newest}
+		}
 	}
 	return nil
 }
 
 // LoadPlan checks the no-downgrade rule and records the plan as loaded,
-// raising the name's high-water mark; durable on return. A plan signed at the
-// same time as the newest (the same plan, restarted) is accepted.
+// raising the high-water marks of its name and of its signed path; durable
+// on return. A plan signed at the same time as the newest (the same plan,
+// restarted) is accepted.
 func (l *Ledger) LoadPlan(ctx context.Context, p PlanLoad) error {
 	if p.Name == "" || p.SignedAt.IsZero() {
 		return fmt.Errorf("%w: a loaded plan needs a name and a signing time", ErrInvalidArgument)
 	}
-	signed := p.SignedAt.UTC()
-	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed}
+	p.SignedAt = p.SignedAt.UTC()
+	signed := p.SignedAt
+	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path}
 	return l.commit(ctx, &r, true, func() error {
-		if err := l.checkNotOlder(p.Name, signed); err != nil {
+		if err := l.checkNotOlder(p); err != nil {
 			return err
 		}
-		if signed.After(l.st.newest[p.Name]) {
-			l.st.newest[p.Name] = signed
-		}
+		l.st.raise(p.Name, p.Path, signed)
 		return nil
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -318,8 +319,15 @@ func TestSecondOpenRefused(t *testing.T) {
 	if le.PID != os.Getpid() {
 		t.Fatalf("LockedError names pid %d, want the holder %d", le.PID, os.Getpid())
 	}
-	if !strings.Contains(err.Error(), "is in use by another planlock proxy") || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("message %q is not clear", err)
+	// Both processes are named, the holder with its command line, and the fix.
+	self := fmt.Sprintf("pid %d: %s", os.Getpid(), commandLine(os.Args))
+	if le.Command != commandLine(os.Args) {
+		t.Fatalf("LockedError names command %q, want the holder's %q", le.Command, commandLine(os.Args))
+	}
+	for _, want := range []string{"is in use by another planlock proxy", dir, self, "--state"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("message %q lacks %q", err, want)
+		}
 	}
 	// The refused Open must not have disturbed the holder.
 	if _, err := l.Reserve(context.Background(), Reservation{Call: call("a", 0, "t", ""), MaxCalls: 1}); err != nil {

@@ -58,7 +58,14 @@ type record struct {
 	Used      int             `json:"used,omitempty"`
 	Max       int             `json:"max,omitempty"`
 	Through   int             `json:"through,omitempty"`
-	StateSHA  string          `json:"state_sha256,omitempty"`
+	// Cause and ObservedPin (hold decisions) say what a new hold stands for
+	// and the pin value read when it was made; SignedPath (plan loads) is
+	// the signed repository path the no-downgrade mark is kept for. Records
+	// written before these fields existed simply lack them.
+	Cause       string `json:"cause,omitempty"`
+	ObservedPin string `json:"observed_pin,omitempty"`
+	SignedPath  string `json:"signed_path,omitempty"`
+	StateSHA    string `json:"state_sha256,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.
@@ -152,6 +159,9 @@ func encodeBody(r *record) ([]byte, error) {
 			b = strconv.AppendInt(b, int64(f.v), 10)
 		}
 	}
+	b = appendStringField(b, "cause", r.Cause, true)
+	b = appendStringField(b, "observed_pin", r.ObservedPin, true)
+	b = appendStringField(b, "signed_path", r.SignedPath, true)
 	b = appendStringField(b, "state_sha256", r.StateSHA, true)
 	return b, nil
 }

@@ -45,6 +45,8 @@ func TestEncodeBodyMatchesEncodingJSON(t *testing.T) {
 			Tool: "refund_customer", Args: json.RawMessage(`{ "amount" : 30.0, "note": "<b>&</b>", "u": "\u00e9\u2028" }`), Used: 1, Max: 3},
 		{Time: now, Type: typeDecision, Decision: DecisionBlock, StepIndex: &zero, Reason: `step "refund": arg "amount" = 31 is over max 30 \ back`},
 		{Time: now, Type: typeDecision, Decision: DecisionHold, Hold: "h1", HoldState: HoldPending, Expires: &exp, ArgsSHA: "ab12"},
+		{Time: now, Type: typeDecision, Decision: DecisionHold, Hold: "h2", HoldState: HoldPending, Cause: "approval,pin", ObservedPin: "9f8\"é"},
+		{Time: now, Type: typePlanLoaded, PlanName: "p", SignedAt: &signed, SignedPath: "acme/plans:plans/p.hcl"},
 		{Time: now, Type: typeOutcome, Ref: 18446744073709551615, OK: &no, Error: "upstream error -32000: boom\twith tab\nand newline", LatencyMS: &lat, HoldStep: true},
 		{Time: now, Type: typeOutcome, Ref: 1, OK: &yes, LatencyMS: &tiny},
 		{Time: now, Type: typeOutcome, LatencyMS: &huge},

@@ -92,7 +92,7 @@ func (s *state) apply(r *parsed) {
 			}
 			h := &Hold{
 				ID: r.Hold, PlanDigest: r.Plan, Step: r.Step, Tool: r.Tool,
-				ArgsSHA256: r.ArgsSHA, Reason: r.Reason, State: HoldPending,
+				ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, State: HoldPending,
 				Created: r.Time, Updated: r.Time,
 			}
 			if r.StepIndex != nil {
@@ -145,9 +145,20 @@ func (s *state) apply(r *parsed) {
 		// A lease settled after a crash counts its calls as used.
 		p.used[i] = max(p.used[i], r.Used)
 	case typePlanLoaded:
-		if r.SignedAt != nil && r.SignedAt.After(s.newest[r.PlanName]) {
-			s.newest[r.PlanName] = *r.SignedAt
+		if r.SignedAt != nil {
+			s.raise(r.PlanName, r.SignedPath, *r.SignedAt)
 		}
+	}
+}
+
+// raise moves the no-downgrade marks of a plan name and, when known, of its
+// signed path up to signed.
+func (s *state) raise(name, path string, signed time.Time) {
+	if signed.After(s.newest[name]) {
+		s.newest[name] = signed
+	}
+	if path != "" && signed.After(s.newest[pathMark(path)]) {
+		s.newest[pathMark(path)] = signed
 	}
 }
 

@@ -10,11 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
@@ -80,7 +80,7 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 	var src []byte
 	var approval *sign.Approval
 	if s.Policy == nil {
-		b, err := os.ReadFile(s.File)
+		b, err := boundedio.ReadFile(s.File, boundedio.MaxPlanBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read plan: %w", err)
 		}
@@ -97,7 +97,7 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 		return nil, &refusal{kind: ErrInvalid, cause: diags, msg: fmt.Sprintf("plan %s is not valid: %s", s.File, strings.ReplaceAll(diags.Error(), "\n", "; "))}
 	}
 	if plan.Expired(now) {
-		return nil, &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
+		return nil, &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it (to renew it, sign a new plan with a later expires)", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
 	}
 	return &Loaded{Plan: plan, Approval: approval}, nil
 }
@@ -129,15 +129,28 @@ type Admitter interface {
 	LoadPlan(ctx context.Context, p ledger.PlanLoad) error
 }
 
+// SignedPath is the key of a verified plan's no-downgrade mark besides its
+// name: the repository path its signature approves (the predicate's path,
+// which verification checked is the path the loader expects). The
+// repository is left out on purpose, so that a plan signed without one
+// (key mode outside CI) does not escape the mark of the same file.
+func (l *Loaded) SignedPath() string {
+	if l.Approval == nil {
+		return ""
+	}
+	return l.Approval.Path
+}
+
 // Admit applies the no-downgrade rule to a verified plan and records it as
-// loaded: a plan signed before the newest plan of the same name already
-// loaded is refused (*ledger.DowngradeError), even though its signature is
-// valid. An unverified plan has no signing time and is not recorded.
+// loaded: a plan signed before the newest plan already loaded with the same
+// name, or from the same signed path whatever its name, is refused
+// (*ledger.DowngradeError), even though its signature is valid. An
+// unverified plan has no signing time and is not recorded.
 func Admit(ctx context.Context, a Admitter, l *Loaded) error {
 	if l.Approval == nil {
 		return nil
 	}
-	err := a.LoadPlan(ctx, ledger.PlanLoad{Name: l.Plan.Name, Digest: l.Plan.Digest, SignedAt: l.Approval.SignedAt})
+	err := a.LoadPlan(ctx, ledger.PlanLoad{Name: l.Plan.Name, Digest: l.Plan.Digest, SignedAt: l.Approval.SignedAt, Path: l.SignedPath()})
 	if err != nil && !errors.Is(err, ledger.ErrDowngrade) {
 		return fmt.Errorf("record the plan load: %w", err)
 	}

@@ -63,7 +63,7 @@ func TestReadRefusals(t *testing.T) {
 		{"truncated bundle", planV1, good[:len(good)/2], k.policy, []error{ErrNotVerified, sign.ErrBundleNotJSON},
 			"bundle is not valid JSON"},
 		{"expired", expired, k.signBytes(t, []byte(expired), "plans/refund.hcl", t0), k.policy, []error{ErrExpired},
-			`plan "refund" expired at 2026-11-01T09:00:00Z; refusing to load it`},
+			`plan "refund" expired at 2026-11-01T09:00:00Z; refusing to load it (to renew it, sign a new plan with a later expires)`},
 		{"signed but not a plan", "plan {", k.signBytes(t, []byte("plan {"), "plans/refund.hcl", t0), k.policy, []error{ErrInvalid},
 			"refund.hcl is not valid: "},
 		{"insecure, not a plan", "plan {", nil, nil, []error{ErrInvalid}, "is not valid"},
@@ -197,5 +197,44 @@ func TestAdmitRefusesADowngradeDurably(t *testing.T) {
 	l = openLedger(t, state)
 	if err := Admit(context.Background(), l, v1); !errors.Is(err, ledger.ErrDowngrade) {
 		t.Fatalf("v1 after a restart: %v", err)
+	}
+}
+
+// TestAdmitRefusesADowngradeUnderAnotherLabel: the mark is kept per signed
+// path too, so an older plan for the same file is refused even when its
+// plan label differs, also after a restart.
+func TestAdmitRefusesADowngradeUnderAnotherLabel(t *testing.T) {
+	dir := t.TempDir()
+	k := opensslKeys(t, dir, "release")
+	load := func(src, path string, at time.Time) *Loaded {
+		file := filepath.Join(t.TempDir(), "refund.hcl")
+		writeFile(t, file, []byte(src))
+		writeFile(t, sign.BundlePath(file), k.signBytes(t, []byte(src), path, at))
+		l, err := Source{File: file, Path: path, Policy: k.policy}.Read(context.Background(), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	v2 := load(planV2, "plans/refund.hcl", t0.Add(time.Hour))
+	relabeled := load(strings.Replace(planV1, `plan "refund"`, `plan "refund-v1"`, 1), "plans/refund.hcl", t0)
+	elsewhere := load(strings.Replace(planV1, `plan "refund"`, `plan "refund-v1"`, 1), "plans/other.hcl", t0)
+	state := filepath.Join(dir, "state")
+	l := openLedger(t, state)
+	if err := Admit(context.Background(), l, v2); err != nil {
+		t.Fatal(err)
+	}
+	want := `plan "refund-v1" (signed path plans/refund.hcl) signed at 2026-11-01T10:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T11:00:00Z); refusing a downgrade`
+	if err := Admit(context.Background(), l, relabeled); !errors.Is(err, ledger.ErrDowngrade) || err.Error() != want {
+		t.Fatalf("older plan under another label: %v", err)
+	}
+	l.Close()
+	l = openLedger(t, state)
+	if err := Admit(context.Background(), l, relabeled); !errors.Is(err, ledger.ErrDowngrade) {
+		t.Fatalf("after a restart: %v", err)
+	}
+	// Another signed path is another file: its own mark.
+	if err := Admit(context.Background(), l, elsewhere); err != nil {
+		t.Fatalf("another path: %v", err)
 	}
 }

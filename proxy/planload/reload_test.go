@@ -161,6 +161,9 @@ func TestReloaderKeepsServingWhenTheNewPlanFails(t *testing.T) {
 			}
 			r.write(strings.Replace(planV2, `plan "refund"`, `plan "renamed"`, 1), t0.Add(time.Hour))
 		}, `plan "renamed" signed at 2026-11-01T11:00:00Z is older than the one already loaded (signed at 2026-11-01T13:00:00Z); refusing a downgrade`},
+		{"older than the plan served, under another label", func() {
+			r.write(strings.Replace(planV2, `plan "refund"`, `plan "refund-old"`, 1), t0.Add(-time.Hour))
+		}, `plan "refund-old" signed at 2026-11-01T09:00:00Z is not newer than the plan being served (signed at 2026-11-01T10:00:00Z); refusing to replace it`},
 		{"refused by the proxy", func() { refuseUpstream.Store(true); r.write(planV2, t0.Add(time.Hour)) }, "plan names another upstream"},
 	}
 	for _, c := range cases {

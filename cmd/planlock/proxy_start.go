@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/planlock/planlock/internal/boundedio"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// stateFlags are the state directory flags of the proxy and of the commands
+// that read its state.
+func stateFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>)", TakesFile: true},
+		&cli.StringFlag{Name: "state-root", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true},
+	}
+}
+
+// stateRoot is --state-root or the default.
+func stateRoot(c *cli.Context) (string, error) {
+	if r := c.String("state-root"); r != "" {
+		return r, nil
+	}
+	r, err := ledger.DefaultDir()
+	if err != nil {
+		return "", failf("state directory: %v", err)
+	}
+	return r, nil
+}
+
+// planStateDir is the proxy's state directory: --state, else one directory
+// per plan name under the state root, so that proxies of different plans
+// never share a lock.
+func planStateDir(c *cli.Context, planName string) (string, error) {
+	if d := c.String("state"); d != "" {
+		return d, nil
+	}
+	root, err := stateRoot(c)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, planName), nil
+}
+
+const proxyLogName = "proxy.log"
+
+// proxyLogPath is where the proxy writes why it could not start: --log-file,
+// else proxy.log in its state directory (the state root's when the plan
+// cannot even be read for its name).
+func proxyLogPath(c *cli.Context) string {
+	if f := c.String("log-file"); f != "" {
+		return f
+	}
+	if d := c.String("state"); d != "" {
+		return filepath.Join(d, proxyLogName)
+	}
+	root, err := stateRoot(c)
+	if err != nil {
+		return ""
+	}
+	if name := planName(c.String("plan")); name != "" {
+		return filepath.Join(root, name, proxyLogName)
+	}
+	return filepath.Join(root, proxyLogName)
+}
+
+// planName reads the plan's name without trusting the plan: it only picks a
+// log directory; "" when the file does not parse.
+func planName(file string) string {
+	src, err := boundedio.ReadFile(file, boundedio.MaxPlanBytes)
+	if err != nil {
+		return ""
+	}
+	p, _ := hclplan.Parse(file, src)
+	if p == nil || p.Name == "" || strings.ContainsAny(p.Name, `/\`) || strings.HasPrefix(p.Name, ".") {
+		return ""
+	}
+	return p.Name
+}
+
+// proxyLog appends one line to the proxy's log file.
+func proxyLog(path, line string) error {
+	if path == "" {
+		return errors.New("no log file")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := fmt.Fprintf(f, "%s pid %d: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), oneLine(line))
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	return werr
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// initializeWait bounds how long a proxy that cannot start waits for the
+// client's initialize request to answer it with the reason.
+const initializeWait = 10 * time.Second
+
+// reportStartFailure tells a client that shows only "connection closed" why
+// the proxy stopped: the reason goes to the log file and, over stdio, into
+// the JSON-RPC error answering the client's initialize request.
+func reportStartFailure(c *cli.Context, err error) {
+	reason := err.Error()
+	logPath := proxyLogPath(c)
+	if lerr := proxyLog(logPath, "cannot start ("+commandLineOf(os.Args)+"): "+reason); lerr != nil {
+		logPath = ""
+	}
+	if c.String("listen") != "" {
+		return
+	}
+	answerInitialize(c.App.Reader, c.App.Writer, "planlock proxy cannot start: "+reason, logPath, initializeWait)
+}
+
+// answerInitialize reads the client's first message and, when it is an
+// initialize request, answers it with a JSON-RPC error carrying msg. A
+// terminal on stdin is a person, not a client: nothing is read.
+func answerInitialize(in io.Reader, out io.Writer, msg, logPath string, wait time.Duration) {
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice != 0 {
+			return
+		}
+	}
+	lines := make(chan []byte, 1)
+	go func() { // left behind on timeout; the process is ending
+		line, _ := bufio.NewReader(io.LimitReader(in, 1<<20)).ReadBytes('\n')
+		lines <- line
+	}()
+	var line []byte
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case line = <-lines:
+	case <-t.C:
+		return
+	}
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &req) != nil || req.Method != "initialize" || len(req.ID) == 0 || string(req.ID) == "null" {
+		return
+	}
+	e := map[string]any{"code": -32603, "message": msg}
+	if logPath != "" {
+		e["data"] = map[string]string{"log": logPath}
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": e})
+	if err != nil {
+		return
+	}
+	_, _ = out.Write(append(b, '\n'))
+}
+
+// commandLineOf is args as one line, for the log.
+func commandLineOf(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = fmt.Sprintf("%q", a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,477 @@
+package hclplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// CEL expressions in plans (v2): `expr` on an arg, items or field block, with
+// `self` bound to the value, and `check` blocks on a step, with `args` bound
+// to the whole arguments object.
+//
+// An expression is compiled and type-checked once, when the plan is parsed;
+// its estimated cost is bounded then, and every evaluation runs under a cost
+// limit. The environment is CEL's standard library plus the string and list
+// extensions: no clock, no randomness, no I/O, so the same call always gets
+// the same decision.
+//
+// Values: JSON strings, booleans, null, arrays and objects are CEL string,
+// bool, null, list and map. A JSON number whose value is a whole number that
+// fits int64 (30, 30.0, 3e1) is a CEL int; any other number is the nearest
+// CEL double (30.5; integers beyond int64), and a number beyond double's range
+// makes the evaluation fail (the call is refused). Comparisons mix int and
+// double freely (`args.amount <= 30` holds for 30 and not for 30.5);
+// arithmetic does not, so write `double(args.amount) * 1.5`.
+
+const (
+	varSelf = "self"
+	varArgs = "args"
+
+	// exprCostLimit bounds one evaluation, in CEL's cost units (about one
+	// per operation or per 10 characters scanned); above it the call is
+	// refused. validate refuses expressions whose estimated cost can exceed it.
+	exprCostLimit = 1_000_000
+	// maxExprLen bounds the text of one expression, in characters.
+	maxExprLen = 4096
+	// maxMessageLen bounds a check's message, in characters.
+	maxMessageLen = 300
+
+	// Sizes assumed for the cost estimate when the plan does not bound a
+	// value with max_length, max_items or closed field blocks.
+	defaultStringHint = 10_000
+	defaultListHint   = 1_000
+)
+
+var (
+	exprSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "expr", Required: true}, {Name: "message"}}}
+	celEnvsOnce = sync.OnceValues(newCELEnvs)
+)
+
+// Expr is one CEL expression of a plan.
+type Expr struct {
+	Source  string // the expression, byte for byte as the plan gives it
+	Message string // what a refused call is told; "" when unset
+
+	Range     hcl.Range // the expression's string in the file
+	DeclRange hcl.Range // the check block, or the expr attribute
+
+	variable string // varSelf or varArgs
+	prog     cel.Program
+	raw      []byte // the source text of Range, to place CEL errors
+}
+
+// celEnvs are the two environments: one with `self`, one with `args`. They
+// are immutable once built and shared by every plan.
+type celEnvs struct{ self, args *cel.Env }
+
+func celBaseOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		ext.Strings(),
+		ext.Lists(ext.ListsMaxRangeSize(10_000)),
+		cel.CrossTypeNumericComparisons(true),
+		cel.ParserExpressionSizeLimit(maxExprLen),
+		cel.ParserRecursionLimit(64),
+	}
+}
+
+func newCELEnvs() (*celEnvs, error) {
+	self, err := cel.NewEnv(append(celBaseOptions(), cel.Variable(varSelf, cel.DynType))...)
+	if err != nil {
+		return nil, fmt.Errorf("CEL environment: %w", err)
+	}
+	args, err := cel.NewEnv(append(celBaseOptions(), cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)))...)
+	if err != nil {
+		return nil, fmt.Errorf("CEL environment: %w", err)
+	}
+	return &celEnvs{self: self, args: args}, nil
+}
+
+func (e *celEnvs) env(variable string) *cel.Env {
+	if variable == varSelf {
+		return e.self
+	}
+	return e.args
+}
+
+// check decodes a step's check block.
+func (d *decoder) check(b *hcl.Block, s *Step) *Expr {
+	c := d.content(b.Body, exprSchema)
+	at := c.Attributes["expr"]
+	if at == nil {
+		return nil
+	}
+	e := d.expr(at, c.Attributes["message"], varArgs, &sizeHints{args: s.Args})
+	if e != nil {
+		e.DeclRange = b.DefRange
+	}
+	return e
+}
+
+// expr decodes, compiles and bounds one expression.
+func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints) *Expr {
+	src, ok := d.str(at)
+	if !ok {
+		return nil
+	}
+	e := &Expr{Source: src, Range: at.Expr.Range(), DeclRange: at.Range, variable: variable}
+	if r := e.Range; r.Start.Byte >= 0 && r.End.Byte <= len(d.src) && r.Start.Byte <= r.End.Byte {
+		e.raw = d.src[r.Start.Byte:r.End.Byte]
+	}
+	if msg != nil {
+		if m, ok := d.str(msg); ok {
+			switch {
+			case strings.TrimSpace(m) == "":
+				d.errorf(msg.Expr.Range(), "Empty message", "message is what a refused call is told; write a sentence or remove it.")
+			case strings.ContainsAny(m, "\r\n"):
+				d.errorf(msg.Expr.Range(), "Invalid message", "message must be one line: it is quoted in the one-line reason of a refused call.")
+			case utf8.RuneCountInString(m) > maxMessageLen:
+				d.errorf(msg.Expr.Range(), "Invalid message", "message must be at most %d characters.", maxMessageLen)
+			}
+			e.Message = m
+		}
+	}
+	switch {
+	case strings.TrimSpace(src) == "":
+		d.errorf(e.Range, "Empty expression", "expr is a CEL expression that must be true for the call to pass, such as %s.", exampleFor(variable))
+		return nil
+	case utf8.RuneCountInString(src) > maxExprLen:
+		d.errorf(e.Range, "Expression too long", "An expression has at most %d characters.", maxExprLen)
+		return nil
+	}
+	envs, err := celEnvsOnce()
+	if err != nil {
+		d.errorf(e.Range, "CEL unavailable", "%s.", err)
+		return nil
+	}
+	env := envs.env(variable)
+	ast, ok := d.compileExpr(e, env)
+	if !ok {
+		return nil
+	}
+	est, err := env.EstimateCost(ast, hints)
+	if err != nil {
+		d.errorf(e.Range, "Expression cost unknown", "The cost of this expression cannot be estimated: %s.", oneLine(err.Error()))
+		return nil
+	}
+	if est.Max > exprCostLimit {
+		d.errorf(e.Range, "Expression too expensive", "This expression may cost up to %s, more than the limit %d. Bound the values it reads with max_length or max_items (unbounded strings are assumed to have %d characters, arrays %d items).",
+			costText(est.Max), exprCostLimit, defaultStringHint, defaultListHint)
+		return nil
+	}
+	prog, err := env.Program(ast, cel.CostLimit(exprCostLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		d.errorf(e.Range, "Invalid expression", "%s.", oneLine(err.Error()))
+		return nil
+	}
+	e.prog = prog
+	return e
+}
+
+// compileExpr parses and type-checks e in env and reports every CEL error at
+// its place in the file. The result must be a bool (or dyn, checked when run).
+func (d *decoder) compileExpr(e *Expr, env *cel.Env) (*cel.Ast, bool) {
+	ast, iss := env.Compile(e.Source)
+	if iss != nil && iss.Err() != nil {
+		for _, ce := range iss.Errors() {
+			rng := e.Range
+			if ce.Location != nil && ce.Location.Line() > 0 {
+				rng = e.placeOf(ce.Location.Line(), ce.Location.Column())
+			}
+			d.errorf(rng, "Invalid expression", "%s.", oneLine(ce.Message))
+		}
+		return nil, false
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+		d.errorf(e.Range, "Expression is not a condition", "The expression's type is %s; it must give true or false (bool).", t)
+		return nil, false
+	}
+	return ast, true
+}
+
+func exampleFor(variable string) string {
+	if variable == varSelf {
+		return `"self.startsWith('/srv/docs/')"`
+	}
+	return `"args.amount <= 30"`
+}
+
+func costText(c uint64) string {
+	if c == math.MaxUint64 {
+		return "an unbounded cost"
+	}
+	return strconv.FormatUint(c, 10)
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "ERROR: <input>:")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// evalReason evaluates e with its variable bound to v and returns "" when the
+// result is true, else the reason the call is refused. Everything but true
+// refuses: false, another type, an error or the cost limit.
+func (e *Expr) evalReason(v any) string {
+	if e.prog == nil {
+		return "has a check that did not compile, so the call is refused"
+	}
+	out, _, err := e.prog.Eval(oneVar{name: e.variable, val: jsonToCEL(v)})
+	if err != nil {
+		return fmt.Sprintf("check %s could not be evaluated, so the call is refused: %s", e.quoted(), oneLine(err.Error()))
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return fmt.Sprintf("check %s gave %s, not true or false, so the call is refused", e.quoted(), out.Type().TypeName())
+	}
+	if b {
+		return ""
+	}
+	switch {
+	case e.variable == varSelf && e.Message != "":
+		return "fails its check: " + e.Message
+	case e.variable == varSelf:
+		return "fails its check " + e.quoted()
+	case e.Message != "":
+		return "check failed: " + e.Message
+	}
+	return "check " + e.quoted() + " failed"
+}
+
+// quoted renders the expression for a one-line reason, cut short.
+func (e *Expr) quoted() string {
+	const max = 80
+	s := e.Source
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// oneVar is the activation of an evaluation: one variable.
+type oneVar struct {
+	name string
+	val  ref.Val
+}
+
+func (a oneVar) ResolveName(name string) (any, bool) {
+	if name == a.name {
+		return a.val, true
+	}
+	return nil, false
+}
+
+func (oneVar) Parent() interpreter.Activation { return nil }
+
+// jsonAdapter turns decoded JSON into CEL values lazily: an element of an
+// array or object is converted only when the expression reads it.
+type jsonAdapter struct{}
+
+func jsonToCEL(v any) ref.Val { return jsonAdapter{}.NativeToValue(v) }
+
+func (a jsonAdapter) NativeToValue(v any) ref.Val {
+	switch t := v.(type) {
+	case nil:
+		return types.NullValue
+	case bool:
+		return types.Bool(t)
+	case string:
+		return types.String(t)
+	case json.Number:
+		return celNumber(string(t))
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return types.NewErr("%v is not a JSON number", t)
+		}
+		return celNumber(strconv.FormatFloat(t, 'g', -1, 64))
+	case int:
+		return types.Int(t)
+	case int64:
+		return types.Int(t)
+	case []any:
+		return types.NewDynamicList(a, t)
+	case map[string]any:
+		return types.NewStringInterfaceMap(a, t)
+	case ref.Val:
+		return t
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// celNumber converts JSON number text: a whole number that fits int64 is an
+// int, anything else the nearest double; beyond double's range, an error.
+func celNumber(s string) ref.Val {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return types.Int(i)
+	}
+	n, err := ParseNumber(s)
+	if err != nil {
+		return types.NewErr("%q is not a JSON number", s)
+	}
+	if r := n.rat(); r.IsInt() && r.Num().IsInt64() {
+		return types.Int(r.Num().Int64())
+	}
+	f, _ := new(big.Float).SetRat(n.rat()).Float64()
+	if math.IsInf(f, 0) {
+		return types.NewErr("number %s is too large for an expression", s)
+	}
+	return types.Double(f)
+}
+
+// sizeHints bounds, for the cost estimate, the sizes of the values an
+// expression reads, from the plan's own max_length, max_items and closed
+// field blocks.
+type sizeHints struct {
+	self *Arg   // an arg's expression
+	args []*Arg // a step's check
+}
+
+func (h *sizeHints) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
+	return nil
+}
+
+func (h *sizeHints) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	path := n.Path()
+	if len(path) == 0 {
+		return nil
+	}
+	var cur *Arg
+	switch {
+	case path[0] == varSelf && h.self != nil:
+		cur = h.self
+	case path[0] == varArgs:
+		if len(path) == 1 {
+			return &cost.SizeEstimate{Min: 0, Max: uint64(len(h.args))}
+		}
+		for _, a := range h.args {
+			if a.Name == path[1] {
+				cur = a
+			}
+		}
+		path = path[1:]
+	default:
+		return nil
+	}
+	for _, p := range path[1:] {
+		if cur == nil {
+			break
+		}
+		switch p {
+		case "@items":
+			cur = cur.Items
+		case "@keys", "@values":
+			cur = nil
+		default:
+			cur = cur.field(p)
+		}
+	}
+	return &cost.SizeEstimate{Min: 0, Max: sizeBound(cur, n.Type())}
+}
+
+// sizeBound is the largest size the constraints allow, or the default.
+func sizeBound(a *Arg, t *types.Type) uint64 {
+	if a != nil {
+		best := uint64(math.MaxUint64)
+		for _, p := range []*int{a.MaxLength, a.MaxItems} {
+			if p != nil && uint64(*p) < best {
+				best = uint64(*p)
+			}
+		}
+		if len(a.Fields) > 0 && !a.AnyOtherFields && uint64(len(a.Fields)) < best {
+			best = uint64(len(a.Fields))
+		}
+		if best != math.MaxUint64 {
+			return best
+		}
+	}
+	switch t.Kind() {
+	case types.ListKind, types.MapKind, types.StructKind:
+		return defaultListHint
+	}
+	return defaultStringHint
+}
+
+// placeOf maps a CEL error location (1-based line, 0-based column, in the
+// expression's characters) to the file: inside a quoted string, escapes are
+// counted; inside a heredoc, lines map to lines. Otherwise the whole string.
+func (e *Expr) placeOf(line, col int) hcl.Range {
+	raw := e.raw
+	at := func(off int, lineAdd int, colRunes int) hcl.Range {
+		start := hcl.Pos{Line: e.Range.Start.Line + lineAdd, Column: colRunes, Byte: e.Range.Start.Byte + off}
+		end := start
+		end.Column++
+		end.Byte++
+		return hcl.Range{Filename: e.Range.Filename, Start: start, End: end}
+	}
+	switch {
+	case len(raw) >= 2 && raw[0] == '"':
+		dl, dc := 1, 0
+		i := 1
+		for i < len(raw)-1 {
+			if dl == line && dc == col {
+				break
+			}
+			r, w := rune(raw[i]), 1
+			switch {
+			case raw[i] == '\\' && i+1 < len(raw):
+				switch raw[i+1] {
+				case 'u':
+					w = 6
+				case 'U':
+					w = 10
+				case 'n':
+					r, w = '\n', 2
+				default:
+					w = 2
+				}
+			case (raw[i] == '$' || raw[i] == '%') && i+2 < len(raw) && raw[i+1] == raw[i] && raw[i+2] == '{':
+				w = 2
+			default:
+				r, w = utf8.DecodeRune(raw[i:])
+			}
+			if r == '\n' {
+				dl, dc = dl+1, 0
+			} else {
+				dc++
+			}
+			i += min(w, len(raw)-1-i)
+		}
+		return at(i, 0, e.Range.Start.Column+utf8.RuneCount(raw[:i]))
+	case bytes.HasPrefix(raw, []byte("<<")):
+		lines := bytes.Split(raw, []byte("\n"))
+		dec := strings.Split(e.Source, "\n")
+		if line < 1 || line >= len(lines) || line > len(dec) {
+			return e.Range
+		}
+		src, text := lines[line], dec[line-1]
+		k := 0
+		if bytes.HasSuffix(src, []byte(text)) {
+			k = len(src) - len(text)
+		}
+		off := 0
+		for n := 0; n < col && off < len(text); n++ {
+			_, w := utf8.DecodeRuneInString(text[off:])
+			off += w
+		}
+		lineStart := 0
+		for _, l := range lines[:line] {
+			lineStart += len(l) + 1
+		}
+		return at(lineStart+k+off, line, 1+utf8.RuneCount(src[:min(k+off, len(src))]))
+	}
+	return e.Range
+}

@@ -1,0 +1,769 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// Resources and prompts (plan language v2). They are served only when the
+// plan the proxy starts with has resource or prompt blocks; otherwise the
+// proxy announces neither and answers their methods "method not found".
+//
+// Every upstream resource, template and prompt is registered with mcp-go
+// (so that a read of an unplanned one reaches the check and the audit), and
+// the lists are filtered by the current plan in the after-list hooks, as
+// tools are. A catch-all template sends every other URI to the same check.
+//
+// Reads and gets are counted in the ledger like tool calls, each resource
+// and prompt block under a step index after the plan's steps
+// (len(Steps)+i for resources, then prompts). They do not take part in the
+// sequential order: orderState keeps them from moving the current step.
+
+// sendFunc sends one request on an upstream connection.
+type sendFunc func(ctx context.Context, method string, params any) (json.RawMessage, error)
+
+// UpstreamCaps is what the upstream announced in initialize that the proxy
+// relays.
+type UpstreamCaps struct {
+	Resources, Subscribe, Prompts, Completions bool
+}
+
+func parseCaps(raw json.RawMessage) UpstreamCaps {
+	var c struct {
+		Resources *struct {
+			Subscribe bool `json:"subscribe"`
+		} `json:"resources"`
+		Prompts     json.RawMessage `json:"prompts"`
+		Completions json.RawMessage `json:"completions"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+		return UpstreamCaps{}
+	}
+	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
+	return UpstreamCaps{Resources: c.Resources != nil, Subscribe: c.Resources != nil && c.Resources.Subscribe,
+		Prompts: present(c.Prompts), Completions: present(c.Completions)}
+}
+
+// catchAllTemplate matches every URI the upstream did not list, so that its
+// read reaches readResource (and is blocked or allowed there).
+const catchAllTemplate = "{+uri}"
+
+// extras is the proxy's resources and prompts state.
+type extras struct {
+	resources, prompts bool // served (fixed by the plan the proxy starts with)
+
+	capsOnce sync.Once // capabilities are decided once, before any client is served
+
+	subMu sync.Mutex
+	subs  map[string]map[string]bool // URI → session IDs subscribed
+}
+
+// setupExtras configures the server for the plan's resources and prompts.
+func (p *Proxy) setupExtras(hooks *server.Hooks) {
+	plan := p.cfg.Plan
+	p.ex.resources, p.ex.prompts = len(plan.Resources) > 0, len(plan.Prompts) > 0
+	p.ex.subs = map[string]map[string]bool{}
+	hooks.AddOnRequestInitialization(p.precheckRequest)
+	hooks.AddOnError(p.auditUnknownExtra)
+	if p.ex.resources {
+		hooks.AddAfterListResources(p.filterResources)
+		hooks.AddAfterListResourceTemplates(p.filterTemplates)
+		hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.dropSubscriptions(s.SessionID()) })
+	}
+	if p.ex.prompts {
+		hooks.AddAfterListPrompts(p.filterPrompts)
+	}
+}
+
+// initExtras registers what is known before the upstream answers: the
+// catch-all template and the plan's prompts, so that a read or get gets a
+// clear "upstream unavailable" and is audited.
+func (p *Proxy) initExtras() {
+	if p.ex.resources {
+		p.refreshResources(context.Background(), nil, false)
+	}
+	if p.ex.prompts {
+		p.refreshPrompts(context.Background(), nil, false)
+	}
+}
+
+// announceExtras sets the capabilities once: from the upstream's first
+// initialisation when it succeeds, else (start calls it with ok false) with
+// no subscribe and no completions. listChanged is always announced: the
+// proxy's lists change with plan reloads whatever the upstream does. Once
+// orders the writes before any client is served (start waits for it).
+func (p *Proxy) announceExtras(caps UpstreamCaps, ok bool) {
+	p.ex.capsOnce.Do(func() {
+		if p.ex.resources {
+			server.WithResourceCapabilities(ok && caps.Subscribe, true)(p.srv)
+		}
+		if p.ex.prompts {
+			server.WithPromptCapabilities(true)(p.srv)
+		}
+		if ok && caps.Completions && (p.ex.resources || p.ex.prompts) {
+			server.WithCompletions()(p.srv)
+			server.WithPromptCompletionProvider(promptCompleter{p})(p.srv)
+			server.WithResourceCompletionProvider(resourceCompleter{p})(p.srv)
+		}
+	})
+}
+
+// onConnect reads the upstream's resources and prompts on each new
+// connection and subscribes again to what clients are subscribed to.
+func (p *Proxy) onConnect(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+	p.announceExtras(caps, true)
+	if p.ex.resources {
+		p.refreshResources(ctx, send, caps.Resources)
+		p.ex.subMu.Lock()
+		uris := make([]string, 0, len(p.ex.subs))
+		for u := range p.ex.subs {
+			uris = append(uris, u)
+		}
+		p.ex.subMu.Unlock()
+		for _, u := range uris {
+			if _, err := send(ctx, "resources/subscribe", map[string]any{"uri": u}); err != nil {
+				fmt.Fprintf(p.cfg.Log, "planlock proxy: subscribe again to %s: %v\n", u, err)
+			}
+		}
+	}
+	if p.ex.prompts {
+		p.refreshPrompts(ctx, send, caps.Prompts)
+	}
+}
+
+// listAll reads a paginated list raw.
+func listAll(ctx context.Context, send sendFunc, method, key string) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	params := map[string]any{}
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, fmt.Errorf("%s: more than 1000 pages", method)
+		}
+		res, err := send(ctx, method, params)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(res, &r); err != nil {
+			return nil, fmt.Errorf("%s: bad result: %w", method, err)
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(r[key], &items); err != nil && len(r[key]) > 0 {
+			return nil, fmt.Errorf("%s: bad %s: %w", method, key, err)
+		}
+		all = append(all, items...)
+		var next string
+		_ = json.Unmarshal(r["nextCursor"], &next)
+		if next == "" {
+			return all, nil
+		}
+		params = map[string]any{"cursor": next}
+	}
+}
+
+// refreshResources registers the upstream's resources and templates (all of
+// them; the lists are filtered by the plan) and the catch-all template.
+func (p *Proxy) refreshResources(ctx context.Context, send sendFunc, has bool) {
+	var rs []server.ServerResource
+	ts := []server.ServerResourceTemplate{{Template: mcp.NewResourceTemplate(catchAllTemplate, "planlock catch-all"), Handler: p.readResource}}
+	if has {
+		raw, err := listAll(ctx, send, "resources/list", "resources")
+		if err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: %v\n", err)
+		}
+		for _, r := range raw {
+			var res mcp.Resource
+			if json.Unmarshal(r, &res) != nil || res.URI == "" {
+				continue
+			}
+			rs = append(rs, server.ServerResource{Resource: res, Handler: p.readResource})
+		}
+		raw, err = listAll(ctx, send, "resources/templates/list", "resourceTemplates")
+		if err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: %v\n", err)
+		}
+		for _, r := range raw {
+			var t mcp.ResourceTemplate
+			if json.Unmarshal(r, &t) != nil || t.URITemplate == nil || t.URITemplate.Raw() == catchAllTemplate {
+				continue
+			}
+			ts = append(ts, server.ServerResourceTemplate{Template: t, Handler: p.readResource})
+		}
+	}
+	p.srv.SetResources(rs...)
+	p.srv.SetResourceTemplates(ts...)
+}
+
+// refreshPrompts registers the upstream's prompts and the plan's prompts the
+// upstream does not offer (so that a get reaches the check and the upstream
+// answers as it does).
+func (p *Proxy) refreshPrompts(ctx context.Context, send sendFunc, has bool) {
+	var ps []server.ServerPrompt
+	seen := map[string]bool{}
+	if has {
+		raw, err := listAll(ctx, send, "prompts/list", "prompts")
+		if err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: %v\n", err)
+		}
+		for _, r := range raw {
+			var pr mcp.Prompt
+			if json.Unmarshal(r, &pr) != nil || pr.Name == "" {
+				continue
+			}
+			seen[pr.Name] = true
+			ps = append(ps, server.ServerPrompt{Prompt: pr, Handler: p.getPrompt})
+		}
+	}
+	for _, pr := range p.cur.Load().plan.Prompts {
+		if !seen[pr.Name] {
+			ps = append(ps, server.ServerPrompt{Prompt: mcp.NewPrompt(pr.Name), Handler: p.getPrompt})
+		}
+	}
+	p.srv.SetPrompts(ps...)
+}
+
+// relayExtra handles the upstream's resource and prompt notifications;
+// it reports whether n was one.
+func (p *Proxy) relayExtra(n mcp.JSONRPCNotification) bool {
+	switch n.Method {
+	case string(mcp.MethodNotificationResourceUpdated):
+		uri, _ := n.Params.AdditionalFields["uri"].(string)
+		if !p.ex.resources || p.cur.Load().plan.Resource(uri) == nil {
+			return true
+		}
+		p.ex.subMu.Lock()
+		var sids []string
+		for sid := range p.ex.subs[uri] {
+			sids = append(sids, sid)
+		}
+		p.ex.subMu.Unlock()
+		sort.Strings(sids)
+		for _, sid := range sids {
+			_ = p.srv.SendNotificationToSpecificClient(sid, n.Method, map[string]any{"uri": uri})
+		}
+		return true
+	case string(mcp.MethodNotificationResourcesListChanged):
+		if p.ex.resources {
+			go p.refreshLater(func(ctx context.Context) { p.refreshResources(ctx, p.up.Request, true) })
+		}
+		return true
+	case string(mcp.MethodNotificationPromptsListChanged):
+		if p.ex.prompts {
+			go p.refreshLater(func(ctx context.Context) { p.refreshPrompts(ctx, p.up.Request, true) })
+		}
+		return true
+	}
+	return false
+}
+
+func (p *Proxy) refreshLater(f func(context.Context)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f(ctx)
+}
+
+// planChangedExtras tells clients that the filtered lists may have changed.
+func (p *Proxy) planChangedExtras() {
+	if p.ex.resources {
+		p.srv.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+	}
+	if p.ex.prompts {
+		p.srv.SendNotificationToAllClients(string(mcp.MethodNotificationPromptsListChanged), nil)
+	}
+}
+
+func (p *Proxy) filterResources(_ context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+	if res == nil {
+		return
+	}
+	plan := p.cur.Load().plan
+	kept := res.Resources[:0]
+	for _, r := range res.Resources {
+		if plan.Resource(r.URI) != nil {
+			kept = append(kept, r)
+		}
+	}
+	res.Resources = kept
+}
+
+// templateAllowed reports whether a resource block names this template.
+func templateAllowed(plan *hclplan.Plan, tmpl string) bool {
+	for _, r := range plan.Resources {
+		if r.URITemplate != "" && r.URITemplate == tmpl {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Proxy) filterTemplates(_ context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+	if res == nil {
+		return
+	}
+	plan := p.cur.Load().plan
+	kept := res.ResourceTemplates[:0]
+	for _, t := range res.ResourceTemplates {
+		if t.URITemplate != nil && templateAllowed(plan, t.URITemplate.Raw()) {
+			kept = append(kept, t)
+		}
+	}
+	res.ResourceTemplates = kept
+}
+
+func (p *Proxy) filterPrompts(_ context.Context, _ any, _ *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
+	if res == nil {
+		return
+	}
+	plan := p.cur.Load().plan
+	kept := res.Prompts[:0]
+	for _, pr := range res.Prompts {
+		if plan.Prompt(pr.Name) != nil {
+			kept = append(kept, pr)
+		}
+	}
+	res.Prompts = kept
+}
+
+// BlockedError is the JSON-RPC error of a blocked read, get, subscription
+// or completion; its message is the reason.
+type BlockedError struct{ Reason string }
+
+func (e *BlockedError) Error() string { return e.Reason }
+
+// blockExtra records a blocked request and returns its error; nothing
+// reaches the upstream.
+func (p *Proxy) blockExtra(ctx context.Context, plan *hclplan.Plan, call ledger.Call, reason string) error {
+	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
+		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
+	}
+	return &BlockedError{Reason: fmt.Sprintf("blocked by plan %q: %s", plan.Name, reason)}
+}
+
+// resourceIndex is the ledger step index of resource block i.
+func resourceIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + i }
+
+// promptIndex is the ledger step index of prompt block i.
+func promptIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + len(plan.Resources) + i }
+
+// readResource is every resources/read: plan expiry, the resource block,
+// the durable count (max_reads), then the upstream. Reads take no part in
+// the sequential order of the steps.
+func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	ctx, st := p.withPlan(ctx)
+	plan := st.plan
+	uri := req.Params.URI
+	args, _ := json.Marshal(map[string]string{"uri": uri})
+	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodResourcesRead), Args: args}
+	if plan.Expired(p.cfg.Now()) {
+		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
+	}
+	idx := -1
+	for i, r := range plan.Resources {
+		if r.Matches(uri) {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q", uri, plan.Name))
+	}
+	r := plan.Resources[idx]
+	call.Step, call.StepIndex = "resource:"+r.Name, resourceIndex(plan, idx)
+	t, err := p.reserveExtra(ctx, plan, call, r.MaxReads, "max_reads")
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	res, err := p.up.Request(cctx, "resources/read", map[string]any{"uri": uri})
+	cancel()
+	var out *mcp.ReadResourceResult
+	if err == nil {
+		out, err = mcp.ParseReadResourceResult(&res)
+	}
+	p.completeExtra(ctx, t, err, start)
+	if err != nil {
+		return nil, fmt.Errorf("resources/read %s: %s; the read was counted (resource %q, %d of max_reads %d)", uri, oneLine(err.Error()), r.Name, t.Used, r.MaxReads)
+	}
+	return out.Contents, nil
+}
+
+// getPrompt is every prompts/get: plan expiry, the prompt block, its
+// argument constraints, the durable count (max_calls), then the upstream.
+func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	ctx, st := p.withPlan(ctx)
+	plan := st.plan
+	name := req.Params.Name
+	promptArgs := req.Params.Arguments
+	if promptArgs == nil {
+		promptArgs = map[string]string{}
+	}
+	// What is checked is what is sent: the arguments are forwarded
+	// re-encoded from this map (the raw bytes passed strictArgs first).
+	args, _ := json.Marshal(map[string]any{"name": name, "arguments": promptArgs})
+	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodPromptsGet), Args: args}
+	if plan.Expired(p.cfg.Now()) {
+		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
+	}
+	idx := -1
+	for i, pr := range plan.Prompts {
+		if pr.Name == name {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("prompt %q is not in plan %q", name, plan.Name))
+	}
+	pr := plan.Prompts[idx]
+	call.Step, call.StepIndex = "prompt:"+pr.Name, promptIndex(plan, idx)
+	checked := make(map[string]any, len(promptArgs))
+	for k, v := range promptArgs {
+		checked[k] = v
+	}
+	if err := pr.Check(checked); err != nil {
+		return nil, p.blockExtra(ctx, plan, call, oneLine(err.Error()))
+	}
+	t, err := p.reserveExtra(ctx, plan, call, pr.MaxCalls, "max_calls")
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	res, err := p.up.Request(cctx, "prompts/get", map[string]any{"name": name, "arguments": promptArgs})
+	cancel()
+	var out *mcp.GetPromptResult
+	if err == nil {
+		out, err = mcp.ParseGetPromptResult(&res)
+	}
+	p.completeExtra(ctx, t, err, start)
+	if err != nil {
+		return nil, fmt.Errorf("prompts/get %s: %s; the get was counted (prompt %q, %d of max_calls %d)", name, oneLine(err.Error()), pr.Name, t.Used, pr.MaxCalls)
+	}
+	return out, nil
+}
+
+func expiredReason(plan *hclplan.Plan) string {
+	return fmt.Sprintf("plan %q expired at %s; no call is allowed", plan.Name, plan.Expires.UTC().Format(time.RFC3339))
+}
+
+// reserveExtra takes one read or get of max durably before anything is
+// forwarded; exhausted means blocked, any other failure means not forwarded.
+func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledger.Call, max int, what string) (ledger.Ticket, error) {
+	if ok, why := p.up.Ready(); !ok {
+		return ledger.Ticket{}, fmt.Errorf("upstream unavailable, %s was not forwarded and not counted: %v", call.Tool, why)
+	}
+	t, err := p.cfg.State.Reserve(context.WithoutCancel(ctx), ledger.Reservation{Call: call, MaxCalls: max})
+	var ex *ledger.ExhaustedError
+	switch {
+	case errors.As(err, &ex):
+		return t, p.blockExtra(ctx, plan, call, fmt.Sprintf("%s: %s %d used up (%d forwarded)", call.Step, what, ex.Max, ex.Used))
+	case err != nil:
+		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %v", call.Tool, oneLine(err.Error()))
+	}
+	return t, nil
+}
+
+func (p *Proxy) completeExtra(ctx context.Context, t ledger.Ticket, err error, start time.Time) {
+	o := ledger.Outcome{OK: err == nil, Latency: time.Since(start)}
+	if err != nil {
+		o.Err = oneLine(err.Error())
+	}
+	if cerr := p.cfg.State.Complete(context.WithoutCancel(ctx), t, o); cerr != nil {
+		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", cerr)
+	}
+}
+
+// precheckRequest runs before mcp-go dispatches a request. For the resource
+// and prompt methods it refuses parameters that two JSON parsers may read
+// differently (as tools/call arguments are), and it decides subscriptions:
+// mcp-go acknowledges a subscribe without a way to refuse it, so the check,
+// the upstream subscribe and the bookkeeping happen here.
+func (p *Proxy) precheckRequest(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil // mcp-go answers a bad message itself
+	}
+	switch mcp.MCPMethod(m.Method) {
+	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		if !p.ex.resources {
+			return nil // method not found, from mcp-go
+		}
+	case mcp.MethodPromptsGet:
+		if !p.ex.prompts {
+			return nil
+		}
+	case mcp.MethodCompletionComplete:
+		if !p.ex.resources && !p.ex.prompts {
+			return nil
+		}
+	default:
+		return nil
+	}
+	plan := p.cur.Load().plan
+	params := m.Params
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	decoded, err := decodeArgs(params)
+	if err != nil {
+		return p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: m.Method},
+			fmt.Sprintf("%s: params must be one JSON object: %v", m.Method, err))
+	}
+	uri, _ := decoded["uri"].(string)
+	switch mcp.MCPMethod(m.Method) {
+	case mcp.MethodResourcesSubscribe:
+		return p.subscribe(ctx, plan, uri)
+	case mcp.MethodResourcesUnsubscribe:
+		p.unsubscribe(ctx, sessionID(ctx), uri)
+	}
+	return nil
+}
+
+func sessionID(ctx context.Context) string {
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		return s.SessionID()
+	}
+	return ""
+}
+
+// subscribe allows a subscription to a URI the plan allows to read, and
+// subscribes upstream for the first subscriber.
+func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) error {
+	args, _ := json.Marshal(map[string]string{"uri": uri})
+	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodResourcesSubscribe), Args: args}
+	if uri == "" {
+		return nil // mcp-go answers "uri is required"
+	}
+	if plan.Resource(uri) == nil {
+		return p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q, so it cannot be subscribed to", uri, plan.Name))
+	}
+	sid := sessionID(ctx)
+	p.ex.subMu.Lock()
+	first := len(p.ex.subs[uri]) == 0
+	if p.ex.subs[uri] == nil {
+		p.ex.subs[uri] = map[string]bool{}
+	}
+	p.ex.subs[uri][sid] = true
+	p.ex.subMu.Unlock()
+	if first {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+		_, err := p.up.Request(cctx, "resources/subscribe", map[string]any{"uri": uri})
+		cancel()
+		if err != nil {
+			p.unsubscribeLocal(sid, uri)
+			return fmt.Errorf("resources/subscribe %s: %s", uri, oneLine(err.Error()))
+		}
+	}
+	return nil
+}
+
+// unsubscribeLocal forgets one session's subscription; it reports whether
+// that was the URI's last subscriber.
+func (p *Proxy) unsubscribeLocal(sid, uri string) bool {
+	p.ex.subMu.Lock()
+	defer p.ex.subMu.Unlock()
+	s := p.ex.subs[uri]
+	if !s[sid] {
+		return false
+	}
+	delete(s, sid)
+	if len(s) == 0 {
+		delete(p.ex.subs, uri)
+		return true
+	}
+	return false
+}
+
+// unsubscribe forgets a session's subscription and unsubscribes upstream
+// after the last one (best effort).
+func (p *Proxy) unsubscribe(ctx context.Context, sid, uri string) {
+	if p.unsubscribeLocal(sid, uri) {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+		_, _ = p.up.Request(cctx, "resources/unsubscribe", map[string]any{"uri": uri})
+		cancel()
+	}
+}
+
+// dropSubscriptions forgets a closed session's subscriptions.
+func (p *Proxy) dropSubscriptions(sid string) {
+	p.ex.subMu.Lock()
+	var uris []string
+	for u, s := range p.ex.subs {
+		if s[sid] {
+			uris = append(uris, u)
+		}
+	}
+	p.ex.subMu.Unlock()
+	for _, u := range uris {
+		go p.unsubscribe(context.Background(), sid, u)
+	}
+}
+
+// auditUnknownExtra records a read or get that mcp-go refused because
+// nothing is registered for it (a prompt neither planned nor offered, a URI
+// no template can match).
+func (p *Proxy) auditUnknownExtra(ctx context.Context, _ any, method mcp.MCPMethod, message any, err error) {
+	plan := p.cur.Load().plan
+	switch req := message.(type) {
+	case *mcp.ReadResourceRequest:
+		if method == mcp.MethodResourcesRead && errors.Is(err, server.ErrResourceNotFound) {
+			args, _ := json.Marshal(map[string]string{"uri": req.Params.URI})
+			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(method), Args: args},
+				fmt.Sprintf("resource %q is not in plan %q", req.Params.URI, plan.Name))
+		}
+	case *mcp.GetPromptRequest:
+		if method == mcp.MethodPromptsGet && errors.Is(err, server.ErrPromptNotFound) {
+			args, _ := json.Marshal(map[string]any{"name": req.Params.Name, "arguments": req.Params.Arguments})
+			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(method), Args: args},
+				fmt.Sprintf("prompt %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, plan.Name))
+		}
+	}
+}
+
+// promptCompleter answers completion/complete for planned prompts only.
+type promptCompleter struct{ p *Proxy }
+
+func (c promptCompleter) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	plan := c.p.cur.Load().plan
+	if plan.Prompt(name) == nil {
+		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": name}, "argument": arg})
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodCompletionComplete), Args: args},
+			fmt.Sprintf("completion for prompt %q: the prompt is not in plan %q", name, plan.Name))
+	}
+	return c.p.complete(ctx, map[string]any{"type": "ref/prompt", "name": name}, arg, cc)
+}
+
+// resourceCompleter answers completion/complete for the plan's resource
+// templates (or URIs it allows) only.
+type resourceCompleter struct{ p *Proxy }
+
+func (c resourceCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	plan := c.p.cur.Load().plan
+	if !templateAllowed(plan, uri) && plan.Resource(uri) == nil {
+		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/resource", "uri": uri}, "argument": arg})
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodCompletionComplete), Args: args},
+			fmt.Sprintf("completion for resource %q: no resource block of plan %q names it", uri, plan.Name))
+	}
+	return c.p.complete(ctx, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)
+}
+
+// complete forwards an allowed completion request. Completions suggest
+// values and read nothing the plan counts, so they are not counted.
+func (p *Proxy) complete(ctx context.Context, ref map[string]any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	params := map[string]any{"ref": ref, "argument": arg}
+	if len(cc.Arguments) > 0 {
+		params["context"] = cc
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	res, err := p.up.Request(cctx, "completion/complete", params)
+	if err != nil {
+		return nil, fmt.Errorf("completion/complete: %s", oneLine(err.Error()))
+	}
+	var r mcp.CompleteResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, fmt.Errorf("completion/complete: bad result: %w", err)
+	}
+	return &r.Completion, nil
+}
+
+// orderState keeps resource reads and prompt gets, counted under step
+// indexes after a plan's steps, out of the sequential order: the ledger's
+// Current is the highest index with a forwarded call, so a read would
+// otherwise close every step. Current is brought back to the highest step
+// with a forwarded call.
+type orderState struct {
+	State
+	mu    sync.Mutex
+	steps map[string]int // plan digest → number of steps
+}
+
+func (o *orderState) register(plan *hclplan.Plan) {
+	o.mu.Lock()
+	o.steps[plan.Digest] = len(plan.Steps)
+	o.mu.Unlock()
+}
+
+func (o *orderState) clamp(digest string, pr *ledger.Progress) {
+	o.mu.Lock()
+	n, ok := o.steps[digest]
+	o.mu.Unlock()
+	if !ok || pr.Current < n {
+		return
+	}
+	cur := 0
+	for i := n - 1; i > 0; i-- {
+		if pr.Calls(i) > 0 {
+			cur = i
+			break
+		}
+	}
+	pr.Current = cur
+}
+
+// Progress is the inner state's, with Current among the steps.
+func (o *orderState) Progress(digest string) ledger.Progress {
+	pr := o.State.Progress(digest)
+	o.clamp(digest, &pr)
+	return pr
+}
+
+// Reserve passes the reservation's order check a Progress with Current
+// among the steps.
+func (o *orderState) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error) {
+	if check := rv.Check; check != nil {
+		rv.Check = func(pr ledger.Progress) error {
+			o.clamp(rv.PlanDigest, &pr)
+			return check(pr)
+		}
+	}
+	return o.State.Reserve(ctx, rv)
+}
+
+// Catalog is what an upstream offers: its tools, and its resources, resource
+// templates and prompts when it announces those capabilities, all raw.
+type Catalog struct {
+	Tools, Resources, Templates, Prompts []json.RawMessage
+}
+
+// FetchCatalog connects once to an upstream, reads its lists raw and closes
+// the connection. A resource or prompt list the upstream fails to give is
+// left empty (tools are what a plan needs first).
+func FetchCatalog(ctx context.Context, cfg UpstreamConfig) (Catalog, error) {
+	var c Catalog
+	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { c.Tools = t })
+	u.onConnect = func(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+		if caps.Resources {
+			c.Resources, _ = listAll(ctx, send, "resources/list", "resources")
+			c.Templates, _ = listAll(ctx, send, "resources/templates/list", "resourceTemplates")
+		}
+		if caps.Prompts {
+			c.Prompts, _ = listAll(ctx, send, "prompts/list", "prompts")
+		}
+	}
+	conn, err := u.connect(ctx)
+	if err != nil {
+		return Catalog{}, err
+	}
+	_ = conn.tr.Close()
+	return c, nil
+}
