@@ -22,8 +22,10 @@
 // The pull request follows the hold (lifecycle.go): the proxy reports a call
 // that ran (Ran), expired and superseded holds are commented, closed and
 // their branches deleted (Sweep), and a closed pull request that a person
-// reopens is taken over by a new hold for the same call. None of this calls
-// back into the ledger from the Git side.
+// reopens is taken over by a new hold for the same call when Decide is
+// asked about the refused hold (the proxy's gate blocks a refused hold
+// itself, so through the proxy a refusal stands). None of this calls back
+// into the ledger from the Git side.
 package approvals
 
 import (

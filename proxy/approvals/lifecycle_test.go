@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,5 +96,53 @@ func TestHoldLifecycle(t *testing.T) {
 	renewed := a.Decide(t.Context(), third)
 	if e := wait(); e != "retire refund-4711/"+old.Hold.ID+" #7: expired at 2026-11-30T15:00:00Z and is superseded by hold "+renewed.Hold.ID+" for the same call" {
 		t.Errorf("superseded: %q", e)
+	}
+}
+
+// reopenForge answers a reopened pull request and records Reopen.
+type reopenForge struct {
+	lifecycleForge
+	reopened []string
+}
+
+func (f *reopenForge) Reopen(_ context.Context, old, hold *gitapprove.HoldRequest, pr int, _ *gitapprove.PinChange) (gitapprove.HoldPR, error) {
+	f.reopened = append(f.reopened, fmt.Sprintf("%s→%s #%d", old.ID, hold.ID, pr))
+	return gitapprove.HoldPR{Branch: old.Branch(), PR: &gitapprove.PR{Number: pr, State: gitapprove.PROpen}}, nil
+}
+
+// Decide on a refused hold whose pull request was reopened: a new pending
+// hold takes the same pull request over; still closed, the refusal stands.
+func TestDecideOnAReopenedPullRequest(t *testing.T) {
+	led, err := ledger.Open(t.Context(), ledger.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	forge := &reopenForge{lifecycleForge: lifecycleForge{done: make(chan string, 16)}}
+	a, err := New(Config{Store: led, Forge: forge, OpenWait: time.Hour, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	r := req(`{"n":9}`)
+	first := a.Decide(t.Context(), r)
+	closed := &gitapprove.PR{Number: 7, State: gitapprove.PRClosed}
+	forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldRejected, PR: closed}, nil)
+	if d := a.Decide(t.Context(), r); d.Outcome != Refused || !strings.Contains(d.Message, "rejected") {
+		t.Fatalf("closed: %v %q", d.Outcome, d.Message)
+	}
+	if d := a.Decide(t.Context(), r); d.Outcome != Refused || len(forge.reopened) != 0 {
+		t.Fatalf("still closed: %v %q, reopened %v", d.Outcome, d.Message, forge.reopened)
+	}
+	forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldPending, PR: &gitapprove.PR{Number: 7, State: gitapprove.PROpen}}, nil)
+	d := a.Decide(t.Context(), r)
+	if d.Outcome != Held || d.Hold.ID == first.Hold.ID || d.Hold.PRURL != first.Hold.PRURL && d.Hold.PRURL != "https://github.example/acme/plans/pull/7" {
+		t.Fatalf("reopened: %v %+v %q", d.Outcome, d.Hold, d.Message)
+	}
+	if len(forge.reopened) != 1 || forge.reopened[0] != first.Hold.ID+"→"+d.Hold.ID+" #7" {
+		t.Errorf("Reopen calls: %v", forge.reopened)
+	}
+	if h, _ := led.GetHold(first.Hold.ID); h.State != ledger.HoldRejected {
+		t.Errorf("the refused hold is %s, want it to stay rejected", h.State)
 	}
 }
