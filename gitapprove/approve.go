@@ -3,7 +3,6 @@ package gitapprove
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +25,9 @@ type ApproveRequest struct {
 	// PR check runs them. They are not part of what is signed.
 	TestsPath string
 	Tests     []byte
+	// AllowOtherAuthor adds the commit on top of an approval branch whose
+	// last commit someone else made (refused otherwise: *OtherAuthorError).
+	AllowOtherAuthor bool
 }
 
 // ApproveResult is what Approve did.
@@ -95,6 +97,9 @@ func Approve(ctx context.Context, req ApproveRequest) (ApproveResult, error) {
 		Message: fmt.Sprintf("Approve plan %s\n\n%s\n%s", req.Plan.Name, req.Plan.Goal, req.Plan.Digest),
 		Title:   "planlock: approve plan " + req.Plan.Name,
 		Body:    body,
+		Labels:  []string{LabelPlan},
+		// Two people approving the same plan would silently stack.
+		OwnTipOnly: !req.AllowOtherAuthor,
 	})
 	if err != nil {
 		return ApproveResult{}, err
@@ -124,22 +129,19 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 }
 
 // ForgeFor picks the forge for the repository's remote: GitHub when a token
-// is given and the remote is on github.com or a declared Enterprise host.
-// Otherwise it returns nil and why, so the caller can tell the person.
-func ForgeFor(repo *Repo, token string, getenv func(string) string) (Forge, string) {
-	if token == "" {
-		return nil, "no GITHUB_TOKEN or GH_TOKEN set"
-	}
+// is given and the remote is on a GitHub host (see Credentials). Otherwise
+// it returns nil and why, so the caller can tell the person.
+func ForgeFor(repo *Repo, creds Credentials) (Forge, string) {
 	u, err := repo.RemoteURL()
 	if err != nil {
 		return nil, err.Error()
 	}
-	gh, err := GitHubFromRemote(u, token, getenv)
-	if errors.Is(err, ErrNotGitHub) {
-		return nil, fmt.Sprintf("remote %s is not a known GitHub repository", repo.RemoteName())
-	}
+	gh, why, err := creds.Forge(ForgeOptions{RemoteURL: u})
 	if err != nil {
 		return nil, err.Error()
+	}
+	if gh == nil {
+		return nil, why
 	}
 	return gh, ""
 }

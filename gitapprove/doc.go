@@ -5,9 +5,10 @@
 // Approving a plan is Approve (used by "planlock approve"). Holds are for the
 // proxy; a typical use:
 //
+//	creds := gitapprove.CredentialsFromEnv(os.Getenv)
 //	repo, err := gitapprove.OpenCache(ctx, remoteURL, filepath.Join(stateDir, "git"),
-//		gitapprove.Options{Token: token})
-//	forge, _ := gitapprove.ForgeFor(repo, token, os.Getenv) // nil: Git only
+//		gitapprove.Options{Credentials: creds})
+//	forge, _ := gitapprove.ForgeFor(repo, creds) // nil: Git only
 //	holds := &gitapprove.Holds{Repo: repo, Forge: forge, Base: "main"}
 //
 //	// On a Hold: write the request, push it, open the PR, answer at once.
@@ -24,8 +25,9 @@
 //	case gitapprove.HoldPending: // same message again (st.AwaitingSignature: CI is signing)
 //	}
 //
-// Credentials: the token is held in memory, given to go-git as HTTP basic
-// auth for https remotes and to the GitHub API as a bearer token; this
-// package never starts a process of its own and never sets environment
-// variables.
+// Credentials: tokens are held in memory; Credentials decides where each
+// goes (the GitHub token to GitHub hosts over https only, as basic auth to
+// go-git and as a bearer token to the API; PLANLOCK_GIT_TOKEN to other https
+// Git hosts). This package never starts a process of its own and never sets
+// environment variables.
 package gitapprove

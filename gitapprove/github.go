@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -72,7 +73,23 @@ type GitHub struct {
 	owner, repo string
 	token       string
 	hc          *http.Client
+
+	// etags remembers GET answers by URL: the next GET of the same URL is
+	// conditional (If-None-Match), and GitHub's 304 for an unchanged
+	// resource does not count against the rate limit.
+	mu    sync.Mutex
+	etags map[string]cachedGET
 }
+
+type cachedGET struct {
+	etag string
+	data []byte
+	link string
+}
+
+// maxETags bounds the conditional-request cache (a hold's pull request and
+// a few lists); past it the cache starts over.
+const maxETags = 512
 
 // NewGitHub returns a client for one repository.
 func NewGitHub(o GitHubOptions) *GitHub {
@@ -84,44 +101,17 @@ func NewGitHub(o GitHubOptions) *GitHub {
 }
 
 // GitHubEndpoints derives the API and web base URLs for the remote's host:
-// github.com → api.github.com; an Enterprise host only when the environment
-// names it (GITHUB_SERVER_URL as set by Actions, or GH_HOST as gh uses), so
-// the token is never sent to a host nobody declared to be GitHub.
+// github.com → api.github.com, a GHE.com tenant → api.TENANT.ghe.com, an
+// Enterprise host only when the environment declares it (GITHUB_SERVER_URL
+// as set by Actions, or GH_HOST as gh uses), so the token is never sent to a
+// host nobody declared to be GitHub (see Credentials).
 func GitHubEndpoints(rr RemoteRepo, getenv func(string) string) (api, web string, err error) {
-	if rr.Host == "github.com" || rr.Host == "www.github.com" {
-		return "https://api.github.com", "https://github.com", nil
+	c := CredentialsFromEnv(getenv)
+	if !c.IsGitHubHost(rr.Host) {
+		return "", "", fmt.Errorf("host %s: %w (for GitHub Enterprise set GH_HOST=%s)", rr.Host, ErrNotGitHub, rr.Host)
 	}
-	declared := map[string]bool{}
-	if s := getenv("GITHUB_SERVER_URL"); s != "" {
-		if u, err := url.Parse(s); err == nil {
-			declared[strings.ToLower(u.Hostname())] = true
-		}
-	}
-	if h := getenv("GH_HOST"); h != "" {
-		declared[strings.ToLower(h)] = true
-	}
-	if declared[rr.Host] {
-		if a := getenv("GITHUB_API_URL"); a != "" {
-			if u, err := url.Parse(a); err == nil && strings.EqualFold(u.Hostname(), rr.Host) && u.Scheme == "https" {
-				return strings.TrimRight(a, "/"), "https://" + rr.Host, nil
-			}
-		}
-		return "https://" + rr.Host + "/api/v3", "https://" + rr.Host, nil
-	}
-	return "", "", fmt.Errorf("host %s: %w (for GitHub Enterprise set GH_HOST=%s)", rr.Host, ErrNotGitHub, rr.Host)
-}
-
-// GitHubFromRemote builds the client for a remote URL.
-func GitHubFromRemote(remoteURL, token string, getenv func(string) string) (*GitHub, error) {
-	rr, err := ParseRemoteURL(remoteURL)
-	if err != nil {
-		return nil, err
-	}
-	api, web, err := GitHubEndpoints(rr, getenv)
-	if err != nil {
-		return nil, err
-	}
-	return NewGitHub(GitHubOptions{APIURL: api, WebURL: web, Owner: rr.Owner, Repo: rr.Name, Token: token}), nil
+	api, web = c.endpoints(rr.Host)
+	return api, web, nil
 }
 
 // APIError is a non-success answer of the GitHub API.
@@ -145,11 +135,12 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("GitHub API: %d %s", e.Status, msg)
 }
 
-// Unwrap makes credential, rate-limit and server failures count as
-// unavailable: the hold is kept and retried once they are fixed.
+// Unwrap makes credential and server failures count as unavailable: the
+// hold is kept and retried once they are fixed. (Rate limits, permission
+// and validation failures are the typed errors of githuberrors.go.)
 func (e *APIError) Unwrap() error {
 	switch {
-	case e.Status == http.StatusUnauthorized, e.Status == http.StatusForbidden, e.Status == http.StatusTooManyRequests, e.Status >= 500:
+	case e.Status == http.StatusUnauthorized, e.Status == http.StatusTooManyRequests, e.Status >= 500:
 		return ErrUnavailable
 	}
 	return nil
@@ -185,6 +176,15 @@ func (g *GitHub) do(ctx context.Context, method, u string, in, out any) (next st
 	if g.token != "" {
 		req.Header.Set("Authorization", "Bearer "+g.token)
 	}
+	cacheKey := ""
+	if method == http.MethodGet {
+		cacheKey = req.URL.String()
+		g.mu.Lock()
+		if c, ok := g.etags[cacheKey]; ok {
+			req.Header.Set("If-None-Match", c.etag)
+		}
+		g.mu.Unlock()
+	}
 	resp, err := g.hc.Do(req)
 	if err != nil {
 		return "", unavailable("GitHub API "+method+" "+req.URL.Path, err)
@@ -194,12 +194,31 @@ func (g *GitHub) do(ctx context.Context, method, u string, in, out any) (next st
 	if err != nil {
 		return "", unavailable("GitHub API "+method+" "+req.URL.Path, err)
 	}
+	if resp.StatusCode == http.StatusNotModified && cacheKey != "" {
+		g.mu.Lock()
+		c, ok := g.etags[cacheKey]
+		g.mu.Unlock()
+		if ok {
+			data = c.data
+			resp.Header.Set("Link", c.link)
+			resp.StatusCode = http.StatusOK
+		}
+	} else if cacheKey != "" && resp.StatusCode == http.StatusOK {
+		if et := resp.Header.Get("ETag"); et != "" {
+			g.mu.Lock()
+			if g.etags == nil || len(g.etags) >= maxETags {
+				g.etags = map[string]cachedGET{}
+			}
+			g.etags[cacheKey] = cachedGET{etag: et, data: data, link: resp.Header.Get("Link")}
+			g.mu.Unlock()
+		}
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		ae := &APIError{Status: resp.StatusCode}
 		if json.Unmarshal(data, ae) != nil || ae.Message == "" {
 			ae.Message = http.StatusText(resp.StatusCode)
 		}
-		return "", fmt.Errorf("%s %s: %w", method, req.URL.Path, ae)
+		return "", fmt.Errorf("%s %s: %w", method, req.URL.Path, classify(ae, resp.Header, time.Now()))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -262,6 +281,7 @@ func (p ghPull) pr() PR {
 // already exists" for a second PR from the same head: then the open one is
 // found and its title and body updated.
 func (g *GitHub) CreateOrUpdatePR(ctx context.Context, head, base, title, body string) (PR, error) {
+	body = fitBody(body) // GitHub answers 422 for more
 	var p ghPull
 	_, err := g.do(ctx, http.MethodPost, g.repoPath()+"/pulls", map[string]any{"title": title, "head": head, "base": base, "body": body}, &p)
 	if err == nil {

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -34,6 +37,27 @@ type Holds struct {
 	Base string
 	// Approvals is the branch with the bundles; DefaultApprovalsBranch when empty.
 	Approvals string
+	// StatusCache keeps a pending answer of Status this long per hold, so
+	// that an agent repeating a held call costs one fetch and one API
+	// request per period, not one per call. Zero: no cache.
+	StatusCache time.Duration
+	// Now is the clock of the cache; time.Now when nil.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cachedStatus
+}
+
+type cachedStatus struct {
+	at time.Time
+	st HoldStatus
+}
+
+func (h *Holds) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // HoldPR is an opened hold pull request.
@@ -42,6 +66,8 @@ type HoldPR struct {
 	Path   string
 	PR     *PR    // nil without a forge
 	Next   string // what a person does when no PR could be opened
+	// Warning: the PR is open, but something after it failed (labelling).
+	Warning string
 }
 
 // URL is where a person approves the hold: the PR, else the instructions.
@@ -61,11 +87,19 @@ type PinChange struct {
 // Open writes the hold file on branch planlock/hold/<plan>/<id>, pushes it
 // and opens the pull request. Git or forge failures wrap ErrUnavailable.
 func (h *Holds) Open(ctx context.Context, hold *HoldRequest, pin *PinChange) (HoldPR, error) {
+	return h.open(ctx, hold, pin, hold.Branch(), nil)
+}
+
+// open proposes hold's file on branch, removing the files of replaced.
+func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, branch string, replaced *HoldRequest) (HoldPR, error) {
 	src, err := WriteHold(hold)
 	if err != nil {
 		return HoldPR{}, err
 	}
 	files := map[string][]byte{hold.Path(): src}
+	if replaced != nil && replaced.Path() != hold.Path() {
+		files[replaced.Path()] = nil
+	}
 	base, err := h.base(ctx)
 	if err != nil {
 		return HoldPR{}, err
@@ -89,29 +123,32 @@ func (h *Holds) Open(ctx context.Context, hold *HoldRequest, pin *PinChange) (Ho
 	}
 	title := fmt.Sprintf("planlock hold: %s / %s calls %s", hold.PlanName, hold.Step, hold.Tool)
 	p, err := Propose(ctx, h.Repo, h.Forge, Proposal{
-		Branch: hold.Branch(), Base: base, Files: files,
+		Branch: branch, Base: base, Files: files,
 		Message: title + "\n\n" + hold.Reason,
 		Title:   title,
 		Body:    HoldBody(hold, pin),
+		Labels:  []string{LabelHold},
 	})
 	if err != nil {
 		return HoldPR{}, err
 	}
-	return HoldPR{Branch: p.Branch, Path: hold.Path(), PR: p.PR, Next: p.Next}, nil
+	return HoldPR{Branch: p.Branch, Path: hold.Path(), PR: p.PR, Next: p.Next, Warning: p.Warning}, nil
 }
 
 // HoldBody is the pull request text a reviewer reads. The reason, pin value
 // and arguments may come from the upstream or the agent, so they are shown
-// only inside code spans and fences they cannot break out of.
+// only inside code spans and fences they cannot break out of. GitHub refuses
+// a body over MaxPRBody characters (422), so arguments too long for it are
+// left to the hold file, which holds them exactly, and long strings are cut.
 func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "An agent running plan %s asks to make one call that needs a human.\n\n", mdCode(hold.PlanName))
-	fmt.Fprintf(&b, "- **Why:** %s\n", mdCode(hold.Reason))
-	fmt.Fprintf(&b, "- **Step:** %s, tool %s\n", mdCode(hold.Step), mdCode(hold.Tool))
+	fmt.Fprintf(&b, "An agent running plan %s asks to make one call that needs a human.\n\n", mdCode(clip(hold.PlanName, 200)))
+	fmt.Fprintf(&b, "- **Why:** %s\n", mdCode(clip(hold.Reason, 2000)))
+	fmt.Fprintf(&b, "- **Step:** %s, tool %s\n", mdCode(clip(hold.Step, 200)), mdCode(clip(hold.Tool, 200)))
 	fmt.Fprintf(&b, "- **Plan digest:** %s\n", mdCode(hold.PlanDigest))
 	fmt.Fprintf(&b, "- **Expires:** %s\n", hold.Expires.UTC().Format(time.RFC3339))
 	if hold.ObservedPin != "" {
-		fmt.Fprintf(&b, "- **Observed pin value:** %s\n", mdCode(hold.ObservedPin))
+		fmt.Fprintf(&b, "- **Observed pin value:** %s\n", mdCode(clip(hold.ObservedPin, 2000)))
 		if pin != nil {
 			fmt.Fprintf(&b, "- Merging also updates the pin in %s to this value.\n", mdCode(pin.PlanPath))
 		}
@@ -122,9 +159,38 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 		pretty.Write(hold.Args)
 	}
 	fence := strings.Repeat("`", max(3, longestRun(pretty.String(), '`')+1))
-	fmt.Fprintf(&b, "\nArguments, exactly as the call will be made:\n\n%sjson\n%s\n%s\n", fence, pretty.String(), fence)
-	b.WriteString("\nMerge to approve this single call; close without merging to refuse it.\n")
+	args := fmt.Sprintf("\nArguments, exactly as the call will be made:\n\n%sjson\n%s\n%s\n", fence, pretty.String(), fence)
+	const tail = "\nMerge to approve this single call; close without merging to refuse it.\n"
+	if runes(b.String())+runes(args)+runes(tail) > MaxPRBody {
+		args = fmt.Sprintf("\nThe arguments (%d bytes) are too long for a pull request description: read them in %s in this pull request's changes, exactly as the call will be made (the `arguments` attribute).\n",
+			len(hold.Args), mdCode(hold.Path()))
+	}
+	b.WriteString(args)
+	b.WriteString(tail)
 	return b.String()
+}
+
+// MaxPRBody is GitHub's limit for a pull request or comment body, in characters.
+const MaxPRBody = 65536
+
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// clip shortens s to n characters, marking the cut.
+func clip(s string, n int) string {
+	if runes(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// fitBody keeps a body within MaxPRBody, saying where it was cut.
+func fitBody(body string) string {
+	if runes(body) <= MaxPRBody {
+		return body
+	}
+	const note = "\n\n… (cut: GitHub allows 65536 characters; the full text is in the files of this pull request)\n"
+	r := []rune(body)[:MaxPRBody-runes(note)]
+	return string(r) + note
 }
 
 // mdCode renders s with the one escaping function for PR text.
@@ -166,8 +232,35 @@ type HoldStatus struct {
 }
 
 // Status fetches and reports the hold's outcome. prNumber is the number
-// Open returned (0 without a forge).
+// Open returned (0 without a forge). An answer is kept StatusCache long.
 func (h *Holds) Status(ctx context.Context, hold *HoldRequest, prNumber int) (HoldStatus, error) {
+	key := hold.ID + "\x00" + strconv.Itoa(prNumber)
+	if h.StatusCache > 0 {
+		h.mu.Lock()
+		c, ok := h.cache[key]
+		h.mu.Unlock()
+		if ok && h.now().Sub(c.at) < h.StatusCache && h.now().Sub(c.at) >= 0 {
+			return c.st, nil
+		}
+	}
+	st, err := h.status(ctx, hold, prNumber)
+	if err == nil && h.StatusCache > 0 {
+		h.mu.Lock()
+		if h.cache == nil {
+			h.cache = map[string]cachedStatus{}
+		}
+		for k, c := range h.cache { // drop what is stale, so the map stays small
+			if h.now().Sub(c.at) >= h.StatusCache {
+				delete(h.cache, k)
+			}
+		}
+		h.cache[key] = cachedStatus{at: h.now(), st: st}
+		h.mu.Unlock()
+	}
+	return st, err
+}
+
+func (h *Holds) status(ctx context.Context, hold *HoldRequest, prNumber int) (HoldStatus, error) {
 	if err := checkSafeName("hold id", hold.ID); err != nil {
 		return HoldStatus{}, err
 	}

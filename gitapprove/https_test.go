@@ -42,7 +42,7 @@ func TestHTTPSRemoteWithTokenAgainstGitHTTPBackend(t *testing.T) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	rgit(t, f.work, "remote", "set-url", "origin", srv.URL+"/origin.git")
 
-	r, err := Open(f.work, Options{Token: "s3cret", CABundle: ca, Author: testAuthor, Now: fixedNow})
+	r, err := Open(f.work, Options{Credentials: Credentials{GitToken: "s3cret"}, CABundle: ca, Author: testAuthor, Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestHTTPSRemoteWithTokenAgainstGitHTTPBackend(t *testing.T) {
 	for _, tc := range []struct{ name, token string }{{"wrong token", "nope"}, {"no token", ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := refused.Load()
-			r, err := Open(f.work, Options{Token: tc.token, CABundle: ca})
+			r, err := Open(f.work, Options{Credentials: Credentials{GitToken: tc.token}, CABundle: ca})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestHTTPSRemoteWithTokenAgainstGitHTTPBackend(t *testing.T) {
 		})
 	}
 	t.Run("untrusted certificate", func(t *testing.T) {
-		r, err := Open(f.work, Options{Token: "s3cret"})
+		r, err := Open(f.work, Options{Credentials: Credentials{GitToken: "s3cret"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestTokenNeverReachesChildProcesses(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	const token = "ghp_secretTokenValue123"
-	holds := &Holds{Repo: mustOpen(t, f.work, Options{Token: token, Author: testAuthor, Now: fixedNow}), Base: "main"}
+	holds := &Holds{Repo: mustOpen(t, f.work, Options{Credentials: Credentials{GitToken: token}, Author: testAuthor, Now: fixedNow}), Base: "main"}
 	if _, err := holds.Open(ctx(t), sampleHold(), nil); err != nil {
 		t.Fatal(err)
 	}

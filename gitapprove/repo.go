@@ -20,7 +20,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/planlock/planlock/internal/boundedio"
 )
@@ -50,9 +49,10 @@ func (e *UnavailableError) Unwrap() []error {
 type Options struct {
 	// Remote is the remote to push to and fetch from; "origin" when empty.
 	Remote string
-	// Token is a GitHub token used as HTTP basic auth (x-access-token) for
-	// https remotes. Empty: anonymous https, ssh agent for ssh remotes.
-	Token string
+	// Credentials give the HTTP basic auth (x-access-token) for an https
+	// remote, by the host rule of Credentials. None: anonymous https, ssh
+	// agent for ssh remotes.
+	Credentials Credentials
 	// Author signs the commits planlock makes; from the Git config when empty.
 	Author *object.Signature
 	// Now gives the commit time; time.Now when nil.
@@ -70,19 +70,10 @@ type Repo struct {
 	repo   *git.Repository
 	root   string
 	remote string
-	token  string
+	creds  Credentials
 	caPEM  []byte
 	author *object.Signature
 	now    func() time.Time
-}
-
-// TokenFromEnv returns GITHUB_TOKEN, else GH_TOKEN, read through getenv so
-// callers decide where the environment comes from.
-func TokenFromEnv(getenv func(string) string) string {
-	if t := getenv("GITHUB_TOKEN"); t != "" {
-		return t
-	}
-	return getenv("GH_TOKEN")
 }
 
 // Open opens the repository that contains path, walking up to the .git
@@ -111,7 +102,7 @@ func newRepo(r *git.Repository, root string, o Options) *Repo {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
-	rp := &Repo{repo: r, root: root, remote: o.Remote, token: o.Token, caPEM: o.CABundle, author: o.Author, now: o.Now}
+	rp := &Repo{repo: r, root: root, remote: o.Remote, creds: o.Credentials, caPEM: o.CABundle, author: o.Author, now: o.Now}
 	if rp.remote == "" {
 		rp.remote = "origin"
 	}
@@ -133,7 +124,7 @@ func OpenCache(ctx context.Context, url, dir string, o Options) (*Repo, error) {
 		rp := newRepo(nil, dir, o)
 		rp.mu.Lock()
 		defer rp.mu.Unlock()
-		auth, aerr := authFor(url, o.Token)
+		auth, aerr := o.Credentials.GitAuth(url)
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -194,27 +185,13 @@ func (r *Repo) RemoteURL() (string, error) {
 	return urls[0], nil
 }
 
-// auth picks credentials for the remote URL.
+// auth picks credentials for the remote URL (see Credentials).
 func (r *Repo) auth() (transport.AuthMethod, error) {
 	u, err := r.RemoteURL()
 	if err != nil {
 		return nil, err
 	}
-	return authFor(u, r.token)
-}
-
-// authFor gives the token as basic auth for https only (a token never goes
-// to a plain-http or unknown endpoint); nil lets go-git use the ssh agent
-// or the local transport.
-func authFor(u, token string) (transport.AuthMethod, error) {
-	ep, err := transport.NewEndpoint(u)
-	if err != nil {
-		return nil, fmt.Errorf("remote URL %q: %w", u, err)
-	}
-	if ep.Protocol == "https" && token != "" {
-		return &http.BasicAuth{Username: "x-access-token", Password: token}, nil
-	}
-	return nil, nil
+	return r.creds.GitAuth(u)
 }
 
 // remoteRef is where the remote's branch is tracked locally.
@@ -362,9 +339,13 @@ type CommitRequest struct {
 	Branch string
 	// Base is the branch a new Branch starts from.
 	Base string
-	// Files maps repository paths (slash-separated) to their new content.
+	// Files maps repository paths (slash-separated) to their new content;
+	// nil removes the file.
 	Files   map[string][]byte
 	Message string
+	// FromBase starts Branch again from Base, ignoring what it holds (its
+	// pull request was merged or closed); Push then needs Force.
+	FromBase bool
 }
 
 // CommitResult tells what CommitFiles did.
@@ -391,7 +372,7 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, err
 	}
-	if !ok {
+	if !ok || req.FromBase {
 		parent, ok, err = r.remoteBranchHash(req.Base)
 		if err != nil {
 			return CommitResult{}, err
@@ -408,7 +389,7 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("read tree of %s: %w", parent, err)
 	}
-	newTree, err := r.putFiles(tree, req.Files)
+	newTree, _, err := r.putFiles(tree, req.Files)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -434,6 +415,16 @@ func (r *Repo) CommitFiles(req CommitRequest) (CommitResult, error) {
 // Push sends commit to the remote's branch. It only fast-forwards: a
 // branch someone rewrote meanwhile is not overwritten.
 func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) error {
+	return r.push(ctx, branch, commit, false)
+}
+
+// PushForce replaces the remote's branch with commit: for a branch started
+// again after its pull request was merged or closed.
+func (r *Repo) PushForce(ctx context.Context, branch string, commit plumbing.Hash) error {
+	return r.push(ctx, branch, commit, true)
+}
+
+func (r *Repo) push(ctx context.Context, branch string, commit plumbing.Hash, force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	auth, err := r.auth()
@@ -441,6 +432,9 @@ func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) er
 		return err
 	}
 	spec := config.RefSpec(commit.String() + ":" + plumbing.NewBranchReferenceName(branch).String())
+	if force {
+		spec = "+" + spec
+	}
 	err = r.repo.PushContext(ctx, &git.PushOptions{RemoteName: r.remote, RefSpecs: []config.RefSpec{spec}, Auth: auth, CABundle: r.caPEM})
 	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		// Keep the tracking ref in step so a later read sees what was pushed.
@@ -453,6 +447,28 @@ func (r *Repo) Push(ctx context.Context, branch string, commit plumbing.Hash) er
 		return fmt.Errorf("push %s to %s: the remote branch moved meanwhile; run again: %w", branch, r.remote, err)
 	}
 	return unavailable("push "+branch+" to "+r.remote, err)
+}
+
+// CommitAuthor is the author of a commit.
+func (r *Repo) CommitAuthor(h plumbing.Hash) (object.Signature, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return object.Signature{}, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return c.Author, nil
+}
+
+// Author is who planlock's commits are made as.
+func (r *Repo) Author() (object.Signature, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := r.signature()
+	if err != nil {
+		return object.Signature{}, err
+	}
+	return *s, nil
 }
 
 func (r *Repo) signature() (*object.Signature, error) {
@@ -486,8 +502,9 @@ func checkRepoPath(p string) error {
 	return nil
 }
 
-// putFiles writes blobs for files and returns the hash of tree with them in.
-func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Hash, error) {
+// putFiles writes blobs for files and returns the hash of tree with them in
+// (a nil content removes the file) and how many entries that tree has.
+func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Hash, int, error) {
 	// Group by first path element so each subtree is rebuilt once.
 	here := map[string][]byte{}
 	sub := map[string]map[string][]byte{}
@@ -509,11 +526,15 @@ func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Ha
 	}
 	for name, b := range here {
 		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
-			return plumbing.ZeroHash, fmt.Errorf("%s is a directory in the repository", name)
+			return plumbing.ZeroHash, 0, fmt.Errorf("%s is a directory in the repository", name)
+		}
+		if b == nil {
+			delete(entries, name)
+			continue
 		}
 		h, err := r.storeBlob(b)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, 0, err
 		}
 		mode := filemode.Regular
 		if e, ok := entries[name]; ok && e.Mode == filemode.Executable {
@@ -525,17 +546,21 @@ func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Ha
 		var child *object.Tree
 		if e, ok := entries[name]; ok {
 			if e.Mode != filemode.Dir {
-				return plumbing.ZeroHash, fmt.Errorf("%s is a file in the repository", name)
+				return plumbing.ZeroHash, 0, fmt.Errorf("%s is a file in the repository", name)
 			}
 			t, err := r.repo.TreeObject(e.Hash)
 			if err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", name, err)
+				return plumbing.ZeroHash, 0, fmt.Errorf("read tree %s: %w", name, err)
 			}
 			child = t
 		}
-		h, err := r.putFiles(child, fs)
+		h, n, err := r.putFiles(child, fs)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, 0, err
+		}
+		if n == 0 { // Git has no empty directories
+			delete(entries, name)
+			continue
 		}
 		entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
 	}
@@ -553,13 +578,13 @@ func (r *Repo) putFiles(tree *object.Tree, files map[string][]byte) (plumbing.Ha
 	sort.Slice(nt.Entries, func(i, j int) bool { return key(nt.Entries[i]) < key(nt.Entries[j]) })
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := nt.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+		return plumbing.ZeroHash, 0, fmt.Errorf("encode tree: %w", err)
 	}
 	h, err := r.repo.Storer.SetEncodedObject(obj)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("store tree: %w", err)
+		return plumbing.ZeroHash, 0, fmt.Errorf("store tree: %w", err)
 	}
-	return h, nil
+	return h, len(nt.Entries), nil
 }
 
 func (r *Repo) storeBlob(b []byte) (plumbing.Hash, error) {
@@ -580,4 +605,94 @@ func (r *Repo) storeBlob(b []byte) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("store blob: %w", err)
 	}
 	return h, nil
+}
+
+// RemoteHeads is one ls-remote of the remote: the branch its HEAD names and
+// the tip of every branch. It transfers no objects, so it is the cheap check
+// before a fetch.
+type RemoteHeads struct {
+	Head     string
+	Branches map[string]plumbing.Hash
+}
+
+// LsRemote lists the remote's branches without fetching.
+func (r *Repo) LsRemote(ctx context.Context) (RemoteHeads, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	auth, err := r.auth()
+	if err != nil {
+		return RemoteHeads{}, err
+	}
+	rem, err := r.repo.Remote(r.remote)
+	if err != nil {
+		return RemoteHeads{}, fmt.Errorf("remote %q: %w", r.remote, err)
+	}
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: r.caPEM})
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return RemoteHeads{}, unavailable("list "+r.remote, err)
+	}
+	out := RemoteHeads{Branches: map[string]plumbing.Hash{}}
+	for _, ref := range refs {
+		switch {
+		case ref.Name() == plumbing.HEAD && ref.Type() == plumbing.SymbolicReference && ref.Target().IsBranch():
+			out.Head = ref.Target().Short()
+		case ref.Name().IsBranch() && ref.Type() == plumbing.HashReference:
+			out.Branches[ref.Name().Short()] = ref.Hash()
+		}
+	}
+	return out, nil
+}
+
+// changedFiles reports whether base already holds the version at tip of
+// every file that tip changed against its merge base with base: then the
+// branch's work is in base although its commits are not (squash or rebase
+// merge). A branch that changed nothing reports false.
+func (r *Repo) changedFiles(tip, base plumbing.Hash) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tc, err := r.repo.CommitObject(tip)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", tip, err)
+	}
+	bc, err := r.repo.CommitObject(base)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", base, err)
+	}
+	mbs, err := tc.MergeBase(bc)
+	if err != nil || len(mbs) == 0 {
+		return false, err
+	}
+	from, err := mbs[0].Tree()
+	if err != nil {
+		return false, fmt.Errorf("read tree: %w", err)
+	}
+	to, err := tc.Tree()
+	if err != nil {
+		return false, fmt.Errorf("read tree: %w", err)
+	}
+	baseTree, err := bc.Tree()
+	if err != nil {
+		return false, fmt.Errorf("read tree: %w", err)
+	}
+	changes, err := from.Diff(to)
+	if err != nil {
+		return false, fmt.Errorf("diff %s: %w", tip, err)
+	}
+	if len(changes) == 0 {
+		return false, nil
+	}
+	for _, ch := range changes {
+		name := ch.To.Name
+		if name == "" { // deleted on the branch
+			if _, err := baseTree.File(ch.From.Name); err == nil {
+				return false, nil
+			}
+			continue
+		}
+		f, err := baseTree.File(name)
+		if err != nil || f.Hash != ch.To.TreeEntry.Hash {
+			return false, nil
+		}
+	}
+	return true, nil
 }

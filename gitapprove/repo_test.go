@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 func TestOpenFindsRepositoryFromNestedPath(t *testing.T) {
@@ -238,52 +237,6 @@ func TestCommitFilesRejectsBadPathsAndMissingBase(t *testing.T) {
 				t.Fatalf("CommitFiles(%q) succeeded", tc.path)
 			}
 		})
-	}
-}
-
-func TestAuthUsesTokenOnlyForHTTPS(t *testing.T) {
-	f := newFixture(t, "main", nil)
-	for _, tc := range []struct {
-		url      string
-		wantAuth bool
-	}{
-		{"https://github.com/acme/plans.git", true},
-		{"http://github.com/acme/plans.git", false},
-		{"git@github.com:acme/plans.git", false},
-		{"ssh://git@github.com/acme/plans.git", false},
-		{f.origin, false},
-	} {
-		rgit(t, f.work, "remote", "set-url", "origin", tc.url)
-		r, err := Open(f.work, Options{Token: "s3cret"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := r.auth()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ba, ok := a.(*http.BasicAuth)
-		if ok != tc.wantAuth {
-			t.Errorf("%s: auth = %#v, want token auth %v", tc.url, a, tc.wantAuth)
-		}
-		if ok && (ba.Username != "x-access-token" || ba.Password != "s3cret") {
-			t.Errorf("%s: basic auth = %s/%s", tc.url, ba.Username, ba.Password)
-		}
-	}
-}
-
-func TestTokenFromEnv(t *testing.T) {
-	for _, tc := range []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{"GITHUB_TOKEN": "a", "GH_TOKEN": "b"}, "a"},
-		{map[string]string{"GH_TOKEN": "b"}, "b"},
-		{map[string]string{}, ""},
-	} {
-		if got := TokenFromEnv(func(k string) string { return tc.env[k] }); got != tc.want {
-			t.Errorf("TokenFromEnv(%v) = %q, want %q", tc.env, got, tc.want)
-		}
 	}
 }
 

@@ -319,7 +319,9 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		// Fail closed: without a durable count there is no call.
 		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error()))), nil
 	}
-	return p.forward(ctx, req, st, grant{call: call, step: step, ticket: t}), nil
+	res := p.forward(ctx, req, st, grant{call: call, step: step, ticket: t})
+	p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
+	return res, nil
 }
 
 // forward sends a granted call upstream and records the outcome. It is the

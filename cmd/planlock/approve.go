@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
@@ -22,13 +21,18 @@ from the base branch; your work tree and index are not touched), pushes it
 and opens the pull request. Its body is the "planlock plan show" summary
 and, when the base branch has an approved version of the file, what the
 change gives the agent more or less power to do. Running it again updates
-the same branch and pull request. The plan's tests (<plan>_test.hcl beside
+the same branch and pull request. Once that pull request is merged (also
+squash or rebase) or closed, the branch starts again from the base. A
+branch whose last commit someone else made is not added to unless
+--allow-other-author is given. The plan's tests (<plan>_test.hcl beside
 it), when there are any, go in the same pull request; they are not signed.
 
-The pull request is opened with GITHUB_TOKEN (or GH_TOKEN) for remotes on
-github.com, or on a GitHub Enterprise host named by GH_HOST or by
---github-api. Without a token or a GitHub remote the branch is still pushed
-and planlock prints how to open the pull request.
+The pull request is opened with GH_TOKEN (else GITHUB_TOKEN) for remotes on
+github.com, a GHE.com tenant (*.ghe.com), or a GitHub Enterprise host named
+by GH_HOST, GITHUB_SERVER_URL or --github-api; that token is sent to those
+hosts only, over https only. Another https Git host gets PLANLOCK_GIT_TOKEN.
+Without a token or a GitHub remote the branch is still pushed and planlock
+prints how to open the pull request.
 
 Examples:
    planlock approve plans/refund.hcl
@@ -39,6 +43,7 @@ Examples:
 			&cli.StringFlag{Name: "remote", Value: "origin", Usage: "Git remote to push to"},
 			&cli.StringFlag{Name: "github-api", Usage: "GitHub API base URL, e.g. https://ghe.example.com/api/v3 (default: from the remote URL)"},
 			&cli.StringFlag{Name: "github-repo", Usage: "OWNER/REPO on GitHub (default: from the remote URL)"},
+			&cli.BoolFlag{Name: "allow-other-author", Usage: "add the commit on top of an approval branch whose last commit someone else made (refused otherwise)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
 		},
 		Action: func(c *cli.Context) error {
@@ -57,8 +62,8 @@ Examples:
 				writeDiagnostics(c.App.ErrWriter, files, diags)
 				return failf("approve: %s is not a valid plan", path)
 			}
-			token := gitapprove.TokenFromEnv(os.Getenv)
-			repo, err := gitapprove.Open(path, gitapprove.Options{Remote: c.String("remote"), Token: token})
+			creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
+			repo, err := gitapprove.Open(path, gitapprove.Options{Remote: c.String("remote"), Credentials: creds})
 			if err != nil {
 				return failf("approve: %v", err)
 			}
@@ -66,7 +71,11 @@ Examples:
 			if err != nil {
 				return failf("approve: %v", err)
 			}
-			forge, why, err := approveForge(c, repo, token)
+			remoteURL, err := repo.RemoteURL()
+			if err != nil {
+				return failf("approve: %v", err)
+			}
+			forge, why, err := forgeFromFlags(c, "approve", creds, remoteURL)
 			if err != nil {
 				return err
 			}
@@ -76,13 +85,19 @@ Examples:
 			if gh, ok := forge.(*gitapprove.GitHub); ok {
 				_, _ = checkProtection(c.Context, gh, c.String("base"), func(s string) { fmt.Fprintln(c.App.ErrWriter, s) })
 			}
-			req := gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base")}
+			req := gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base"), AllowOtherAuthor: c.Bool("allow-other-author")}
 			if err := approveTests(path, repo, &req); err != nil { // plan_tests.go
 				return err
 			}
 			res, err := gitapprove.Approve(c.Context, req)
 			if err != nil {
 				return failf("approve: %v", err)
+			}
+			if res.Restarted != "" {
+				fmt.Fprintf(c.App.ErrWriter, "planlock: branch %s started again from %s: %s\n", res.Branch, res.Base, res.Restarted)
+			}
+			if res.Warning != "" {
+				fmt.Fprintf(c.App.ErrWriter, "planlock: warning: %s\n", res.Warning)
 			}
 			if c.Bool("json") {
 				return writeApproveJSON(c, plan, res)
@@ -98,44 +113,6 @@ Examples:
 			return nil
 		},
 	}
-}
-
-// approveForge picks the forge: explicit flags first, else from the remote.
-func approveForge(c *cli.Context, repo *gitapprove.Repo, token string) (gitapprove.Forge, string, error) {
-	api, slug := c.String("github-api"), c.String("github-repo")
-	if api == "" && slug == "" {
-		f, why := gitapprove.ForgeFor(repo, token, os.Getenv)
-		return f, why, nil
-	}
-	if token == "" {
-		return nil, "no GITHUB_TOKEN or GH_TOKEN set", nil
-	}
-	owner, name, ok := strings.Cut(slug, "/")
-	if slug == "" {
-		u, err := repo.RemoteURL()
-		if err != nil {
-			return nil, "", failf("approve: %v", err)
-		}
-		rr, err := gitapprove.ParseRemoteURL(u)
-		if err != nil {
-			return nil, "", failf("approve: %v: give --github-repo OWNER/REPO", err)
-		}
-		owner, name, ok = rr.Owner, rr.Name, true
-	}
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return nil, "", usageErrorf("approve: --github-repo wants OWNER/REPO, not %q", slug)
-	}
-	if api == "" {
-		api = "https://api.github.com"
-	}
-	if !strings.HasPrefix(api, "https://") && !strings.HasPrefix(api, "http://127.0.0.1") && !strings.HasPrefix(api, "http://localhost") {
-		return nil, "", usageErrorf("approve: --github-api must be an https URL (the token is sent there)")
-	}
-	web := strings.TrimSuffix(strings.TrimSuffix(api, "/"), "/api/v3")
-	if web == "https://api.github.com" {
-		web = "https://github.com"
-	}
-	return gitapprove.NewGitHub(gitapprove.GitHubOptions{APIURL: api, WebURL: web, Owner: owner, Repo: name, Token: token}), "", nil
 }
 
 func writeApproveJSON(c *cli.Context, plan *hclplan.Plan, res gitapprove.ApproveResult) error {

@@ -64,6 +64,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestApproveCommand(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	work, _ := approveRepo(t)
@@ -102,14 +103,14 @@ func TestApproveCommand(t *testing.T) {
 }
 
 func TestApproveCommandWithoutToken(t *testing.T) {
-	t.Setenv("GITHUB_TOKEN", "")
 	t.Setenv("GH_TOKEN", "")
+	t.Setenv("GITHUB_TOKEN", "")
 	work, origin := approveRepo(t)
 	code, out, errOut := runCLI(t, "approve", filepath.Join(work, "plans", "refund.hcl"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "no GITHUB_TOKEN or GH_TOKEN set: pushing the branch only") || !strings.Contains(out, "pushed branch planlock/approve/refund-4711 to origin; open a pull request from it into main") {
+	if !strings.Contains(errOut, "no GH_TOKEN or GITHUB_TOKEN set: pushing the branch only") || !strings.Contains(out, "pushed branch planlock/approve/refund-4711 to origin; open a pull request from it into main") {
 		t.Errorf("stdout %q stderr %q", out, errOut)
 	}
 	if got := gitRun(t, origin, "cat-file", "-p", "planlock/approve/refund-4711:plans/refund.hcl"); !strings.Contains(got, `plan "refund-4711"`) {
@@ -118,8 +119,8 @@ func TestApproveCommandWithoutToken(t *testing.T) {
 }
 
 func TestApproveCommandFailures(t *testing.T) {
-	t.Setenv("GITHUB_TOKEN", "")
 	t.Setenv("GH_TOKEN", "")
+	t.Setenv("GITHUB_TOKEN", "")
 	work, _ := approveRepo(t)
 	bad := filepath.Join(work, "plans", "bad.hcl")
 	if err := os.WriteFile(bad, []byte(`plan "x" { goal = 1`), 0o644); err != nil {
@@ -141,7 +142,7 @@ func TestApproveCommandFailures(t *testing.T) {
 		{"invalid plan", []string{"approve", bad}, 1, "is not a valid plan"},
 		{"not in a repository", []string{"approve", outside}, 1, "open the git repository"},
 		{"unknown base", []string{"approve", "--base", "release", filepath.Join(work, "plans", "refund.hcl")}, 1, `base branch "release" does not exist`},
-		{"forge flags without a token push only", []string{"approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")}, 0, "no GITHUB_TOKEN"},
+		{"forge flags without a token push only", []string{"approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")}, 0, "no GH_TOKEN or GITHUB_TOKEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, tc.args...)
@@ -150,11 +151,47 @@ func TestApproveCommandFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_TOKEN", "tok")
 	if code, _, errOut := runCLI(t, "approve", "--github-repo", "acme", filepath.Join(work, "plans", "refund.hcl")); code != 2 || !strings.Contains(errOut, "OWNER/REPO") {
 		t.Errorf("--github-repo acme: exit %d, %q", code, errOut)
 	}
 	if code, _, errOut := runCLI(t, "approve", "--github-api", "http://example.com", "--github-repo", "a/b", filepath.Join(work, "plans", "refund.hcl")); code != 2 || !strings.Contains(errOut, "https") {
 		t.Errorf("plain-http API: exit %d, %q", code, errOut)
+	}
+}
+
+// Someone else's commit at the tip of the approval branch: refused with
+// their name and the flag; --allow-other-author stacks on it.
+func TestApproveCommandOtherAuthor(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("HOME", t.TempDir()) // planlock commits as planlock <planlock@localhost>
+	work, origin := approveRepo(t)
+	plan := filepath.Join(work, "plans", "refund.hcl")
+	if code, _, errOut := runCLI(t, "approve", plan); code != 0 {
+		t.Fatalf("first approve: exit %d: %s", code, errOut)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	gitRun(t, filepath.Dir(other), "clone", "-q", "-b", "planlock/approve/refund-4711", origin, other)
+	src, _ := os.ReadFile(plan)
+	if err := os.WriteFile(filepath.Join(other, "plans", "refund.hcl"), bytes.Replace(src, []byte("max_calls = 3"), []byte("max_calls = 5"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, other, "commit", "-q", "-am", "their edit")
+	gitRun(t, other, "push", "-q", "origin", "HEAD:planlock/approve/refund-4711")
+
+	if err := os.WriteFile(plan, bytes.Replace(src, []byte("max_calls = 3"), []byte("max_calls = 1"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "approve", plan)
+	if code != 1 || !strings.Contains(errOut, "by T <t@example.com>, not by you (planlock <planlock@localhost>)") || !strings.Contains(errOut, "--allow-other-author") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "approve", "--allow-other-author", plan); code != 0 {
+		t.Fatalf("--allow-other-author: exit %d: %s", code, errOut)
+	}
+	if got := gitRun(t, origin, "log", "-1", "--format=%an", "planlock/approve/refund-4711"); got != "planlock" {
+		t.Errorf("tip author %q, want planlock on top of theirs", got)
 	}
 }

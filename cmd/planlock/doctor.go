@@ -63,15 +63,19 @@ func runDoctor(c *cli.Context) error {
 		}
 		fmt.Fprintf(w, "%s %s\n", mark, fmt.Sprintf(format, a...))
 	}
-	token := gitapprove.TokenFromEnv(os.Getenv)
-	repo, err := gitapprove.Open(c.String("dir"), gitapprove.Options{Remote: c.String("remote"), Token: token})
+	creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
+	repo, err := gitapprove.Open(c.String("dir"), gitapprove.Options{Remote: c.String("remote"), Credentials: creds})
 	if err != nil {
 		return failf("doctor: %v", err)
 	}
 	root := repo.Root()
 
 	// The protected branch's rules.
-	forge, why, err := approveForge(c, repo, token)
+	remoteURL, err := repo.RemoteURL()
+	if err != nil {
+		return failf("doctor: %v", err)
+	}
+	forge, why, err := forgeFromFlags(c, "doctor", creds, remoteURL)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,10 @@ type envVar struct{ name, use string }
 var (
 	noColorEnv = envVar{"NO_COLOR", "set: diagnostics are never coloured"}
 	githubEnv  = []envVar{
-		{"GITHUB_TOKEN", "token that pushes branches and opens pull requests (or GH_TOKEN)"},
-		{"GH_TOKEN", "used when GITHUB_TOKEN is not set"},
-		{"GH_HOST", "GitHub Enterprise host of the remote"},
+		{"GH_TOKEN", "GitHub token that pushes branches and opens pull requests; sent to GitHub hosts only, over https"},
+		{"GITHUB_TOKEN", "used when GH_TOKEN is not set"},
+		{"PLANLOCK_GIT_TOKEN", "token for an https Git remote that is not on a GitHub host"},
+		{"GH_HOST", "GitHub Enterprise host of the remote (declares it GitHub)"},
 		{"GITHUB_API_URL", "GitHub API base URL (GitHub Actions sets it)"},
 		{"GITHUB_SERVER_URL", "GitHub web URL (GitHub Actions sets it)"},
 	}

@@ -77,7 +77,7 @@ Examples:
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, append(append(stateFlags(), observeFlags()...), trustFlags()...)...)),
+		}, append(append(append(stateFlags(), observeFlags()...), repoFlags()...), trustFlags()...)...)),
 		Action: runProxy,
 	}
 }
@@ -173,7 +173,7 @@ func serveProxy(c *cli.Context, started *bool) error {
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
 	}
-	src, err := planSource(c)
+	src, repoSync, err := proxyPlanSource(c, errw) // proxy_repo.go
 	if err != nil {
 		return err
 	}
@@ -273,6 +273,15 @@ func serveProxy(c *cli.Context, started *bool) error {
 			reloader(src, l, iv, plan.Upstream, p, errw).Run(rctx, loaded)
 		}()
 		defer func() { cancel(); <-done }() // before the ledger closes
+		if repoSync != nil {
+			// Copies what the repository's branches hold next to the
+			// reloader, which verifies it as any changed plan file.
+			rdone := make(chan struct{})
+			go func() { defer close(rdone); repoSync.Run(rctx, c.Duration("repo-interval")) }()
+			defer func() { cancel(); <-rdone }()
+		}
+	} else if repoSync != nil {
+		errw("planlock: --reload-interval 0: the plan is fetched from the repository at start only")
 	}
 	*started = true
 	if ln != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +38,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 		&cli.StringFlag{Name: "github-api", Usage: "GitHub API base `URL` for hold pull requests (default: from the remote URL)", Category: holdsCategory},
 		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
 		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
+		&cli.DurationFlag{Name: "hold-status-cache", Value: 15 * time.Second, Usage: "a repeated held call re-uses its hold's pending status for `DURATION` (one fetch and one GitHub request per period; 0: ask every time)", Category: holdsCategory},
 		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state, approved with planlock holds approve (no Git, no pull requests)", Category: holdsCategory},
 	}
 	for _, f := range extra {
@@ -65,7 +65,13 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	if dir == "" {
 		dir = filepath.Dir(planFile)
 	}
-	if repo, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
+	if u := c.String("repo"); u != "" && !explicit {
+		// GitOps: holds go to the repository the plan comes from.
+		if remote == "" {
+			remote = u
+		}
+		planPath = planFile
+	} else if repo, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
 		if rel, err := repo.RelPath(planFile); err == nil {
 			planPath = rel
 		}
@@ -96,8 +102,8 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	} else {
 		errw("planlock: WARNING: no trust policy (--insecure-skip-verify): hold pull requests are opened, but no merged hold can run")
 	}
-	token := gitapprove.TokenFromEnv(os.Getenv)
-	forge, why, err := holdForge(c, remote, token)
+	creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
+	forge, why, err := forgeFromFlags(c, "proxy", creds, remote)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +111,11 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	cache := filepath.Join(l.Dir(), "git", hex.EncodeToString(sum[:8]))
 	base, approvalsBranch := c.String("holds-base"), c.String("approvals-branch")
 	lazy := approvals.Lazy(func(ctx context.Context) (approvals.Forge, error) {
-		repo, err := gitapprove.OpenCache(ctx, remote, cache, gitapprove.Options{Token: token})
+		repo, err := gitapprove.OpenCache(ctx, remote, cache, gitapprove.Options{Credentials: creds})
 		if err != nil {
 			return nil, err
 		}
-		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch}, nil
+		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch, StatusCache: c.Duration("hold-status-cache")}, nil
 	})
 	a, err := approvals.New(approvals.Config{Store: l, Forge: lazy, Policy: policy, PlanPath: planPath,
 		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
@@ -127,45 +133,18 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	return a, nil
 }
 
-// holdForge picks GitHub for the remote: explicit flags first, else from
-// the remote URL. Without a token or a GitHub remote it is nil (Git only).
-func holdForge(c *cli.Context, remote, token string) (gitapprove.Forge, string, error) {
-	api, slug := c.String("github-api"), c.String("github-repo")
-	if token == "" {
-		return nil, "no GITHUB_TOKEN or GH_TOKEN set", nil
+// forgeFromFlags is the GitHub client for the remote (nil with the reason
+// when Git alone is used): --github-api and --github-repo first, else from
+// the remote URL, by the token rules of gitapprove.Credentials.
+func forgeFromFlags(c *cli.Context, cmd string, creds gitapprove.Credentials, remote string) (gitapprove.Forge, string, error) {
+	gh, why, err := creds.Forge(gitapprove.ForgeOptions{RemoteURL: remote, APIURL: c.String("github-api"), Repo: c.String("github-repo")})
+	if err != nil {
+		return nil, "", usageErrorf("%s: %v", cmd, strings.TrimPrefix(err.Error(), gitapprove.ErrBadForgeOptions.Error()+": "))
 	}
-	if api == "" && slug == "" {
-		gh, err := gitapprove.GitHubFromRemote(remote, token, os.Getenv)
-		if errors.Is(err, gitapprove.ErrNotGitHub) {
-			return nil, "the remote is not a known GitHub repository", nil
-		}
-		if err != nil {
-			return nil, err.Error(), nil
-		}
-		return gh, "", nil
+	if gh == nil {
+		return nil, why, nil
 	}
-	owner, name, ok := strings.Cut(slug, "/")
-	if slug == "" {
-		rr, err := gitapprove.ParseRemoteURL(remote)
-		if err != nil {
-			return nil, "", usageErrorf("proxy: %v: give --github-repo OWNER/REPO", err)
-		}
-		owner, name, ok = rr.Owner, rr.Name, true
-	}
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return nil, "", usageErrorf("proxy: --github-repo wants OWNER/REPO, not %q", slug)
-	}
-	if api == "" {
-		api = "https://api.github.com"
-	}
-	if !strings.HasPrefix(api, "https://") && !strings.HasPrefix(api, "http://127.0.0.1") && !strings.HasPrefix(api, "http://localhost") {
-		return nil, "", usageErrorf("proxy: --github-api must be an https URL (the token is sent there)")
-	}
-	web := strings.TrimSuffix(strings.TrimSuffix(api, "/"), "/api/v3")
-	if web == "https://api.github.com" {
-		web = "https://github.com"
-	}
-	return gitapprove.NewGitHub(gitapprove.GitHubOptions{APIURL: api, WebURL: web, Owner: owner, Repo: name, Token: token}), "", nil
+	return gh, "", nil
 }
 
 // redactURL drops any user information from a remote URL before it is logged.

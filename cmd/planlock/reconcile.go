@@ -203,7 +203,8 @@ func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
 		}
 		s.opts.IDToken = tok
 	}
-	if tok := gitapprove.TokenFromEnv(os.Getenv); tok != "" && base.Repository != "" {
+	// The token goes only where gitapprove.Credentials allows it.
+	if creds := gitapprove.CredentialsFromEnv(os.Getenv); creds.GitHubToken != "" && base.Repository != "" {
 		owner, name, ok := strings.Cut(base.Repository, "/")
 		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 			return nil, usageErrorf("reconcile: repository %q: want OWNER/REPO", base.Repository)
@@ -212,10 +213,11 @@ func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
 		if api == "" {
 			api = os.Getenv("GITHUB_API_URL")
 		}
-		if api == "" {
-			api = "https://api.github.com"
+		gh, _, err := creds.Forge(gitapprove.ForgeOptions{APIURL: api, Repo: base.Repository})
+		if err != nil {
+			return nil, usageErrorf("reconcile: %v", strings.TrimPrefix(err.Error(), gitapprove.ErrBadForgeOptions.Error()+": "))
 		}
-		s.gh = gitapprove.NewGitHub(gitapprove.GitHubOptions{APIURL: api, Owner: owner, Repo: name, Token: tok})
+		s.gh = gh
 	}
 	return s, nil
 }

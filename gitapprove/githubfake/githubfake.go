@@ -1,5 +1,12 @@
-// Package githubfake is a faithful fake of the parts of GitHub's REST API
-// planlock uses, for tests: GitHub itself cannot run in a test.
+// Package githubfake is a fake of the parts of GitHub's REST API planlock
+// uses, for tests: GitHub itself cannot run in a test. It is not GitHub: it
+// keeps pull requests, reviews, labels and comments in memory and answers
+// with GitHub's documented status codes, headers and JSON shapes for what a
+// client's behaviour depends on (pagination, merge states, 422 validation
+// errors, rate limits with their headers and Retry-After, 403/404
+// permission failures, ETag/304, the 65536-character body limit; see
+// limits.go and issues.go). Git itself is not faked: tests pair it with a
+// real bare repository.
 package githubfake
 
 import (
@@ -44,6 +51,8 @@ type Server struct {
 	requests []string // "METHOD path?query"
 	// noCommits makes PR creation fail the way GitHub does for an empty diff.
 	noCommits bool
+	// x: rate limits, permissions, ETags (limits.go), labels and comments (issues.go).
+	x extras
 	// rules are the active branch rules by branch (see SetBranchRules).
 	rules map[string][]map[string]any
 }
@@ -146,7 +155,10 @@ func (f *Server) pullJSON(p *Pull, full bool) map[string]any {
 	return m
 }
 
-func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(rw http.ResponseWriter, r *http.Request) {
+	rec := &recorder{w: rw, r: r}
+	defer f.finish(rec) // runs after the unlock below
+	var w http.ResponseWriter = rec
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
@@ -169,6 +181,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rest := strings.TrimPrefix(path, prefix)
 	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	if f.limited(w, r, rest) {
+		return
+	}
 	if f.serveApprovals(w, r, rest) {
 		return
 	}
@@ -205,6 +220,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 				f.fail(w, http.StatusBadRequest, "Problems parsing JSON", "")
 				return
 			}
+			if f.bodyTooLong(w, in["body"], "Issue") || !f.patchState(w, p, in) {
+				return
+			}
 			if v, ok := in["title"]; ok {
 				p.Title = v
 			}
@@ -222,6 +240,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.page(w, r, "/pulls/"+parts[1]+"/reviews", f.reviews[p.Number])
+	case f.serveIssues(w, r, parts):
 	default:
 		f.fail(w, http.StatusNotFound, "Not Found", "")
 	}
@@ -253,6 +272,9 @@ func (f *Server) createPull(w http.ResponseWriter, r *http.Request) {
 				map[string]any{"resource": "PullRequest", "field": k, "code": "missing_field"})
 			return
 		}
+	}
+	if f.bodyTooLong(w, str("body"), "Issue") {
+		return
 	}
 	for _, p := range f.pulls {
 		if p.Head == str("head") && p.State == "open" {

@@ -18,6 +18,14 @@
 // HoldID). A closed pull request rejects the call for good. Git or GitHub
 // being unreachable blocks the call with that reason and keeps the hold: the
 // next identical call asks again.
+//
+// The pull request follows the hold (lifecycle.go): the proxy reports a call
+// that ran (Ran), expired and superseded holds are commented, closed and
+// their branches deleted (Sweep), and a closed pull request that a person
+// reopens is taken over by a new hold for the same call when Decide is
+// asked about the refused hold (the proxy's gate blocks a refused hold
+// itself, so through the proxy a refusal stands). None of this calls back
+// into the ledger from the Git side.
 package approvals
 
 import (
@@ -79,6 +87,10 @@ type Config struct {
 	Now func() time.Time
 	// Log receives one line per background event.
 	Log io.Writer
+	// SweepInterval is how often expired holds' pull requests are commented,
+	// closed and their branches deleted (lifecycle.go); zero means a minute,
+	// negative never.
+	SweepInterval time.Duration
 }
 
 // Approvals is safe for concurrent use. Close it before closing the Store.
@@ -89,6 +101,8 @@ type Approvals struct {
 	opening map[string]*flight // hold id → the attempt to open its pull request
 	keys    map[string]*keyLock
 	closed  bool
+	plans   map[string]string // hold id → plan name (lifecycle.go)
+	retired map[string]bool   // hold ids whose pull request was retired
 
 	bg     sync.WaitGroup
 	ctx    context.Context // background work; cancelled by Close
@@ -128,7 +142,18 @@ func New(cfg Config) (*Approvals, error) {
 		cfg.Log = io.Discard
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Approvals{cfg: cfg, opening: map[string]*flight{}, keys: map[string]*keyLock{}, ctx: ctx, cancel: cancel}, nil
+	a := &Approvals{cfg: cfg, opening: map[string]*flight{}, keys: map[string]*keyLock{}, ctx: ctx, cancel: cancel}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+		a.cfg.SweepInterval = cfg.SweepInterval
+	}
+	_, lists := cfg.Store.(holdLister)
+	_, lc := cfg.Forge.(Lifecycle)
+	if cfg.SweepInterval > 0 && lists && lc {
+		a.bg.Add(1)
+		go a.sweepLoop(cfg.SweepInterval)
+	}
+	return a, nil
 }
 
 // Close stops background openings and waits for them.
@@ -205,13 +230,22 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	defer unlock()
 
 	spec := ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires}
+	h0, found := a.cfg.Store.FindHold(r.Call)
+	var previous *ledger.Hold // superseded when a new hold replaces it (lifecycle.go)
+	if found {
+		previous = &h0
+		a.notePlan(h0.ID, r.PlanName)
+	}
 	// The call's hold counts only when it stands for everything this call
 	// needs: an approval spends only what it approved.
-	if h, ok := a.cfg.Store.FindHold(r.Call); ok && ledger.CauseCovers(h.Cause, r.Cause) && h.ObservedPin == r.ObservedPin {
+	if h := h0; found && ledger.CauseCovers(h.Cause, r.Cause) && h.ObservedPin == r.ObservedPin {
 		switch h.State {
 		case ledger.HoldApproved:
 			return Decision{Outcome: Approved, Hold: h}
 		case ledger.HoldRejected:
+			if d, ok := a.reopened(ctx, r, h); ok { // lifecycle.go
+				return d
+			}
 			return rejected(h)
 		case ledger.HoldPending:
 			var d Decision
@@ -232,6 +266,10 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	h, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, spec)
 	if err != nil {
 		return Decision{Outcome: Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneLine(err.Error()))}
+	}
+	a.notePlan(h.ID, r.PlanName)
+	if previous != nil && previous.ID != h.ID {
+		a.supersede(*previous, r.PlanName, h.ID)
 	}
 	switch {
 	case h.State == ledger.HoldApproved:

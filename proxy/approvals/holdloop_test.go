@@ -107,7 +107,11 @@ type loop struct {
 
 // newLoop starts the set-up; without github the proxy has no token and
 // works from Git alone.
-func newLoop(t *testing.T, github bool) *loop {
+func newLoop(t *testing.T, github bool) *loop { return newLoopWith(t, github, false) }
+
+// newLoopWith: with gitops the proxy takes its plan from the origin
+// (--repo), its bundle from the approvals branch, instead of the checkout.
+func newLoopWith(t *testing.T, github, gitops bool) *loop {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -147,15 +151,27 @@ func newLoop(t *testing.T, github bool) *loop {
 	rgit(t, l.work, "commit", "-q", "-m", "refund plan")
 	rgit(t, l.work, "push", "-q", "origin", "main")
 	rgit(t, root, "clone", "-q", l.origin, l.reviewer)
+	if gitops {
+		bundle, err := os.ReadFile(filepath.Join(l.work, "plans", "refund.hcl.sigstore.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.publish("plans/refund.hcl", bundle)
+	}
 
 	l.gh = githubfake.New(t, "acme", "plans", ghToken)
 	l.refund = peers.NewRefund(t, bins[peers.PkgRefundServer])
 	// The upstream records its whole environment before it starts serving.
 	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
-	args := []string{"proxy", "--plan", filepath.Join(l.work, "plans", "refund.hcl"),
+	planArgs := []string{"--plan", filepath.Join(l.work, "plans", "refund.hcl")}
+	if gitops {
+		planArgs = []string{"--repo", "file://" + l.origin, "--plan", "plans/refund.hcl", "--repo-interval", "50ms", "--reload-interval", "50ms"}
+	}
+	args := []string{"proxy", planArgs[0], planArgs[1],
 		"--key", filepath.Join(filepath.Dir(l.ciKey), "ci.pub"), "--state", l.state,
 		// Deterministic in a test: the held call waits for its pull request.
-		"--hold-open-wait", "10m"}
+		"--hold-open-wait", "10m", "--hold-status-cache", "0"}
+	args = append(args, planArgs[2:]...)
 	token := ""
 	if github {
 		args = append(args, "--github-api", l.gh.URL(), "--github-repo", "acme/plans")
@@ -267,6 +283,13 @@ func (l *loop) ciSign(path string, pr int, key string) {
 	if err != nil {
 		l.t.Fatal(err)
 	}
+	l.publish(path, data)
+}
+
+// publish plays CI's publish job: the bundle committed beside path on the
+// approvals branch and pushed.
+func (l *loop) publish(path string, data []byte) {
+	l.t.Helper()
 	rgit(l.t, l.reviewer, "fetch", "-q", "origin")
 	if rgit(l.t, l.reviewer, "ls-remote", "--heads", "origin", gitapprove.DefaultApprovalsBranch) == "" {
 		rgit(l.t, l.reviewer, "checkout", "-q", "--orphan", "approvals")
@@ -279,6 +302,24 @@ func (l *loop) ciSign(path string, pr int, key string) {
 	rgit(l.t, l.reviewer, "commit", "-q", "-m", "sign "+path)
 	rgit(l.t, l.reviewer, "push", "-q", "origin", "approvals:"+gitapprove.DefaultApprovalsBranch)
 	rgit(l.t, l.reviewer, "checkout", "-q", "main")
+}
+
+// waitComment waits for a comment on pull request n containing want (the
+// proxy writes it in the background) and returns it.
+func (l *loop) waitComment(n int, want string) string {
+	l.t.Helper()
+	deadline := time.Now().Add(time.Minute) // a bound on waiting, not a timing assertion
+	for {
+		for _, c := range l.gh.Comments(n) {
+			if strings.Contains(c, want) {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("no comment on #%d containing %q: %q", n, want, l.gh.Comments(n))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // calls counts the calls of tool that reached the upstream.
@@ -354,6 +395,15 @@ func TestHoldLoop(t *testing.T) {
 	got := l.calls("refund_customer")
 	if len(got) != 1 || string(got[0].Arguments) != `{"amount":30,"currency":"EUR","order_id":"4711"}` {
 		t.Fatalf("upstream got %+v, want the approved call exactly once", got)
+	}
+	// The hold pull request is labelled, and says (in the background) that
+	// its call ran, with the audit record.
+	if labels := l.gh.Labels(1); len(labels) != 1 || labels[0] != gitapprove.LabelHold {
+		t.Errorf("labels of the hold pull request: %q", labels)
+	}
+	ranComment := l.waitComment(1, "planlock ran the approved call of hold `"+id+"` once: audit record #")
+	if !strings.Contains(ranComment, "result `ok`") {
+		t.Errorf("comment: %s", ranComment)
 	}
 
 	// A third identical call: the approval was used up.
