@@ -235,7 +235,9 @@ type HoldStatus struct {
 // Open returned (0 without a forge). An answer is kept StatusCache long.
 func (h *Holds) Status(ctx context.Context, hold *HoldRequest, prNumber int) (HoldStatus, error) {
 	key := hold.ID + "\x00" + strconv.Itoa(prNumber)
-	if h.StatusCache > 0 {
+	// The cache spares GitHub's rate limit; with Git alone a look is one
+	// fetch, and a reviewer who just merged expects the next call to see it.
+	if h.StatusCache > 0 && h.Forge != nil {
 		h.mu.Lock()
 		c, ok := h.cache[key]
 		h.mu.Unlock()
@@ -244,7 +246,7 @@ func (h *Holds) Status(ctx context.Context, hold *HoldRequest, prNumber int) (Ho
 		}
 	}
 	st, err := h.status(ctx, hold, prNumber)
-	if err == nil && h.StatusCache > 0 {
+	if err == nil && h.StatusCache > 0 && h.Forge != nil {
 		h.mu.Lock()
 		if h.cache == nil {
 			h.cache = map[string]cachedStatus{}
