@@ -171,7 +171,7 @@ func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gat
 		call.Step, call.StepIndex = d.Step.Name, d.Step.Index
 	}
 	if d.Rejected != nil {
-		return p.rejectedAgain(ctx, st, call, d), nil
+		return p.rejectedAgain(ctx, st, call, d)
 	}
 	if d.Step != nil {
 		if d.Step.Pin != nil && pin == nil {
@@ -205,22 +205,27 @@ func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gat
 // request shows), so the keeper finds that hold rather than opening a new
 // one. Only approval pull requests can come back: with holds kept in the
 // state alone, a rejected hold stays rejected.
-func (p *Proxy) rejectedAgain(ctx context.Context, st *planState, call ledger.Call, d gate.Hold) *mcp.CallToolResult {
+func (p *Proxy) rejectedAgain(ctx context.Context, st *planState, call ledger.Call, d gate.Hold) (*mcp.CallToolResult, *redecide) {
 	keeper, ok := p.holds().(prHolds)
 	if !ok {
-		return p.block(ctx, call, d.RejectedBlock().Reason)
+		return p.block(ctx, call, d.RejectedBlock().Reason), nil
 	}
-	spec := ledger.HoldSpec{Reason: d.Reason, Cause: d.Rejected.Causes.String(), ObservedPin: d.Rejected.ObservedPin,
-		Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
+	// The hold as recorded (its cause exactly as stored), and still the one
+	// the decision saw.
+	h, ok := keeper.Bound(call)
+	if !ok || h.ID != d.Rejected.ID || h.State != ledger.HoldRejected {
+		return nil, &redecide{reason: fmt.Sprintf("%s; the hold of this call changed while it was decided, repeat exactly the same call", d.Reason)}
+	}
+	spec := ledger.HoldSpec{Reason: d.Reason, Cause: h.Cause, ObservedPin: h.ObservedPin, Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
 	a := keeper.Request(ctx, st.plan.Name, call, spec)
 	switch a.outcome {
 	case holdWaiting:
-		return errorResult(a.message)
+		return errorResult(a.message), nil
 	case holdRefused:
-		return p.block(ctx, call, a.message)
+		return p.block(ctx, call, a.message), nil
 	}
 	// Approved cannot come of a rejected hold; fail closed.
-	return p.block(ctx, call, d.RejectedBlock().Reason)
+	return p.block(ctx, call, d.RejectedBlock().Reason), nil
 }
 
 // readPin re-reads the pinned value through the upstream. The pin's tool
