@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/approvals"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -74,8 +75,15 @@ func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any
 		if !ok {
 			return nil
 		}
-		return &gate.BoundHold{ID: h.ID, State: gate.HoldState(h.State), Causes: holdCauses(h),
+		b := &gate.BoundHold{ID: h.ID, State: gate.HoldState(h.State), Causes: holdCauses(h),
 			StepIndex: h.StepIndex, Step: h.Step, ObservedPin: h.ObservedPin}
+		// Only a numbered pull request can be reopened; a local hold
+		// ("local", planlock holds reject) or a branch deleted without a
+		// forge has none.
+		if approvals.PRNumber(h.PRURL) > 0 {
+			b.PRURL = h.PRURL
+		}
+		return b
 	}
 	if p.cfg.Observe.All {
 		st.shadow.input(&in) // observe mode: the would-be progress, no holds
@@ -156,10 +164,16 @@ type pinRead struct {
 // first (unless pin already has the read): its value goes into the hold
 // next to the plan's, and a mismatch adds the pin to what the approval
 // must lift. When the keeper finds the hold approved (its pull request was
-// merged), the call is decided again.
+// merged), the call is decided again. A decision marked Rejected asks the
+// keeper about that rejected hold again (rejectedAgain).
 func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gate.Hold, pin *pinRead) (*mcp.CallToolResult, *redecide) {
 	if d.Step != nil {
 		call.Step, call.StepIndex = d.Step.Name, d.Step.Index
+	}
+	if d.Rejected != nil {
+		return p.rejectedAgain(ctx, st, call, d)
+	}
+	if d.Step != nil {
 		if d.Step.Pin != nil && pin == nil {
 			r := p.readPin(ctx, d.Step)
 			pin = &r
@@ -182,6 +196,36 @@ func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gat
 		return p.block(ctx, call, a.message), nil
 	}
 	return errorResult(a.message), nil
+}
+
+// rejectedAgain asks the hold keeper about a rejected hold that has a pull
+// request: a person may have reopened it, and then the keeper moves it to a
+// new pending hold and the call waits for it again. The request is the
+// rejected hold's own (its causes and pin value, which the reopened pull
+// request shows), so the keeper finds that hold rather than opening a new
+// one. Only approval pull requests can come back: with holds kept in the
+// state alone, a rejected hold stays rejected.
+func (p *Proxy) rejectedAgain(ctx context.Context, st *planState, call ledger.Call, d gate.Hold) (*mcp.CallToolResult, *redecide) {
+	keeper, ok := p.holds().(prHolds)
+	if !ok {
+		return p.block(ctx, call, d.RejectedBlock().Reason), nil
+	}
+	// The hold as recorded (its cause exactly as stored), and still the one
+	// the decision saw.
+	h, ok := keeper.Bound(call)
+	if !ok || h.ID != d.Rejected.ID || h.State != ledger.HoldRejected {
+		return nil, &redecide{reason: fmt.Sprintf("%s; the hold of this call changed while it was decided, repeat exactly the same call", d.Reason)}
+	}
+	spec := ledger.HoldSpec{Reason: d.Reason, Cause: h.Cause, ObservedPin: h.ObservedPin, Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
+	a := keeper.Request(ctx, st.plan.Name, call, spec)
+	switch a.outcome {
+	case holdWaiting:
+		return errorResult(a.message), nil
+	case holdRefused:
+		return p.block(ctx, call, a.message), nil
+	}
+	// Approved cannot come of a rejected hold; fail closed.
+	return p.block(ctx, call, d.RejectedBlock().Reason), nil
 }
 
 // readPin re-reads the pinned value through the upstream. The pin's tool

@@ -120,3 +120,110 @@ func TestHoldsGoThroughTheApprover(t *testing.T) {
 func writeHash(h *harness, hash string) error {
 	return os.WriteFile(h.hashFile, []byte(hash+"\n"), 0o644)
 }
+
+// A rejected hold that has a pull request is asked about again, because a
+// person may have reopened the pull request: the approver gets the rejected
+// hold's own request (its causes and observed pin), and what it answers
+// stands. A rejected hold without a pull request, or one kept in the state
+// alone, stays blocked without asking anyone.
+func TestRejectedHoldsWithAPullRequestAreAskedAgain(t *testing.T) {
+	const (
+		refund = `{"order_id":"4711","amount":5,"currency":"EUR"}`
+		email  = `{"to":"customer-4711@example.com","body":"hi"}`
+		prURL  = "https://github.example/acme/plans/pull/7"
+	)
+	tests := []struct {
+		name      string
+		approvals bool
+		badPin    bool
+		tool      string
+		args      string
+		prURL     string
+		outcome   approvals.Outcome // the approver's second answer
+		message   string
+		want      []string
+		asked     bool // the approver is asked about the rejected hold
+		cause     string
+		pin       string
+	}{
+		{name: "reopened pull request waits again", approvals: true, tool: "send_email", args: email, prURL: prURL,
+			outcome: approvals.Held, message: "held: needs approval: pull request " + prURL + " (reopened)", want: []string{"(reopened)"}, asked: true, cause: "approval"},
+		{name: "reopened pin hold asks with the pin the approver saw", approvals: true, badPin: true, tool: "refund_customer", args: refund, prURL: prURL,
+			outcome: approvals.Held, message: "held: reopened", want: []string{"held: reopened"}, asked: true, cause: "pin", pin: "0c1f2e3d4b5a6978"},
+		{name: "still closed is refused", approvals: true, tool: "send_email", args: email, prURL: prURL,
+			outcome: approvals.Refused, message: "rejected: do not retry this call", want: []string{`blocked by plan "refund-4711": rejected: do not retry this call`}, asked: true, cause: "approval"},
+		{name: "an approval cannot come of a rejected hold", approvals: true, tool: "send_email", args: email, prURL: prURL,
+			outcome: approvals.Approved, want: []string{"blocked", "was rejected; do not retry it"}, asked: true, cause: "approval"},
+		{name: "rejected without a pull request stays blocked", approvals: true, tool: "send_email", args: email,
+			outcome: approvals.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
+		{name: "rejected locally (planlock holds reject) stays blocked", approvals: true, tool: "send_email", args: email, prURL: approvals.LocalPR,
+			outcome: approvals.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
+		{name: "a branch deleted without a forge stays blocked", approvals: true, tool: "send_email", args: email, prURL: "https://github.example/acme/plans/compare/main...planlock/hold/x",
+			outcome: approvals.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
+		{name: "state holds: rejected with a pull request stays blocked", tool: "send_email", args: email, prURL: prURL,
+			want: []string{"blocked", "was rejected; do not retry it"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, anyOrder(refundPlan), harnessOpts{})
+			s := &scriptedApprover{led: h.ledger, outcome: approvals.Held, message: "held: first"}
+			if tc.approvals {
+				h.proxy.cfg.Approvals = s // before the first call
+			}
+			if tc.badPin {
+				if err := writeHash(h, "0c1f2e3d4b5a6978"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			text, isErr := h.call(tc.tool, tc.args)
+			if !isErr || !strings.Contains(text, "held") {
+				t.Fatalf("first call: %s", text)
+			}
+			id := holdID(text)
+			if tc.approvals {
+				hold, ok := h.ledger.FindHold(s.last(t).Call)
+				if !ok {
+					t.Fatal("no hold recorded")
+				}
+				id = hold.ID
+			}
+			if tc.prURL != "" {
+				if _, err := h.ledger.UpdateHold(h.ctx, id, ledger.HoldUpdate{PRURL: tc.prURL}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := h.ledger.UpdateHold(h.ctx, id, ledger.HoldUpdate{State: ledger.HoldRejected}); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			asked := len(s.reqs)
+			s.outcome, s.message = tc.outcome, tc.message
+			s.mu.Unlock()
+
+			text, isErr = h.call(tc.tool, tc.args)
+			if !isErr {
+				t.Fatalf("got a result: %s", text)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Fatalf("answer lacks %q: %s", w, text)
+				}
+			}
+			s.mu.Lock()
+			again := len(s.reqs) > asked
+			s.mu.Unlock()
+			if again != tc.asked {
+				t.Fatalf("approver asked again: %v, want %v", again, tc.asked)
+			}
+			if tc.asked {
+				if r := s.last(t); r.Cause != tc.cause || r.ObservedPin != tc.pin || r.PlanName != "refund-4711" || r.Call.Tool != tc.tool {
+					t.Fatalf("request %+v, want cause %q pin %q", r, tc.cause, tc.pin)
+				}
+			}
+			if n := h.upstreamCalls()[tc.tool]; n != 0 {
+				t.Fatalf("the upstream got %d calls of %s", n, tc.tool)
+			}
+			h.verifyAudit()
+		})
+	}
+}

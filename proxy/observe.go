@@ -161,6 +161,10 @@ func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		step, decision, reason = d.Block.Step, ledger.WouldBlock, d.Block.Reason
 	case gate.KindHold:
 		step, decision, reason = d.Hold.Step, ledger.WouldHold, d.Hold.Reason
+		if d.Hold.Rejected != nil {
+			// Observed calls ask no hold keeper: the rejection stands.
+			decision, reason = ledger.WouldBlock, d.Hold.RejectedBlock().Reason
+		}
 	case gate.KindForward:
 		step = d.Forward.Step
 		if d.Forward.PinCheck {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,9 +18,11 @@ import (
 
 // The whole approval loop, one piece of each real thing (bare Git origin,
 // the planlock binary, the refund server, the real git as reviewer, `planlock
-// sign` as CI) and the GitHub fake: planlock approve → merge → sign →
-// publish → the proxy pulls the plan (--repo) → a held call → its pull
-// request merged → sign → the call runs once → the pull request says so.
+// reconcile` and the generated workflow's publish script as CI) and the
+// GitHub fake: planlock approve → merge → reconcile-sign → publish → the
+// proxy pulls the plan (--repo) → a held call → its pull request merged →
+// reconcile-sign → publish → the call runs once → the pull request says so
+// (with the audit sequence number) and is closed.
 func TestGitOpsApprovalLoop(t *testing.T) {
 	l := newLoopWith(t, true, true)
 
@@ -43,22 +46,14 @@ func TestGitOpsApprovalLoop(t *testing.T) {
 		t.Errorf("approval PR labels: %q", labels)
 	}
 
-	// Merged; CI signs the merged plan (strictly later than v1: signing
-	// times have a one-second resolution) and publishes the bundle.
+	// Merged; CI's reconcile run signs the merged plan (strictly later
+	// than v1: signing times have a one-second resolution) and the publish
+	// job pushes the bundle.
 	l.gh.Merge(1, l.merge(gitapprove.ApproveBranch("refund-4711")))
 	time.Sleep(1100 * time.Millisecond)
-	bundle := filepath.Join(t.TempDir(), "plan.sigstore.json")
-	sign := exec.Command(l.planlock, "sign", "--kind", "plan", "--key", l.ciKey, "--pr", "1", "--path", "plans/refund.hcl", "--out", bundle, filepath.Join("plans", "refund.hcl"))
-	sign.Dir = l.reviewer
-	sign.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	if out, err := sign.CombinedOutput(); err != nil {
-		t.Fatalf("planlock sign: %v\n%s", err, out)
+	if out := l.ciReconcile(); !strings.Contains(out, "plans/refund.hcl: signed plan") || !strings.Contains(out, "1 of 1 file signed now.") {
+		t.Fatalf("reconcile after the plan's merge:\n%s", out)
 	}
-	data, err := os.ReadFile(bundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.publish("plans/refund.hcl", data)
 
 	// The proxy pulls it: the new step's tool appears.
 	deadline := time.Now().Add(time.Minute) // a bound on waiting, not a timing assertion
@@ -88,7 +83,9 @@ func TestGitOpsApprovalLoop(t *testing.T) {
 		t.Errorf("hold PR labels: %q", labels)
 	}
 	l.gh.Merge(2, l.merge("planlock/hold/refund-4711/"+id))
-	l.ciSign("holds/refund-4711/"+id+".hcl", 2, l.ciKey)
+	if out := l.ciReconcile(); !strings.Contains(out, "holds/refund-4711/"+id+".hcl: signed hold") || !strings.Contains(out, "plans/refund.hcl: approved") {
+		t.Fatalf("reconcile after the hold's merge:\n%s", out)
+	}
 	if text, isErr := l.call("send_email", args); isErr {
 		t.Fatalf("approved call: %s", text)
 	}
@@ -97,5 +94,11 @@ func TestGitOpsApprovalLoop(t *testing.T) {
 	if n := len(l.calls("send_email")); n != 1 {
 		t.Fatalf("send_email reached the upstream %d times, want 1", n)
 	}
-	l.waitComment(2, "planlock ran the approved call of hold `"+id+"` once: audit record #")
+	c := l.waitComment(2, "planlock ran the approved call of hold `"+id+"` once: audit record #")
+	if !regexp.MustCompile("audit record #[0-9]+").MatchString(c) {
+		t.Errorf("the comment names no audit sequence number: %q", c)
+	}
+	if p := l.gh.Pull(2); p.State != "closed" || !p.Merged {
+		t.Errorf("hold PR: state %q merged %v, want closed and merged", p.State, p.Merged)
+	}
 }

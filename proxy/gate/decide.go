@@ -82,6 +82,10 @@ type BoundHold struct {
 	StepIndex   int    // the step it was made for
 	Step        string // that step's name
 	ObservedPin string // the pin value shown to the approver ("" none)
+	// PRURL is the hold's approval pull request ("" when it has none that
+	// can be reopened): a rejected hold that has one may come back when a
+	// person reopens it.
+	PRURL string
 }
 
 // Input is everything Decide looks at.
@@ -138,7 +142,15 @@ type Hold struct {
 	Step   *hclplan.Step // nil for a tool in no step
 	Causes Causes
 	Reason string
+	// Rejected, when set, is the rejected hold bound to the call, whose
+	// pull request a person may have reopened: the act step asks the hold
+	// keeper about that hold again (as recorded, not a new one) and blocks
+	// with RejectedBlock unless the keeper finds its pull request reopened.
+	Rejected *BoundHold
 }
+
+// RejectedBlock is the block for a Rejected hold that stays rejected.
+func (h Hold) RejectedBlock() Block { return rejectedBlock(h.Step, h.Rejected) }
 
 // Forward: the call may run once the act step has read the pin (when
 // PinCheck) and taken the count. Hold, when set, is the approved hold the
@@ -214,7 +226,7 @@ func (g *Gate) Decide(in Input) Decision {
 			case approved:
 				return blockD(Block{Reason: fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", hold.ID, in.Tool)})
 			case hold != nil && hold.State == HoldRejected:
-				return blockD(rejectedBlock(nil, hold))
+				return rejectedD(Hold{Causes: Causes{ViolationCause(RuleUnplanned)}, Reason: fail.Reason}, hold)
 			}
 			return holdD(Hold{Causes: Causes{ViolationCause(RuleUnplanned)}, Reason: fail.Reason})
 		}
@@ -265,9 +277,21 @@ func (g *Gate) Decide(in Input) Decision {
 		return blockD(Block{Step: step, Reason: first.reason})
 	}
 	if hold != nil && hold.State == HoldRejected {
-		return blockD(rejectedBlock(step, hold))
+		return rejectedD(Hold{Step: step, Causes: needs, Reason: first.reason}, hold)
 	}
 	return holdD(Hold{Step: step, Causes: needs, Reason: first.reason})
+}
+
+// rejectedD decides a call whose bound hold is rejected: blocked for good,
+// unless the hold has a pull request, which a person can reopen (GitHub
+// lets anyone with write access do so); then the hold keeper is asked
+// again, which is I/O, so the decision is a Hold marked Rejected.
+func rejectedD(h Hold, rejected *BoundHold) Decision {
+	if rejected.PRURL == "" {
+		return blockD(rejectedBlock(h.Step, rejected))
+	}
+	h.Rejected = rejected
+	return holdD(h)
 }
 
 func onErrorHeld(in Input, s *hclplan.Step) bool {

@@ -72,108 +72,123 @@ func TestDecideMatrix(t *testing.T) {
 							for _, pinned := range []bool{false, true} {
 								for _, st := range states {
 									for _, cause := range causes {
-										if st == "" && cause != "" {
-											continue // no hold: one case
-										}
-										n++
-										planOrder := "any"
-										if order != "any" {
-											planOrder = "sequential"
-										}
-										approval := ""
-										if each {
-											approval = "each"
-										}
-										key := fmt.Sprint(planOrder, onViolation, approval, pinned)
-										g := gates[key]
-										if g == nil {
-											g = New(matrixPlan(t, planOrder, onViolation, approval, pinned))
-											gates[key] = g
-										}
-										pr := prog{done: map[int]bool{0: order == "sequential-pass"}, calls: map[int]int{}}
-										if used {
-											pr.calls[1] = 1
-										}
-										a := map[string]any{"x": jsonNum("1")}
-										if !argsOK {
-											a["x"] = jsonNum("2")
-										}
-										in := Input{Now: now, Tool: "b", Args: a, Progress: pr}
-										if onErr {
-											in.OnErrorHeld = func(i int) (string, bool) { return "step on hold after a failed call", i == 1 }
-										}
-										var bound *BoundHold
-										if st != "" {
-											bound = &BoundHold{ID: "h1", State: st, Causes: ParseCauses(cause, false), StepIndex: 1, Step: "target"}
-											in.Hold = func() *BoundHold { return bound }
-										}
-										name := fmt.Sprintf("order=%s/args=%v/used=%v/each=%v/onerr=%v/onviolation=%s/pin=%v/hold=%s:%s",
-											order, argsOK, used, each, onErr, onViolation, pinned, st, cause)
+										for _, withPR := range []bool{false, true} {
+											if st == "" && cause != "" || st != HoldRejected && withPR {
+												continue // no hold: one case; a pull request matters only to a rejected hold
+											}
+											n++
+											planOrder := "any"
+											if order != "any" {
+												planOrder = "sequential"
+											}
+											approval := ""
+											if each {
+												approval = "each"
+											}
+											key := fmt.Sprint(planOrder, onViolation, approval, pinned)
+											g := gates[key]
+											if g == nil {
+												g = New(matrixPlan(t, planOrder, onViolation, approval, pinned))
+												gates[key] = g
+											}
+											pr := prog{done: map[int]bool{0: order == "sequential-pass"}, calls: map[int]int{}}
+											if used {
+												pr.calls[1] = 1
+											}
+											a := map[string]any{"x": jsonNum("1")}
+											if !argsOK {
+												a["x"] = jsonNum("2")
+											}
+											in := Input{Now: now, Tool: "b", Args: a, Progress: pr}
+											if onErr {
+												in.OnErrorHeld = func(i int) (string, bool) { return "step on hold after a failed call", i == 1 }
+											}
+											var bound *BoundHold
+											if st != "" {
+												bound = &BoundHold{ID: "h1", State: st, Causes: ParseCauses(cause, false), StepIndex: 1, Step: "target"}
+												if withPR {
+													bound.PRURL = "https://github.example/acme/plans/pull/7"
+												}
+												in.Hold = func() *BoundHold { return bound }
+											}
+											name := fmt.Sprintf("order=%s/args=%v/used=%v/each=%v/onerr=%v/onviolation=%s/pin=%v/hold=%s:%s/pr=%v",
+												order, argsOK, used, each, onErr, onViolation, pinned, st, cause, withPR)
 
-										// The rule, written out.
-										var obstacles Causes
-										if order == "sequential-fail" {
-											obstacles = append(obstacles, vOrder)
-										}
-										if !argsOK {
-											obstacles = append(obstacles, vArgs)
-										}
-										if used {
-											obstacles = append(obstacles, vMax)
-										}
-										if each {
-											obstacles = append(obstacles, CauseApproval)
-										}
-										if onErr {
-											obstacles = append(obstacles, CauseOnError)
-										}
-										var lifted, remaining Causes
-										for _, o := range obstacles {
-											if st == HoldApproved && bound.Causes.Has(o) {
-												lifted = append(lifted, o)
-											} else {
-												remaining = append(remaining, o)
+											// The rule, written out.
+											var obstacles Causes
+											if order == "sequential-fail" {
+												obstacles = append(obstacles, vOrder)
 											}
-										}
-										isViolation := func(c Cause) bool { return strings.HasPrefix(string(c), "violation:") }
+											if !argsOK {
+												obstacles = append(obstacles, vArgs)
+											}
+											if used {
+												obstacles = append(obstacles, vMax)
+											}
+											if each {
+												obstacles = append(obstacles, CauseApproval)
+											}
+											if onErr {
+												obstacles = append(obstacles, CauseOnError)
+											}
+											var lifted, remaining Causes
+											for _, o := range obstacles {
+												if st == HoldApproved && bound.Causes.Has(o) {
+													lifted = append(lifted, o)
+												} else {
+													remaining = append(remaining, o)
+												}
+											}
+											isViolation := func(c Cause) bool { return strings.HasPrefix(string(c), "violation:") }
 
-										d := g.Decide(in)
-										switch {
-										case len(remaining) == 0:
-											f, ok := d.Forward, d.Kind == KindForward
-											if !ok {
-												t.Fatalf("%s: got %#v, want Forward", name, d)
-											}
-											if f.Step.Name != "target" || f.PinCheck != pinned || !slices.Equal(f.Lifts, lifted) {
-												t.Fatalf("%s: got %+v, want step target, pin check %v, lifts %v", name, f, pinned, lifted)
-											}
-											// A call with nothing to lift does not even look its hold up.
-											if wantHold := st == HoldApproved && (len(obstacles) > 0 || pinned); (f.Hold != nil) != wantHold {
-												t.Fatalf("%s: forward under hold %v, want %v", name, f.Hold, wantHold)
-											}
-											if f.Consumes(false) != (len(lifted) > 0) {
-												t.Fatalf("%s: consumes %v with lifts %v", name, f.Consumes(false), lifted)
-											}
-										case isViolation(remaining[0]) && onViolation == "block":
-											b, ok := d.Block, d.Kind == KindBlock
-											if !ok || !strings.Contains(b.Reason, ruleText(remaining[0])) {
-												t.Fatalf("%s: got %#v, want Block for %s", name, d, remaining[0])
-											}
-										case st == HoldRejected:
-											b, ok := d.Block, d.Kind == KindBlock
-											if !ok || !strings.Contains(b.Reason, "was rejected; do not retry it") {
-												t.Fatalf("%s: got %#v, want Block (rejected)", name, d)
-											}
-										default:
-											h, ok := d.Hold, d.Kind == KindHold
-											if !ok {
-												t.Fatalf("%s: got %#v, want Hold", name, d)
-											}
-											if !slices.Equal(h.Causes, obstacles) || h.Step == nil || h.Step.Name != "target" {
-												t.Fatalf("%s: hold causes %v step %v, want %v on target", name, h.Causes, h.Step, obstacles)
-											}
-											if !strings.Contains(h.Reason, ruleText(remaining[0])) {
-												t.Fatalf("%s: hold reason %q does not name %s", name, h.Reason, remaining[0])
+											d := g.Decide(in)
+											switch {
+											case len(remaining) == 0:
+												f, ok := d.Forward, d.Kind == KindForward
+												if !ok {
+													t.Fatalf("%s: got %#v, want Forward", name, d)
+												}
+												if f.Step.Name != "target" || f.PinCheck != pinned || !slices.Equal(f.Lifts, lifted) {
+													t.Fatalf("%s: got %+v, want step target, pin check %v, lifts %v", name, f, pinned, lifted)
+												}
+												// A call with nothing to lift does not even look its hold up.
+												if wantHold := st == HoldApproved && (len(obstacles) > 0 || pinned); (f.Hold != nil) != wantHold {
+													t.Fatalf("%s: forward under hold %v, want %v", name, f.Hold, wantHold)
+												}
+												if f.Consumes(false) != (len(lifted) > 0) {
+													t.Fatalf("%s: consumes %v with lifts %v", name, f.Consumes(false), lifted)
+												}
+											case isViolation(remaining[0]) && onViolation == "block":
+												b, ok := d.Block, d.Kind == KindBlock
+												if !ok || !strings.Contains(b.Reason, ruleText(remaining[0])) {
+													t.Fatalf("%s: got %#v, want Block for %s", name, d, remaining[0])
+												}
+											case st == HoldRejected && !withPR:
+												b, ok := d.Block, d.Kind == KindBlock
+												if !ok || !strings.Contains(b.Reason, "was rejected; do not retry it") {
+													t.Fatalf("%s: got %#v, want Block (rejected)", name, d)
+												}
+											case st == HoldRejected:
+												// Its pull request may have been reopened: the
+												// keeper is asked about the rejected hold again.
+												h, ok := d.Hold, d.Kind == KindHold
+												if !ok || h.Rejected != bound || !slices.Equal(h.Causes, obstacles) || h.Step == nil || h.Step.Name != "target" {
+													t.Fatalf("%s: got %#v, want Hold rechecking the rejected hold", name, d)
+												}
+												if b := h.RejectedBlock(); !strings.Contains(b.Reason, "hold h1 for exactly this call was rejected; do not retry it") || b.Step != h.Step {
+													t.Fatalf("%s: rejected block %#v", name, b)
+												}
+											default:
+												h, ok := d.Hold, d.Kind == KindHold
+												if !ok || h.Rejected != nil {
+													t.Fatalf("%s: got %#v, want Hold", name, d)
+												}
+												if !slices.Equal(h.Causes, obstacles) || h.Step == nil || h.Step.Name != "target" {
+													t.Fatalf("%s: hold causes %v step %v, want %v on target", name, h.Causes, h.Step, obstacles)
+												}
+												if !strings.Contains(h.Reason, ruleText(remaining[0])) {
+													t.Fatalf("%s: hold reason %q does not name %s", name, h.Reason, remaining[0])
+												}
 											}
 										}
 									}
@@ -185,7 +200,7 @@ func TestDecideMatrix(t *testing.T) {
 			}
 		}
 	}
-	if n != 3*2*2*2*2*2*2*(1+5*len(causes)) {
+	if n != 3*2*2*2*2*2*2*(1+6*len(causes)) {
 		t.Fatalf("enumerated %d cases", n)
 	}
 }
@@ -214,6 +229,10 @@ func TestDecideEdges(t *testing.T) {
 	hold := func(st HoldState, cause string) *BoundHold {
 		return &BoundHold{ID: "h1", State: st, Causes: ParseCauses(cause, false), StepIndex: 1, Step: "target"}
 	}
+	withPR := func(h *BoundHold) *BoundHold {
+		h.PRURL = "https://github.example/acme/plans/pull/7"
+		return h
+	}
 	expired := mustParse(t, `
 plan "old" {
   goal    = "expired"
@@ -233,6 +252,7 @@ plan "old" {
 		{"unplanned holds under on_violation hold", matrixPlan(t, "any", "hold", "", false), "zz", nil, `gate.Hold: tool "zz" is not in plan`},
 		{"unplanned approved still blocks", matrixPlan(t, "any", "hold", "", false), "zz", hold(HoldApproved, "violation:unplanned"), "gate.Block: it needs a new plan"},
 		{"unplanned rejected blocks", matrixPlan(t, "any", "hold", "", false), "zz", hold(HoldRejected, "violation:unplanned"), "gate.Block: was rejected"},
+		{"unplanned rejected with a pull request asks again", matrixPlan(t, "any", "hold", "", false), "zz", withPR(hold(HoldRejected, "violation:unplanned")), `gate.Hold: tool "zz" is not in plan`},
 		{"legacy approved hold lifts approval", matrixPlan(t, "any", "hold", "each", false), "b", hold(HoldApproved, ""), "gate.Forward: "},
 	}
 	for _, tt := range tests {
@@ -258,6 +278,9 @@ plan "old" {
 			kind, frag, _ := strings.Cut(tt.want, ": ")
 			if !strings.HasPrefix(got, kind) || !strings.Contains(reason, frag) {
 				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+			if rejected := tt.hold != nil && tt.hold.State == HoldRejected; d.Kind == KindHold && (d.Hold.Rejected != nil) != rejected {
+				t.Fatalf("hold decision rechecks %v, want %v", d.Hold.Rejected, rejected)
 			}
 		})
 	}
