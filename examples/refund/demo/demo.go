@@ -40,6 +40,7 @@ const (
 	changedHash  = "0c1f2e3d4b5a6978" // the hash after a colleague redeploys it
 	repoSlug     = "acme/plans"
 	planPath     = "plans/refund.hcl"
+	testsPath    = "plans/refund_test.hcl"
 	approvals    = "planlock/approvals"
 )
 
@@ -186,6 +187,9 @@ func run(ctx context.Context, out io.Writer, opts options) (err error) {
 		return err
 	}
 
+	if err := w.observeFirst(ctx, s); err != nil {
+		return err
+	}
 	if err := w.approvePlan(ctx, s); err != nil {
 		return err
 	}
@@ -260,20 +264,21 @@ func (w *world) approvePlan(ctx context.Context, s *story) error {
 	}
 	s.step(true, "admin: a plans repository (bare origin "+filepath.Base(w.origin)+", branch main)", "")
 
-	expires := time.Now().Add(7 * 24 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
-	plan := fmt.Sprintf(planTemplate, strconv.Quote(expires), strconv.Quote(w.server), strconv.Quote(w.hashFile), strconv.Quote(w.callsLog), approvedHash)
-	if w.opts.editPlan != nil {
-		plan = w.opts.editPlan(plan)
-	}
 	if err := os.MkdirAll(filepath.Join(w.author, "plans"), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(w.author, planPath), []byte(plan), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.author, planPath), []byte(w.plan()), 0o644); err != nil {
+		return err
+	}
+	// The plan's tests, written in act 0, go beside it and so into the
+	// approval pull request.
+	if err := os.WriteFile(filepath.Join(w.author, testsPath), []byte(planTests), 0o644); err != nil {
 		return err
 	}
 	got, err := w.cmd(ctx, "Alice", w.author, w.planlock, "approve", planPath)
 	branch := "planlock/approve/refund-4711"
-	s.step(err == nil && strings.Contains(got, "pushed branch "+branch),
+	tests, terr := w.git(ctx, "Alice", w.origin, "show", branch+":"+testsPath)
+	s.step(err == nil && strings.Contains(got, "pushed branch "+branch) && terr == nil && tests == strings.TrimSpace(planTests),
 		"alice: planlock approve "+planPath+" (no GitHub token: the branch is pushed, the PR is opened by hand)", lastLine(got))
 	if err != nil {
 		return err
@@ -314,6 +319,17 @@ func (w *world) approvePlan(ctx context.Context, s *story) error {
 	got, err = w.cmd(ctx, "Operator", w.deploy, w.planlock, "verify", "--key", w.pub, "--bundle", w.planBundle, planPath)
 	s.step(err == nil, "operator: clones main, fetches the bundle, planlock verify --key ci.pub "+planPath, lastLine(got))
 	return err
+}
+
+// plan is the plan Alice approves: planTemplate with the demo's upstream and
+// an expiry a week from now.
+func (w *world) plan() string {
+	expires := time.Now().Add(7 * 24 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	plan := fmt.Sprintf(planTemplate, strconv.Quote(expires), strconv.Quote(w.server), strconv.Quote(w.hashFile), strconv.Quote(w.callsLog), approvedHash)
+	if w.opts.editPlan != nil {
+		plan = w.opts.editPlan(plan)
+	}
+	return plan
 }
 
 // merge plays the reviewer: the real git merges branch into main and pushes.
@@ -387,21 +403,31 @@ func (a *agent) stop() error {
 }
 
 func (w *world) startAgent(ctx context.Context) (*agent, error) {
-	logf, err := os.Create(w.proxyLog)
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"proxy", "--plan", filepath.Join(w.deploy, planPath), "--bundle", w.planBundle, "--key", w.pub,
 		"--state", w.state, "--audit", w.auditLog,
 		// The held call waits for its branch to be pushed, so that the
 		// answer names it (the default gives up after 5s and goes on in
 		// the background).
-		"--hold-open-wait", "2m"}
+		"--hold-open-wait", "2m",
+		// The story repeats the held call seconds after each merge and
+		// signature: every repeat must read the repository as it is now,
+		// not a pending status cached for 15s.
+		"--hold-status-cache", "0"}
+	return w.startProxy(ctx, w.deploy, w.proxyLog, args)
+}
+
+// startProxy runs planlock with args in dir (its stderr in logPath) and
+// connects the scripted agent to it.
+func (w *world) startProxy(ctx context.Context, dir, logPath string, args []string) (*agent, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
 	env := w.env("Proxy")
 	tr := transport.NewStdioWithOptions(w.planlock, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Dir = w.deploy
+			cmd.Dir = dir
 			cmd.Env = env
 			cmd.Stderr = logf
 			return cmd, nil
@@ -419,7 +445,7 @@ func (w *world) startAgent(ctx context.Context) (*agent, error) {
 	if _, err := c.Initialize(ictx, init); err != nil {
 		c.Close()
 		logf.Close()
-		log, _ := os.ReadFile(w.proxyLog)
+		log, _ := os.ReadFile(logPath)
 		return nil, fmt.Errorf("the proxy did not start: %w\n%s", err, log)
 	}
 	return &agent{c: c, log: logf}, nil
