@@ -408,11 +408,7 @@ func (w *world) startAgent(ctx context.Context) (*agent, error) {
 		// The held call waits for its branch to be pushed, so that the
 		// answer names it (the default gives up after 5s and goes on in
 		// the background).
-		"--hold-open-wait", "2m",
-		// The story repeats the held call seconds after each merge and
-		// signature: every repeat must read the repository as it is now,
-		// not a pending status cached for 15s.
-		"--hold-status-cache", "0"}
+		"--hold-open-wait", "2m"}
 	return w.startProxy(ctx, w.deploy, w.proxyLog, args)
 }
 
