@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// LimitsV2 renders the v2 constraints of an argument compactly, in the
+// limitsV2 renders the v2 constraints of an argument compactly, in the
 // style of the limits the proxy appends to a tool's description, so that the
 // agent knows them before it calls. It is empty for a v1 argument.
-func (a *Arg) LimitsV2() []string {
+func (a *Arg) limitsV2() []string {
 	var cs []string
 	if a.MinItems != nil {
 		cs = append(cs, fmt.Sprintf("items >= %d", *a.MinItems))
@@ -47,6 +47,10 @@ func exprLimit(e *Expr) string {
 	return s
 }
 
+// Limits renders the argument's whole constraint set on one line, as a
+// tool's description shows it ("" when it has none).
+func (a *Arg) Limits() string { return compactLimits(a) }
+
 // compactLimits renders a whole constraint set of a nested block.
 func compactLimits(a *Arg) string {
 	var cs []string
@@ -71,7 +75,7 @@ func compactLimits(a *Arg) string {
 	if a.Pattern != nil {
 		cs = append(cs, "matches "+a.Pattern.Source)
 	}
-	cs = append(cs, a.LimitsV2()...)
+	cs = append(cs, a.limitsV2()...)
 	if a.Optional {
 		cs = append(cs, "optional")
 	}

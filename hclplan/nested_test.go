@@ -173,12 +173,12 @@ arg "paths" {
 }
 arg "v1" { max_length = 3 }
 check { expr = "args.edits.size() < 3" }`)
-	got := strings.Join(s.Args[0].LimitsV2(), " | ") + " || " + strings.Join(s.Args[1].LimitsV2(), " | ") + " || " + s.Checks[0].Limit()
+	got := strings.Join(s.Args[0].limitsV2(), " | ") + " || " + strings.Join(s.Args[1].limitsV2(), " | ") + " || " + s.Checks[0].Limit()
 	want := `items <= 3 | each item object {oldText length <= 10; newText length <= 10, optional} with no other fields || each item matches /srv/.+ | must satisfy self.size() > 0 (at least one) || args.edits.size() < 3`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if l := s.Args[2].LimitsV2(); l != nil {
+	if l := s.Args[2].limitsV2(); l != nil {
 		t.Fatalf("a v1 argument has v2 limits: %v", l)
 	}
 }

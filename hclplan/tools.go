@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/planlock/planlock/internal/editdist"
 )
 
 // Tool is one entry of an MCP tools/list result: its name and the JSON
@@ -220,7 +221,7 @@ func didYouMean(name string, candidates []string) string {
 	sort.Strings(candidates)
 	best, bestD := "", 3
 	for _, c := range candidates {
-		if d := editDistance(name, c); d < bestD {
+		if d := editdist.Distance(name, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -228,25 +229,4 @@ func didYouMean(name string, candidates []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" Did you mean %q?", best)
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

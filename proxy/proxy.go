@@ -295,38 +295,8 @@ func stepSummary(plan *hclplan.Plan, s *hclplan.Step) string {
 	for _, a := range s.Args {
 		b.WriteString("; ")
 		b.WriteString(a.Name)
-		var cs []string
-		if a.Any {
-			cs = append(cs, "any value")
-		}
-		if a.Eq != nil {
-			cs = append(cs, "= "+a.Eq.String())
-		}
-		if a.Enum != nil {
-			var vs []string
-			for _, v := range a.Enum {
-				vs = append(vs, v.String())
-			}
-			cs = append(cs, "one of ["+strings.Join(vs, ", ")+"]")
-		}
-		if a.Min != nil {
-			cs = append(cs, ">= "+a.Min.String())
-		}
-		if a.Max != nil {
-			cs = append(cs, "<= "+a.Max.String())
-		}
-		if a.MaxLength != nil {
-			cs = append(cs, fmt.Sprintf("length <= %d", *a.MaxLength))
-		}
-		if a.Pattern != nil {
-			cs = append(cs, "matches "+a.Pattern.Source)
-		}
-		cs = append(cs, a.LimitsV2()...)
-		if a.Optional {
-			cs = append(cs, "optional")
-		}
-		if len(cs) > 0 {
-			b.WriteString(" " + strings.Join(cs, ", "))
+		if l := a.Limits(); l != "" {
+			b.WriteString(" " + l)
 		}
 	}
 	for _, c := range s.Checks {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/planlock/planlock/internal/editdist"
 	"github.com/urfave/cli/v2"
 )
 
@@ -189,7 +190,7 @@ func nearestCommand(cmds []*cli.Command, name string) string {
 			continue
 		}
 		for _, n := range c.Names() {
-			d := editDistance(name, n)
+			d := editdist.Distance(name, n)
 			if strings.HasPrefix(n, name) && len(name) >= 2 {
 				d = 0
 			}
@@ -199,27 +200,6 @@ func nearestCommand(cmds []*cli.Command, name string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // requiredFlags reports a required flag that args (the command's own,
@@ -275,7 +255,7 @@ func suggestFlag(app *cli.App, path []string, err error) error {
 	best, bestD := "", 3
 	for _, f := range flags {
 		for _, n := range f.Names() {
-			if d := editDistance(m[1], n); d < bestD && len(n) > 1 {
+			if d := editdist.Distance(m[1], n); d < bestD && len(n) > 1 {
 				best, bestD = n, d
 			}
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/editdist"
 	"github.com/urfave/cli/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -306,7 +307,7 @@ func oneDiag(diags hcl.Diagnostics) error {
 func nearest(n string, known map[string]bool) string {
 	best, bestD := "", 3
 	for k := range known {
-		if d := editDistance(n, k); d < bestD || (d == bestD && best != "" && k < best) {
+		if d := editdist.Distance(n, k); d < bestD || (d == bestD && best != "" && k < best) {
 			best, bestD = k, d
 		}
 	}

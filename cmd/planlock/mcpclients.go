@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/planlock/planlock/internal/atomicfile"
+	"github.com/planlock/planlock/internal/boundedio"
 )
 
 // mcpClient is one MCP client's configuration format.
@@ -311,23 +313,8 @@ func writeClientConfig(path, key, name string, entry any) (backup string, err er
 			return "", err
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.Write(path, doc, mode); err != nil {
 		return "", err
-	}
-	_, werr := tmp.Write(doc)
-	if err := tmp.Chmod(mode); werr == nil {
-		werr = err
-	}
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return "", werr
 	}
 	return backup, nil
 }

@@ -7,9 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/atomicfile"
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
@@ -167,23 +167,7 @@ func (f *fmtRun) format(name string, src []byte) ([]byte, bool) {
 // writeFileAtomic replaces path so that a crash leaves the old or the new
 // content, never half of it.
 func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

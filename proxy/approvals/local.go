@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/atomicfile"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -80,28 +81,12 @@ func (l *Local) Status(_ context.Context, hold *gitapprove.HoldRequest, _ int) (
 	return gitapprove.HoldStatus{State: gitapprove.HoldMerged, File: file, Bundle: bundle}, nil
 }
 
-// WriteFileAtomic writes data to path through a temporary file and a
-// rename, so a reader sees the old file or the whole new one.
+// WriteFileAtomic writes data to path (0600, its directory made 0700)
+// through a temporary file and a rename, so a reader sees the old file or
+// the whole new one.
 func WriteFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if err := tmp.Sync(); werr == nil {
-		werr = err
-	}
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return atomicfile.Write(path, data, 0o600)
 }
