@@ -667,30 +667,43 @@ func (w *world) checkAudit(ctx context.Context, s *story) {
 	}
 }
 
-// readDecisions lists the audit log's decisions as "decision tool".
-func readDecisions(path string) ([]string, error) {
+// auditRecord is what the demo reads of an audit log line.
+type auditRecord struct {
+	Type     string `json:"type"`
+	Decision string `json:"decision"`
+	Tool     string `json:"tool"`
+}
+
+// readAudit reads every record of an audit log.
+func readAudit(path string) ([]auditRecord, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	defer f.Close()
-	var out []string
+	var out []auditRecord
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var rec struct {
-			Type     string `json:"type"`
-			Decision string `json:"decision"`
-			Tool     string `json:"tool"`
-		}
+		var rec auditRecord
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, fmt.Errorf("audit log line %q: %w", sc.Text(), err)
 		}
+		out = append(out, rec)
+	}
+	return out, sc.Err()
+}
+
+// readDecisions lists the audit log's decisions as "decision tool".
+func readDecisions(path string) ([]string, error) {
+	recs, err := readAudit(path)
+	var out []string
+	for _, rec := range recs {
 		if rec.Type == "decision" {
 			out = append(out, rec.Decision+" "+rec.Tool)
 		}
 	}
-	return out, sc.Err()
+	return out, err
 }
 
 // readCalls reads the refund server's calls log: the agent's calls as

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,25 +180,12 @@ func (w *world) observeFirst(ctx context.Context, s *story) error {
 	return err
 }
 
-// readObserved lists the audit log's observe records as "decision tool".
+// readObserved lists the audit log's observe records as "decision tool"
+// (and any enforced decision, which observe mode must not have made).
 func readObserved(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	defer f.Close()
+	recs, err := readAudit(path)
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var rec struct {
-			Type     string `json:"type"`
-			Decision string `json:"decision"`
-			Tool     string `json:"tool"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("audit log line %q: %w", sc.Text(), err)
-		}
+	for _, rec := range recs {
 		switch rec.Type {
 		case "observe":
 			out = append(out, rec.Decision+" "+rec.Tool)
@@ -208,5 +193,5 @@ func readObserved(path string) ([]string, error) {
 			out = append(out, "enforced "+rec.Decision+" "+rec.Tool)
 		}
 	}
-	return out, sc.Err()
+	return out, err
 }
