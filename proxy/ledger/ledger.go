@@ -892,7 +892,13 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := record{Time: l.stamp(), Type: typeDecision, Decision: DecisionBlock, Plan: c.PlanDigest,
+	return l.commitCallRecord(ctx, typeDecision, DecisionBlock, c, reason)
+}
+
+// commitCallRecord writes a record about one call that changes no count (a
+// block, an observed call) without waiting for disk.
+func (l *Ledger) commitCallRecord(ctx context.Context, typ, decision string, c Call, reason string) error {
+	r := record{Time: l.stamp(), Type: typ, Decision: decision, Plan: c.PlanDigest,
 		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
 	if c.Step != "" {
 		r.StepIndex = &c.StepIndex

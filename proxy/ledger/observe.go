@@ -30,13 +30,5 @@ func (l *Ledger) Observe(ctx context.Context, c Call, decision, reason string) e
 	default:
 		return fmt.Errorf("%w: observe decision %q", ErrInvalidArgument, decision)
 	}
-	r := record{Time: l.stamp(), Type: typeObserve, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
-	if c.Step != "" {
-		r.StepIndex = &c.StepIndex
-	}
-	if err := l.argsFields(&r, c.Args); err != nil {
-		return err
-	}
-	return l.commit(ctx, &r, false, nil)
+	return l.commitCallRecord(ctx, typeObserve, decision, c, reason)
 }
