@@ -92,14 +92,11 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 		errw("planlock: holds are approved with planlock holds approve (kept in the state only): the plan is not in a Git checkout with a remote (give --plans-repo or --git-remote to make them pull requests)")
 		return localApprovals(c, l)
 	}
-	var policy approvals.Verifier
-	if trustGiven(c) != "" {
-		p, err := policyFromFlags(c)
-		if err != nil {
-			return nil, err
-		}
-		policy = p
-	} else {
+	policy, err := holdPolicy(c)
+	if err != nil {
+		return nil, err
+	}
+	if policy == nil {
 		errw("planlock: WARNING: no trust policy (--insecure-skip-verify): hold pull requests are opened, but no merged hold can run")
 	}
 	creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
@@ -179,13 +176,9 @@ func holdApprover(a holdGate) proxy.HoldApprover {
 // each hold's request file there and honours the hold approval that
 // planlock holds approve signs, once the operator's trust policy verifies it.
 func localApprovals(c *cli.Context, l *ledger.Ledger) (holdGate, error) {
-	var policy approvals.Verifier
-	if trustGiven(c) != "" {
-		p, err := policyFromFlags(c)
-		if err != nil {
-			return nil, err
-		}
-		policy = p
+	policy, err := holdPolicy(c)
+	if err != nil {
+		return nil, err
 	}
 	a, err := approvals.New(approvals.Config{Store: l, Forge: &approvals.Local{StateDir: l.Dir()}, Policy: policy,
 		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
@@ -229,4 +222,13 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// holdPolicy is the trust policy hold approvals are verified with: the
+// proxy's own, or nil without trust flags (then no approval can run).
+func holdPolicy(c *cli.Context) (approvals.Verifier, error) {
+	if trustGiven(c) == "" {
+		return nil, nil
+	}
+	return policyFromFlags(c)
 }
