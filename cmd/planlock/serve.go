@@ -213,11 +213,12 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 }
 
 // serveRepo makes the local copy of the plans repository's plans directory
-// (in <state>/repo/<hash of URL and directory>) and syncs it once: serve
+// (in <state>/.repo/<hash of URL and directory>: no plan name starts with a
+// dot, so no plan's state directory is there) and syncs it once: serve
 // starts on the plans it could fetch, or on the copy a previous run left.
 func serveRepo(ctx context.Context, o *serveOptions, state string, log *slog.Logger) (*planload.RepoDirSync, error) {
 	sum := sha256.Sum256([]byte(o.repo + "\x00" + o.plans + "/"))
-	dir := filepath.Join(state, "repo", hex.EncodeToString(sum[:8]))
+	dir := filepath.Join(state, ".repo", hex.EncodeToString(sum[:8]))
 	creds := gitapprove.CredentialsFromEnv(os.Getenv)
 	url := o.repo
 	rs := &planload.RepoDirSync{
