@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"github.com/planlock/planlock/internal/canonjson"
+
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -176,7 +178,7 @@ func valueHasType(v any, allowed []string) bool {
 			return true
 		}
 		if t == "number" && a == "integer" {
-			if n, ok := toNumber(v); ok && n.rat().IsInt() {
+			if n, ok := canonjson.ToNumber(v); ok && n.IsInt() {
 				return true
 			}
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/plandiff"
 	"github.com/planlock/planlock/internal/plantest"
 	"github.com/planlock/planlock/internal/suggest"
 )
@@ -132,7 +132,7 @@ func runPlanSuggest(c *cli.Context) error {
 	fmt.Fprintf(c.App.ErrWriter, "planlock: wrote %s and %s, learned from %s; review every line before approving it\n",
 		out, testOut, plural(len(calls), "call", "calls"))
 	if current != nil {
-		fmt.Fprint(c.App.Writer, gitapprove.FormatPowerDiff(c.String("plan"), gitapprove.PowerDiff(current, res.Parsed)))
+		fmt.Fprint(c.App.Writer, plandiff.Format(c.String("plan"), plandiff.Diff(current, res.Parsed)))
 	}
 	return nil
 }
