@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -163,16 +162,6 @@ func findHold(c *cli.Context, id string) (string, ledger.Hold, error) {
 		where = append(where, snap.AuditPath())
 	}
 	return "", ledger.Hold{}, failf("holds %s: no hold %q in %s", c.Command.Name, id, strings.Join(where, ", "))
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return failf("%v", err)
-	}
-	return nil
 }
 
 func shortDigest(d string) string {

@@ -15,18 +15,10 @@ import (
 	"github.com/planlock/planlock/sign"
 )
 
-// trustFlagNames are the trustFlags; fileTrustFlags name files.
-var (
-	trustFlagNames = []string{"certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer",
-		"certificate-oidc-issuer-regexp", "certificate-github-workflow-repository", "certificate-github-workflow-ref",
-		"certificate-github-workflow-trigger", "certificate-github-workflow-sha", "certificate-github-workflow-name",
-		"key", "trusted-root", "tuf-cache"}
-	fileTrustFlags = []string{"key", "trusted-root", "tuf-cache"}
-)
 
 // trustGiven names the first trust flag set, "" when none is.
 func trustGiven(c *cli.Context) string {
-	for _, n := range trustFlagNames {
+	for _, n := range trustFlagNames() {
 		if c.IsSet(n) {
 			return n
 		}
@@ -101,12 +93,13 @@ func sameUpstream(a, b *hclplan.Upstream) bool {
 // clients start servers from another directory), --bundle and --path.
 func trustArgs(c *cli.Context, planFile string) ([]string, error) {
 	var args []string
-	for _, n := range trustFlagNames {
+	for _, f := range (&trustOptions{}).flags() {
+		n := f.Names()[0]
 		if !c.IsSet(n) || fromConfig(c, n) { // the proxy reads the same config file
 			continue
 		}
 		v := c.String(n)
-		if slices.Contains(fileTrustFlags, n) {
+		if takesFile(f) {
 			abs, err := filepath.Abs(v)
 			if err != nil {
 				return nil, failf("--%s: %v", n, err)
