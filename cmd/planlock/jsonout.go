@@ -7,6 +7,7 @@ import (
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -74,3 +75,8 @@ func newApproveJSON(plan *hclplan.Plan, res gitapprove.ApproveResult) approveJSO
 	}
 	return out
 }
+
+// holdJSON is one hold in planlock holds list --json (an array of them) and
+// holds show --json: the ledger's record of it, whose JSON names are part of
+// the audit log's format as well.
+type holdJSON = ledger.Hold
