@@ -23,19 +23,11 @@ var flagGetters = map[string]bool{
 
 // flagReadAllowed are the files that may read flags by name: the settings
 // code works on every flag of every command generically (the config file,
-// config show), and the bridge for commands not yet converted.
+// config show).
 var flagReadAllowed = map[string]string{
 	"config.go":     "applies the config file to whatever flags a command has",
 	"config_cmd.go": "prints every flag of a command with its source",
 	"options.go":    "cmdline.given checks the name before asking",
-}
-
-// flagReadTodo are the files of commands not yet converted to options
-// structs; the list only shrinks.
-var flagReadTodo = map[string]bool{
-	"legacy.go":    true,
-	"reconcile.go": true,
-	"sign.go":      true,
 }
 
 // TestNoFlagReadByName fails when a command reads a flag by string key
@@ -56,7 +48,7 @@ func TestNoFlagReadByName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := flagReadAllowed[name]; ok || flagReadTodo[name] {
+		if _, ok := flagReadAllowed[name]; ok {
 			continue
 		}
 		for _, r := range flagReads(f) {
