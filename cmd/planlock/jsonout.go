@@ -16,7 +16,10 @@ import (
 
 // The --json outputs of every command. They are contracts with the scripts
 // that read them: a field is added, never renamed or removed, and each shape
-// has a golden test (jsonout_test.go).
+// has a golden file in testdata/jsonout (jsonout_test.go). Two come from
+// elsewhere: plan show --json is the plan's canonical JSON (hclplan.JSON,
+// tested there), and the holds are the ledger's records (holdJSON; golden
+// in testdata/script/holds.txtar).
 
 // writeJSON writes v indented by two spaces, with a final newline, and <, >
 // and & as themselves.
