@@ -25,17 +25,40 @@ import (
 	"github.com/planlock/planlock/sign"
 )
 
-// serveOptions are planlock serve's flags.
+// serveOptions are the flags of planlock serve.
 type serveOptions struct {
-	plans, repoDir, listen, state, tokens, logFormat string
-	repo, repoBranch, approvalsBranch                string
-	repoInterval                                     time.Duration
-	allowOrigins                                     cli.StringSlice
-	insecureSkipVerify, auditRedact, syncEachCall    bool
-	reloadInterval, callTimeout, drainTimeout        time.Duration
-	maxMessageBytes                                  int
+	cmdline
+	trustOptions
+	Plans, PlansPath, Listen, State, Tokens, LogFormat string
+	Repo, RepoBranch, ApprovalsBranch                  string
+	RepoInterval                                       time.Duration
+	AllowOrigin                                        cli.StringSlice
+	InsecureSkipVerify, AuditRedact, SyncEachCall      bool
+	ReloadInterval, CallTimeout, DrainTimeout          time.Duration
+	MaxMessageBytes                                    int
+}
 
-	policy *sign.Policy // from the trust flags
+func (o *serveOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "plans", Usage: "serve the plans (*.hcl with their .sigstore.json bundles) in `DIR`; with --repo, the directory's path in the repository", Required: true, TakesFile: true, Destination: &o.Plans},
+		&cli.StringFlag{Name: "repo", Usage: "take the plans in --plans from the default branch of Git `URL` and their bundles from the approvals branch; fetch when either moves", Category: repoCategory, Destination: &o.Repo},
+		&cli.DurationFlag{Name: "repo-interval", Value: 30 * time.Second, Usage: "ask the --repo remote whether a branch moved every `DURATION`", Category: repoCategory, Destination: &o.RepoInterval},
+		&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plans are read from (default: the remote's default branch)", Category: repoCategory, Destination: &o.RepoBranch},
+		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "with --repo, the `BRANCH` the bundles are published on", Category: repoCategory, Destination: &o.ApprovalsBranch},
+		&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.PlansPath},
+		&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.Listen},
+		&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\"", Required: true, TakesFile: true, Destination: &o.Tokens},
+		&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.AllowOrigin},
+		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.InsecureSkipVerify},
+		&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token file every `DURATION`", Destination: &o.ReloadInterval},
+		&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.CallTimeout},
+		&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "at shutdown, wait up to `DURATION` for calls in flight", Destination: &o.DrainTimeout},
+		&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest request body read; a larger one is refused (413)", Destination: &o.MaxMessageBytes},
+		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
+		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.SyncEachCall},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.LogFormat},
+	}, o.trustOptions.flags()...)
 }
 
 func serveCommand() *cli.Command {
@@ -69,42 +92,25 @@ directories are writable. On SIGTERM the calls in flight finish (up to
 
 Examples:
    planlock serve --plans plans --key planlock.pub --tokens tokens.txt --listen 127.0.0.1:8080`,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "plans", Usage: "serve the plans (*.hcl with their .sigstore.json bundles) in `DIR`; with --repo, the directory's path in the repository", Required: true, TakesFile: true, Destination: &o.plans},
-			&cli.StringFlag{Name: "repo", Usage: "take the plans in --plans from the default branch of Git `URL` and their bundles from the approvals branch; fetch when either moves", Category: repoCategory, Destination: &o.repo},
-			&cli.DurationFlag{Name: "repo-interval", Value: 30 * time.Second, Usage: "ask the --repo remote whether a branch moved every `DURATION`", Category: repoCategory, Destination: &o.repoInterval},
-			&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plans are read from (default: the remote's default branch)", Category: repoCategory, Destination: &o.repoBranch},
-			&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "with --repo, the `BRANCH` the bundles are published on", Category: repoCategory, Destination: &o.approvalsBranch},
-			&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.repoDir},
-			&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.listen},
-			&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.state},
-			&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\"", Required: true, TakesFile: true, Destination: &o.tokens},
-			&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.allowOrigins},
-			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.insecureSkipVerify},
-			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token file every `DURATION`", Destination: &o.reloadInterval},
-			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.callTimeout},
-			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "at shutdown, wait up to `DURATION` for calls in flight", Destination: &o.drainTimeout},
-			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest request body read; a larger one is refused (413)", Destination: &o.maxMessageBytes},
-			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.auditRedact},
-			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.syncEachCall},
-			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.logFormat},
-		}, trustFlags()...),
-		Action: func(c *cli.Context) error {
-			if !o.insecureSkipVerify {
-				if trustGiven(c) == "" {
-					return usageErrorf("%s", noTrustPolicy)
-				}
-				p, err := policyFromFlags(c)
-				if err != nil {
-					return err
-				}
-				o.policy = p
-			} else if f := trustGiven(c); f != "" {
-				return usageErrorf("--insecure-skip-verify does not verify the plans, so --%s would be ignored: give one or the other", f)
-			}
-			return runServe(c.Context, o, c.App.ErrWriter)
-		},
+		Flags:  o.flags(),
+		Action: action(o, runServe),
 	}
+}
+
+// policy is the trust policy of the plans: from the trust flags, or none
+// with the loud --insecure-skip-verify, never both.
+func (o *serveOptions) policy(ctx context.Context) (*sign.Policy, error) {
+	flag := o.trustGiven(&o.cmdline)
+	if o.InsecureSkipVerify {
+		if flag != "" {
+			return nil, usageErrorf("--insecure-skip-verify does not verify the plans, so --%s would be ignored: give one or the other", flag)
+		}
+		return nil, nil
+	}
+	if flag == "" {
+		return nil, usageErrorf("%s", noTrustPolicy)
+	}
+	return o.trustOptions.policy(ctx)
 }
 
 // serveEnv are the variables planlock serve reads.
@@ -123,69 +129,73 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 	return nil, usageErrorf("--log-format %q: want text or json", format)
 }
 
-func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
-	log, err := newLogger(o.logFormat, errw)
+func runServe(ctx context.Context, o *serveOptions) error {
+	log, err := newLogger(o.LogFormat, o.IO.err)
 	if err != nil {
 		return err
 	}
-	if o.maxMessageBytes < 1024 {
-		return usageErrorf("--max-message-bytes must be at least 1024, got %d", o.maxMessageBytes)
+	policy, err := o.policy(ctx)
+	if err != nil {
+		return err
 	}
-	if o.reloadInterval <= 0 {
+	if o.MaxMessageBytes < 1024 {
+		return usageErrorf("--max-message-bytes must be at least 1024, got %d", o.MaxMessageBytes)
+	}
+	if o.ReloadInterval <= 0 {
 		return usageErrorf("--reload-interval must be positive")
 	}
-	if o.repo != "" {
-		if o.repoDir != "" {
+	if o.Repo != "" {
+		if o.PlansPath != "" {
 			return usageErrorf("--plans-path does not go with --repo: --plans is then the directory's path in the repository")
 		}
-		if p := o.plans; p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." || strings.Contains(p, "\\") {
+		if p := o.Plans; p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." || strings.Contains(p, "\\") {
 			return usageErrorf("--plans %q: with --repo give the plans directory's path in the repository, e.g. plans", p)
 		}
 	}
-	if o.repoDir != "" && (path.Clean(o.repoDir) != o.repoDir || strings.HasPrefix(o.repoDir, "/") || strings.HasPrefix(o.repoDir, "..")) {
-		return usageErrorf("--plans-path %q: give the directory's path in the repository, e.g. plans", o.repoDir)
+	if o.PlansPath != "" && (path.Clean(o.PlansPath) != o.PlansPath || strings.HasPrefix(o.PlansPath, "/") || strings.HasPrefix(o.PlansPath, "..")) {
+		return usageErrorf("--plans-path %q: give the directory's path in the repository, e.g. plans", o.PlansPath)
 	}
-	host, port, err := net.SplitHostPort(o.listen)
+	host, port, err := net.SplitHostPort(o.Listen)
 	if err != nil {
-		return usageErrorf("--listen %q: %v", o.listen, err)
+		return usageErrorf("--listen %q: %v", o.Listen, err)
 	}
 	if host == "" {
 		host = "127.0.0.1" // loopback unless an address is given explicitly
 	}
 	front := proxy.HTTPOptions{}
-	for _, a := range o.allowOrigins.Value() {
+	for _, a := range o.AllowOrigin.Value() {
 		n, err := proxy.NormalizeOrigin(a)
 		if err != nil {
 			return usageErrorf("--allow-origin: %v", err)
 		}
 		front.AllowOrigins = append(front.AllowOrigins, n)
 	}
-	tokens, err := authn.LoadTokens(o.tokens)
+	tokens, err := authn.LoadTokens(o.Tokens)
 	if err != nil {
 		return failf("--tokens: %v", err)
 	}
-	state := o.state
+	state := o.State
 	if state == "" {
 		if state, err = ledger.DefaultDir(); err != nil {
 			return failf("state directory: %v", err)
 		}
 	}
-	plansDir, repoDir := o.plans, o.repoDir
+	plansDir, repoDir := o.Plans, o.PlansPath
 	var repoSync *planload.RepoDirSync
-	if o.repo != "" {
+	if o.Repo != "" {
 		if repoSync, err = serveRepo(ctx, o, state, log); err != nil {
 			return err
 		}
-		plansDir, repoDir = repoSync.Local, o.plans
+		plansDir, repoDir = repoSync.Local, o.Plans
 	}
 	g, err := gateway.New(gateway.Config{
-		PlansDir: plansDir, RepoDir: repoDir, Policy: o.policy, StateDir: state,
+		PlansDir: plansDir, RepoDir: repoDir, Policy: policy, StateDir: state,
 		Authenticators: []authn.Authenticator{tokens},
-		HTTP:           front, ReloadInterval: o.reloadInterval, DrainTimeout: o.drainTimeout,
-		Ledger:          ledger.Options{Redact: o.auditRedact, SyncEachCall: o.syncEachCall},
+		HTTP:           front, ReloadInterval: o.ReloadInterval, DrainTimeout: o.DrainTimeout,
+		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall},
 		UpstreamStderr:  func(plan string) *slog.Logger { return log.With("plan", plan, "from", "upstream stderr") },
-		CallTimeout:     o.callTimeout,
-		MaxMessageBytes: o.maxMessageBytes,
+		CallTimeout:     o.CallTimeout,
+		MaxMessageBytes: o.MaxMessageBytes,
 		Version:         shortVersion(),
 		Log:             log,
 	})
@@ -199,13 +209,13 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 	defer ln.Close()
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go tokens.Run(tctx, o.reloadInterval, func(s string) { log.Warn(s) })
+	go tokens.Run(tctx, o.ReloadInterval, func(s string) { log.Warn(s) })
 	if repoSync != nil {
 		rdone := make(chan struct{})
-		go func() { defer close(rdone); repoSync.Run(tctx, o.repoInterval) }()
+		go func() { defer close(rdone); repoSync.Run(tctx, o.RepoInterval) }()
 		defer func() { cancel(); <-rdone }()
 	}
-	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.plans, ln.Addr()), "tokens", tokens.Len())
+	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.Plans, ln.Addr()), "tokens", tokens.Len())
 	if err := g.Serve(ctx, ln); err != nil {
 		return failf("%v", err)
 	}
@@ -217,15 +227,15 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 // dot, so no plan's state directory is there) and syncs it once: serve
 // starts on the plans it could fetch, or on the copy a previous run left.
 func serveRepo(ctx context.Context, o *serveOptions, state string, log *slog.Logger) (*planload.RepoDirSync, error) {
-	sum := sha256.Sum256([]byte(o.repo + "\x00" + o.plans + "/"))
+	sum := sha256.Sum256([]byte(o.Repo + "\x00" + o.Plans + "/"))
 	dir := filepath.Join(state, ".repo", hex.EncodeToString(sum[:8]))
 	creds := gitapprove.CredentialsFromEnv(os.Getenv)
-	url := o.repo
+	url := o.Repo
 	rs := &planload.RepoDirSync{
 		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
 			return gitapprove.OpenCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
 		},
-		Dir: o.plans, Branch: o.repoBranch, Approvals: o.approvalsBranch,
+		Dir: o.Plans, Branch: o.RepoBranch, Approvals: o.ApprovalsBranch,
 		Local: filepath.Join(dir, "plans"),
 		Log:   func(s string) { log.Info(strings.TrimPrefix(s, "planlock: ")) },
 	}
