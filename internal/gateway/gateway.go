@@ -164,6 +164,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
 
+	scanCtx, stopScan := context.WithCancel(ctx)
+	defer stopScan()
 	scanDone := make(chan struct{})
 	go func() {
 		defer close(scanDone)
@@ -171,7 +173,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-scanCtx.Done():
 				return
 			case <-t.C:
 				g.scan(false)
@@ -187,6 +189,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		serveErr = fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	stopScan() // also when the listener failed
 	<-scanDone
 	g.log.Info("shutting down: draining calls in flight", "timeout", g.cfg.DrainTimeout.String())
 	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -239,5 +241,34 @@ func TestReload(t *testing.T) {
 	})
 	if r.digest("gamma") != "" {
 		t.Fatal("an older gamma was served after removal")
+	}
+}
+
+// A listener that fails ends Serve with the error (and closes the plans'
+// state) instead of leaving it waiting for a shutdown.
+func TestServeReturnsWhenTheListenerFails(t *testing.T) {
+	plans := t.TempDir()
+	writePlan(t, plans, "alpha.hcl", planText("alpha", "first"))
+	g, err := New(Config{PlansDir: plans, StateDir: t.TempDir(), Authenticators: []authn.Authenticator{tokenFile(t, map[string]string{"t": "a *"})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(context.Background(), ln) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "serve 127.0.0.1") {
+			t.Fatalf("Serve = %v, want the listener's error", err)
+		}
+	case <-time.After(60 * time.Second): // a hang guard, not a speed assertion
+		t.Fatal("Serve did not return after its listener failed")
+	}
+	if got := g.Plans(); len(got) != 0 {
+		t.Fatalf("plans still served after Serve returned: %v", got)
 	}
 }
