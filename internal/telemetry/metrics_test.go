@@ -63,10 +63,10 @@ func TestMetricsCountCallsByOutcomeAndRule(t *testing.T) {
 		got[labelsOf(mm)] = mm.GetCounter().GetValue()
 	}
 	want := map[string]float64{
-		"outcome=forwarded,plan=refund,rule=,step=lookup": 2,
+		"outcome=forwarded,plan=refund,rule=,step=lookup":        2,
 		"outcome=blocked,plan=refund,rule=max_calls,step=lookup": 1,
-		"outcome=blocked,plan=refund,rule=unplanned,step=": 1,
-		"outcome=held,plan=deploy,rule=approval,step=ship": 1,
+		"outcome=blocked,plan=refund,rule=unplanned,step=":       1,
+		"outcome=held,plan=deploy,rule=approval,step=ship":       1,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("calls_total series %v, want %v", got, want)

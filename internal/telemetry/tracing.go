@@ -149,4 +149,3 @@ func (m multi) StartCall(ctx context.Context, c proxy.CallStart) (context.Contex
 		}
 	}
 }
-
