@@ -100,7 +100,7 @@ Examples:
 // policy is the trust policy of the plans: from the trust flags, or none
 // with the loud --insecure-skip-verify, never both.
 func (o *serveOptions) policy(ctx context.Context) (*sign.Policy, error) {
-	flag := o.trustGiven(&o.cmdline)
+	flag := o.trustGiven()
 	if o.InsecureSkipVerify {
 		if flag != "" {
 			return nil, usageErrorf("--insecure-skip-verify does not verify the plans, so --%s would be ignored: give one or the other", flag)
