@@ -69,7 +69,7 @@ type Store struct {
 	now     func() time.Time
 	timeout time.Duration
 
-	mu sync.Mutex     // guards m; held for a whole transaction
+	mu sync.Mutex      // guards m; held for a whole transaction
 	m  *ledger.Machine // nil: replay from the start at next use
 
 	qmu     sync.Mutex
