@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/urfave/cli/v2"
 )
 
@@ -32,6 +35,8 @@ planlock proxy) still has its own hash, its sequence number and the hash of
 the record before it. An edited, removed, inserted or reordered record is
 reported with the number of the first bad line. A last line cut short by a
 crash is reported as torn (the proxy truncates it when it next starts).
+With --state postgres://... the chain kept in that database is checked the
+same way, and must end at the database's head row.
 
 On success it prints the number of records and the head: the hash of the
 last record. Nothing inside the log protects its last records: removing them
@@ -48,17 +53,23 @@ Examples:
    planlock audit verify ~/.local/state/planlock/audit.jsonl
    planlock audit verify --anchor shipped-head.txt audit.jsonl
    planlock audit verify --head 0f13b09a...7ae4 --json audit.jsonl
+   planlock audit verify --state postgres://planlock@db.example/planlock
 
 Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
+			&cli.StringFlag{Name: "state", Usage: "verify the chain of a PostgreSQL state (postgres:// `URL`) instead of a FILE; it must also end at the database's head row"},
 			&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true},
 			&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it"},
 			&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErrorf("audit verify: give exactly one audit log file")
+			pgURL := c.String("state")
+			if !pgstate.IsURL(pgURL) || c.NArg() == 1 {
+				pgURL = "" // a FILE given, or a state directory: its journal is the FILE argument
+			}
+			if c.NArg() > 1 || (c.NArg() == 0 && pgURL == "") {
+				return usageErrorf("audit verify: give exactly one audit log file, or --state postgres://... and no file")
 			}
 			wantHash := c.String("head")
 			if c.IsSet("head") && !isHexHash(wantHash) {
@@ -72,12 +83,26 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 				}
 				anchor = &h
 			}
-			path := c.Args().First()
-			f, err := os.Open(path)
-			if err != nil {
-				return failf("audit verify: %v", err)
+			var (
+				path    string
+				f       io.ReadSeeker
+				rowHead *ledger.Head // a PostgreSQL state's head row
+			)
+			if pgURL != "" {
+				r, h, err := pgJournal(c.Context, pgURL) // state.go
+				if err != nil {
+					return failf("audit verify: %v", err)
+				}
+				path, f, rowHead = pgstate.Describe(pgURL), r, &h
+			} else {
+				path = c.Args().First()
+				file, err := os.Open(path)
+				if err != nil {
+					return failf("audit verify: %v", err)
+				}
+				defer file.Close()
+				f = file
 			}
-			defer f.Close()
 			max := c.Int64("max-line-bytes")
 			if max <= 0 {
 				return usageErrorf("audit verify: --max-line-bytes must be positive")
@@ -91,7 +116,13 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 			// The chain holds: now its end against the heads kept elsewhere.
 			var headErr error
 			var found uint64
-			if ve == nil && anchor != nil {
+			if ve == nil && rowHead != nil {
+				// The database's own anchor: the chain must end at its head row.
+				if headErr = ledger.VerifyHead(f, res, *rowHead); headErr == nil && uint64(res.Records) != rowHead.Seq {
+					headErr = fmt.Errorf("%d records but the head row says %d: records were added outside planlock", res.Records, rowHead.Seq)
+				}
+			}
+			if ve == nil && headErr == nil && anchor != nil {
 				headErr = ledger.VerifyHead(f, res, *anchor)
 			}
 			if ve == nil && headErr == nil && wantHash != "" {
@@ -172,7 +203,7 @@ Examples:
 
 Exit status: 0 when a head was printed, 1 otherwise.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), or an audit log FILE", TakesFile: true},
+			&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), an audit log FILE, or a postgres:// URL", TakesFile: true},
 			&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output"},
 		},
 		Action: func(c *cli.Context) error {
@@ -195,6 +226,10 @@ Exit status: 0 when a head was printed, 1 otherwise.`,
 // auditHead is the anchored head of a state directory, or the head of an
 // audit log file.
 func auditHead(state string) (ledger.Head, error) {
+	if pgstate.IsURL(state) {
+		_, res, err := pgstate.Verify(context.Background(), state)
+		return res, err
+	}
 	if state != "" {
 		fi, err := os.Stat(state)
 		if err != nil {

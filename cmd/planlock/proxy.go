@@ -15,7 +15,6 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
 )
 
@@ -69,7 +68,7 @@ Examples:
 			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)"},
 			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
 			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
+			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl; not with --state postgres://...)"},
 			&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true},
 			&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true},
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
@@ -237,17 +236,9 @@ func serveProxy(c *cli.Context, started *bool) error {
 		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
 	ctx := c.Context
-	stateDir, err := planStateDir(c, plan.Name) // proxy_start.go
+	l, err := openProxyState(c, plan.Name, errw) // state.go
 	if err != nil {
 		return err
-	}
-	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
-		SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
-		// One line per checkpoint and at shutdown, for a log shipper to
-		// keep: planlock audit verify --anchor reads it back.
-		OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }})
-	if err != nil {
-		return failf("%v", err)
 	}
 	defer l.Close()
 	if err := planload.Admit(ctx, l, loaded); err != nil {
@@ -303,6 +294,7 @@ func proxyEnv() []envVar {
 		stateEnv, tufCacheEnv, xdgConfigEnv,
 	}
 	vars = append(vars, upstreamEnv...)
+	vars = append(vars, pgEnv...)     // --state postgres://...
 	return append(vars, githubEnv...) // hold pull requests
 }
 

@@ -54,7 +54,7 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 // a token and a GitHub remote are there, and the trust policy that verifies
 // merged holds. Without a remote (or with --no-hold-prs) holds are approved
 // in the state directory with planlock holds approve (localApprovals).
-func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(string)) (holdGate, error) {
+func holdApprovals(c *cli.Context, planFile string, l proxyState, errw func(string)) (holdGate, error) {
 	if c.Bool("no-hold-prs") {
 		return localApprovals(c, l)
 	}
@@ -175,7 +175,7 @@ func holdApprover(a holdGate) proxy.HoldApprover {
 // localApprovals decides holds from the state directory: the proxy writes
 // each hold's request file there and honours the hold approval that
 // planlock holds approve signs, once the operator's trust policy verifies it.
-func localApprovals(c *cli.Context, l *ledger.Ledger) (holdGate, error) {
+func localApprovals(c *cli.Context, l proxyState) (holdGate, error) {
 	policy, err := holdPolicy(c)
 	if err != nil {
 		return nil, err

@@ -16,13 +16,14 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 )
 
 // stateFlags are the state directory flags of the proxy and of the commands
 // that read its state.
 func stateFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>)", TakesFile: true},
+		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>), or a postgres:// URL shared by several proxies (see planlock state migrate)", TakesFile: true},
 		&cli.StringFlag{Name: "state-root", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true},
 	}
 }
@@ -62,7 +63,7 @@ func proxyLogPath(c *cli.Context) string {
 	if f := c.String("log-file"); f != "" {
 		return f
 	}
-	if d := c.String("state"); d != "" {
+	if d := c.String("state"); d != "" && !pgstate.IsURL(d) {
 		return filepath.Join(d, proxyLogName)
 	}
 	root, err := stateRoot(c)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )
@@ -73,7 +72,7 @@ func planSource(c *cli.Context) (planload.Source, error) {
 
 // reloader serves a changed plan once it verifies; the upstream cannot
 // change while running, so a plan naming another one is refused.
-func reloader(src planload.Source, l *ledger.Ledger, interval time.Duration, upstream *hclplan.Upstream, p *proxy.Proxy, errw func(string)) *planload.Reloader {
+func reloader(src planload.Source, l planload.Admitter, interval time.Duration, upstream *hclplan.Upstream, p *proxy.Proxy, errw func(string)) *planload.Reloader {
 	return &planload.Reloader{
 		Source:   src,
 		State:    l,
