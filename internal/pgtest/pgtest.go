@@ -294,3 +294,44 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// CPUTime is the CPU time (user and system) the server's processes have
+// used so far: the postmaster and its children, for a benchmark to report
+// the database's share. Linux only (read from /proc).
+func (c *Cluster) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("postmaster.pid: %w", err)
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis: state ppid ... utime(12) stime(13).
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fs := strings.Fields(string(b[i+1:]))
+		if len(fs) < 13 {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		ppid, _ := strconv.Atoi(fs[1])
+		if pid != pm && ppid != pm {
+			continue
+		}
+		u, _ := strconv.ParseInt(fs[11], 10, 64)
+		s, _ := strconv.ParseInt(fs[12], 10, 64)
+		ticks += u + s
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil // USER_HZ is 100 on Linux
+}

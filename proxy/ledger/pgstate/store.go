@@ -161,7 +161,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, where, redactURL(err.Error(), o.URL))
 	}
 	s.mu.Lock()
-	err = s.refresh(ctx)
+	err = s.open(ctx)
 	s.mu.Unlock()
 	if err != nil {
 		s.pool.Close()
@@ -266,18 +266,49 @@ func (s *Store) unavailable(what string, err error) error {
 	return fmt.Errorf("%w: %s: %s: %v", ErrUnavailable, s.where, what, err)
 }
 
-// runTx: lock the head, catch up, decide, append, commit. Call with mu held.
+// runTx: lock the head, catch up, decide, append, commit, in two round
+// trips (each a pipelined batch) and one WAL flush. Call with mu held.
 func (s *Store) runTx(ctx context.Context, ops []*op) error {
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
+		return s.unavailable("connect", err)
+	}
+	// A connection left inside a transaction by an error is closed, not
+	// reused, by the pool.
+	defer conn.Release()
+	if s.m == nil {
+		s.m = ledger.NewMachine(s.redact)
+	}
+	// 1: begin, lock the head, and read what other replicas appended
+	// since this one last looked (READ COMMITTED: the read runs after the
+	// lock is held, so it sees every record up to the head).
+	var head ledger.Head
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT seq, hash FROM planlock_head FOR UPDATE")
+	b.Queue("SELECT seq, line FROM planlock_audit WHERE seq > $1 ORDER BY seq", int64(s.m.Head().Seq))
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
 		return s.unavailable("begin", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	var head ledger.Head
-	if err := tx.QueryRow(ctx, "SELECT seq, hash FROM planlock_head FOR UPDATE").Scan(&head.Seq, &head.Hash); err != nil {
+	if err := br.QueryRow().Scan(&head.Seq, &head.Hash); err != nil {
+		br.Close()
 		return s.unavailable("lock the head", err)
 	}
-	if err := s.catchUp(ctx, tx, head); err != nil {
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return s.unavailable("read audit records", err)
+	}
+	err = s.applyRows(rows)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = s.unavailable("read audit records", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.checkHead(head); err != nil {
 		return err
 	}
 	now := s.now()
@@ -285,80 +316,101 @@ func (s *Store) runTx(ctx context.Context, ops []*op) error {
 		o.err = o.fn(s.m, now)
 	}
 	lines := s.m.TakeLines()
-	if len(lines) == 0 {
-		return nil
+	// 2: append, move the head, commit.
+	b = &pgx.Batch{}
+	if len(lines) > 0 {
+		seqs := make([]int64, len(lines))
+		texts := make([]string, len(lines))
+		for i, l := range lines {
+			seqs[i], texts[i] = int64(head.Seq)+1+int64(i), string(l)
+		}
+		h := s.m.Head()
+		b.Queue("INSERT INTO planlock_audit (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])", seqs, texts)
+		b.Queue("UPDATE planlock_head SET seq = $1, hash = $2", int64(h.Seq), h.Hash)
 	}
-	first := head.Seq + 1
-	rows := make([][]any, len(lines))
-	for i, l := range lines {
-		rows[i] = []any{int64(first) + int64(i), string(l)}
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	defer br.Close()
+	if len(lines) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return s.unavailable("append audit records", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			return s.unavailable("move the head", err)
+		}
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"planlock_audit"}, []string{"seq", "line"}, pgx.CopyFromRows(rows)); err != nil {
-		return s.unavailable("append audit records", err)
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("the transaction was rolled back (%s)", tag)
 	}
-	h := s.m.Head()
-	if _, err := tx.Exec(ctx, "UPDATE planlock_head SET seq = $1, hash = $2", int64(h.Seq), h.Hash); err != nil {
-		return s.unavailable("move the head", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err != nil {
 		return s.unavailable("commit", err)
 	}
 	return nil
 }
 
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+// applyRows applies stored records, each of which must be the next of the
+// chain. Call with mu held.
+func (s *Store) applyRows(rows pgx.Rows) error {
+	var seq int64
+	var line string
+	_, err := pgx.ForEachRow(rows, []any{&seq, &line}, func() error {
+		if uint64(seq) != s.m.Head().Seq+1 {
+			return fmt.Errorf("%w: %s: record %d missing from planlock_audit", ledger.ErrCorrupt, s.where, s.m.Head().Seq+1)
+		}
+		if err := s.m.Apply([]byte(line)); err != nil {
+			return fmt.Errorf("%w: %s: record %d: %v", ledger.ErrCorrupt, s.where, seq, err)
+		}
+		return nil
+	})
+	if err != nil {
+		s.m = nil
+		return s.unavailable("read audit records", err)
+	}
+	return nil
 }
 
-// catchUp applies the records stored after the state's head, up to head,
-// and checks the result is head. Call with mu held.
-func (s *Store) catchUp(ctx context.Context, q querier, head ledger.Head) error {
-	if s.m == nil {
-		s.m = ledger.NewMachine(s.redact)
-	}
-	have := s.m.Head()
-	if have.Seq > head.Seq {
-		s.m = nil
-		return fmt.Errorf("%w: %s: the chain's head is at seq %d but this proxy already saw seq %d: records were removed", ledger.ErrAnchor, s.where, head.Seq, have.Seq)
-	}
-	if have.Seq < head.Seq {
-		rows, err := q.Query(ctx, "SELECT seq, line FROM planlock_audit WHERE seq > $1 AND seq <= $2 ORDER BY seq", int64(have.Seq), int64(head.Seq))
-		if err != nil {
-			return s.unavailable("read audit records", err)
-		}
-		var seq int64
-		var line string
-		_, err = pgx.ForEachRow(rows, []any{&seq, &line}, func() error {
-			if uint64(seq) != s.m.Head().Seq+1 {
-				return fmt.Errorf("%w: %s: record %d missing from planlock_audit", ledger.ErrCorrupt, s.where, s.m.Head().Seq+1)
-			}
-			if err := s.m.Apply([]byte(line)); err != nil {
-				return fmt.Errorf("%w: %s: record %d: %v", ledger.ErrCorrupt, s.where, seq, err)
-			}
-			return nil
-		})
-		if err != nil {
-			s.m = nil
-			return s.unavailable("read audit records", err)
-		}
-	}
+// checkHead compares the state with the head row. Call with mu held.
+func (s *Store) checkHead(head ledger.Head) error {
 	if got := s.m.Head(); got != head {
 		s.m = nil
-		return fmt.Errorf("%w: %s: planlock_audit ends at seq %d hash %s, its head says seq %d hash %s: the audit table was cut or rewritten",
+		return fmt.Errorf("%w: %s: planlock_audit ends at seq %d hash %s, its head row says seq %d hash %s: the audit table was cut or rewritten",
 			ledger.ErrAnchor, s.where, got.Seq, got.Hash, head.Seq, head.Hash)
 	}
 	return nil
 }
 
-// refresh reads the records committed since the state's head (no lock:
-// commits are serialized, so committed records are always a prefix of the
-// chain). Call with mu held.
+// refresh reads the records committed since the state's head, in one
+// query and without a lock: commits are serialized by the head lock, so
+// the committed records are always a prefix of the chain. Call with mu held.
 func (s *Store) refresh(ctx context.Context) error {
-	var head ledger.Head
-	if err := s.pool.QueryRow(ctx, "SELECT seq, hash FROM planlock_head").Scan(&head.Seq, &head.Hash); err != nil {
-		return s.unavailable("read the head", err)
+	if s.m == nil {
+		s.m = ledger.NewMachine(s.redact)
 	}
-	return s.catchUp(ctx, s.pool, head)
+	rows, err := s.pool.Query(ctx, "SELECT seq, line FROM planlock_audit WHERE seq > $1 ORDER BY seq", int64(s.m.Head().Seq))
+	if err != nil {
+		return s.unavailable("read audit records", err)
+	}
+	return s.applyRows(rows)
+}
+
+// open reads the whole journal and checks it ends at the head row.
+func (s *Store) open(ctx context.Context) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var head ledger.Head
+		if err := tx.QueryRow(ctx, "SELECT seq, hash FROM planlock_head").Scan(&head.Seq, &head.Hash); err != nil {
+			return s.unavailable("read the head", err)
+		}
+		s.m = ledger.NewMachine(s.redact)
+		rows, err := tx.Query(ctx, "SELECT seq, line FROM planlock_audit ORDER BY seq")
+		if err != nil {
+			return s.unavailable("read audit records", err)
+		}
+		if err := s.applyRows(rows); err != nil {
+			return err
+		}
+		return s.checkHead(head)
+	})
 }
 
 // read runs fn on the newest state it can get: when the database cannot be
