@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ func auditCommand() *cli.Command {
 }
 
 func auditVerifyCommand() *cli.Command {
+	o := &auditVerifyOptions{}
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check the hash chain of an audit log",
@@ -56,134 +56,146 @@ Examples:
    planlock audit verify --state postgres://planlock@db.example/planlock
 
 Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
-			&cli.StringFlag{Name: "state", Usage: "verify the chain of a PostgreSQL state (postgres:// `URL`) instead of a FILE; it must also end at the database's head row"},
-			&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true},
-			&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it"},
-			&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)"},
-		},
-		Action: func(c *cli.Context) error {
-			pgURL := c.String("state")
-			if !pgstate.IsURL(pgURL) || c.NArg() == 1 {
-				pgURL = "" // a FILE given, or a state directory: its journal is the FILE argument
-			}
-			if c.NArg() > 1 || (c.NArg() == 0 && pgURL == "") {
-				return usageErrorf("audit verify: give exactly one audit log file, or --state postgres://... and no file")
-			}
-			wantHash := c.String("head")
-			if c.IsSet("head") && !isHexHash(wantHash) {
-				return usageErrorf("audit verify: --head %q is not a record hash (64 lowercase hex digits)", wantHash)
-			}
-			var anchor *ledger.Head
-			if p := c.String("anchor"); p != "" {
-				h, err := readHeadFile(p)
-				if err != nil {
-					return failf("audit verify: --anchor %s: %v", p, err)
-				}
-				anchor = &h
-			}
-			var (
-				path    string
-				f       io.ReadSeeker
-				rowHead *ledger.Head // a PostgreSQL state's head row
-			)
-			if pgURL != "" {
-				r, h, err := pgJournal(c.Context, pgURL) // state.go
-				if err != nil {
-					return failf("audit verify: %v", err)
-				}
-				path, f, rowHead = pgstate.Describe(pgURL), r, &h
-			} else {
-				path = c.Args().First()
-				file, err := os.Open(path)
-				if err != nil {
-					return failf("audit verify: %v", err)
-				}
-				defer file.Close()
-				f = file
-			}
-			max := c.Int64("max-line-bytes")
-			if max <= 0 {
-				return usageErrorf("audit verify: --max-line-bytes must be positive")
-			}
-			// Read line by line, never more than max bytes of one line.
-			res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
-			var ve *ledger.VerifyError
-			if err != nil && !errors.As(err, &ve) {
-				return failf("audit verify: %s: %v", path, err)
-			}
-			// The chain holds: now its end against the heads kept elsewhere.
-			var headErr error
-			var found uint64
-			if ve == nil && rowHead != nil {
-				// The database's own anchor: the chain must end at its head row.
-				if headErr = ledger.VerifyHead(f, res, *rowHead); headErr == nil && uint64(res.Records) != rowHead.Seq {
-					headErr = fmt.Errorf("%d records but the head row says %d: records were added outside planlock", res.Records, rowHead.Seq)
-				}
-			}
-			if ve == nil && headErr == nil && anchor != nil {
-				headErr = ledger.VerifyHead(f, res, *anchor)
-			}
-			if ve == nil && headErr == nil && wantHash != "" {
-				if _, err := f.Seek(0, 0); err != nil {
-					return failf("audit verify: %s: %v", path, err)
-				}
-				var ok bool
-				if found, ok, err = ledger.FindHash(f, wantHash); err != nil {
-					return failf("audit verify: %s: %v", path, err)
-				} else if !ok {
-					headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
-				}
-			}
-			if c.Bool("json") {
-				out := struct {
-					OK        bool   `json:"ok"`
-					Records   int    `json:"records"`
-					Head      string `json:"head,omitempty"`
-					Line      int    `json:"line,omitempty"`
-					Torn      bool   `json:"torn,omitempty"`
-					Truncated bool   `json:"truncated,omitempty"`
-					Reason    string `json:"reason,omitempty"`
-				}{OK: ve == nil && headErr == nil, Records: res.Records}
-				switch {
-				case ve != nil:
-					out.Line, out.Torn, out.Reason = ve.Line, ve.Torn, ve.Reason
-				case headErr != nil:
-					out.Head, out.Reason = res.Head, headErr.Error()
-					out.Truncated = errors.Is(headErr, ledger.ErrTruncated)
-				default:
-					out.Head = res.Head
-				}
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
-					return failf("audit verify: %v", err)
-				}
-				if !out.OK {
-					return silentExit(exitFailure)
-				}
-				return nil
-			}
-			if ve != nil {
-				return failf("%s: %v", path, ve)
-			}
-			if headErr != nil {
-				return failf("%s: %v", path, headErr)
-			}
-			fmt.Fprintf(c.App.Writer, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
-			if anchor != nil {
-				fmt.Fprintf(c.App.Writer, "anchor: record %d matches\n", anchor.Seq)
-			}
-			if wantHash != "" {
-				fmt.Fprintf(c.App.Writer, "head %s: record %d\n", wantHash[:12], found)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runAuditVerify),
+	}
+}
+
+// auditVerifyOptions are the flags of planlock audit verify.
+type auditVerifyOptions struct {
+	cmdline
+	JSON         bool
+	State        string
+	Anchor       string
+	Head         string
+	MaxLineBytes int64
+}
+
+func (o *auditVerifyOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output", Destination: &o.JSON},
+		&cli.StringFlag{Name: "state", Usage: "verify the chain of a PostgreSQL state (postgres:// `URL`) instead of a FILE; it must also end at the database's head row", Destination: &o.State},
+		&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true, Destination: &o.Anchor},
+		&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it", Destination: &o.Head},
+		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
+	}
+}
+
+func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
+	pgURL := o.State
+	if !pgstate.IsURL(pgURL) || len(o.Args) == 1 {
+		pgURL = "" // a FILE given, or a state directory: its journal is the FILE argument
+	}
+	if len(o.Args) > 1 || (len(o.Args) == 0 && pgURL == "") {
+		return usageErrorf("audit verify: give exactly one audit log file, or --state postgres://... and no file")
+	}
+	wantHash := o.Head
+	if o.given("head") && !isHexHash(wantHash) {
+		return usageErrorf("audit verify: --head %q is not a record hash (64 lowercase hex digits)", wantHash)
+	}
+	var anchor *ledger.Head
+	if p := o.Anchor; p != "" {
+		h, err := readHeadFile(p)
+		if err != nil {
+			return failf("audit verify: --anchor %s: %v", p, err)
+		}
+		anchor = &h
+	}
+	var (
+		path    string
+		f       io.ReadSeeker
+		rowHead *ledger.Head // a PostgreSQL state's head row
+	)
+	if pgURL != "" {
+		r, h, err := pgJournal(ctx, pgURL) // state.go
+		if err != nil {
+			return failf("audit verify: %v", err)
+		}
+		path, f, rowHead = pgstate.Describe(pgURL), r, &h
+	} else {
+		path = o.Args[0]
+		file, err := os.Open(path)
+		if err != nil {
+			return failf("audit verify: %v", err)
+		}
+		defer file.Close()
+		f = file
+	}
+	max := o.MaxLineBytes
+	if max <= 0 {
+		return usageErrorf("audit verify: --max-line-bytes must be positive")
+	}
+	// Read line by line, never more than max bytes of one line.
+	res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
+	var ve *ledger.VerifyError
+	if err != nil && !errors.As(err, &ve) {
+		return failf("audit verify: %s: %v", path, err)
+	}
+	// The chain holds: now its end against the heads kept elsewhere.
+	var headErr error
+	var found uint64
+	if ve == nil && rowHead != nil {
+		// The database's own anchor: the chain must end at its head row.
+		if headErr = ledger.VerifyHead(f, res, *rowHead); headErr == nil && uint64(res.Records) != rowHead.Seq {
+			headErr = fmt.Errorf("%d records but the head row says %d: records were added outside planlock", res.Records, rowHead.Seq)
+		}
+	}
+	if ve == nil && headErr == nil && anchor != nil {
+		headErr = ledger.VerifyHead(f, res, *anchor)
+	}
+	if ve == nil && headErr == nil && wantHash != "" {
+		if _, err := f.Seek(0, 0); err != nil {
+			return failf("audit verify: %s: %v", path, err)
+		}
+		var ok bool
+		if found, ok, err = ledger.FindHash(f, wantHash); err != nil {
+			return failf("audit verify: %s: %v", path, err)
+		} else if !ok {
+			headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
+		}
+	}
+	if o.JSON {
+		out := newAuditVerifyJSON(res, ve, headErr)
+		if err := writeJSONEscaped(o.IO.out, out); err != nil {
+			return failf("audit verify: %v", err)
+		}
+		if !out.OK {
+			return silentExit(exitFailure)
+		}
+		return nil
+	}
+	if ve != nil {
+		return failf("%s: %v", path, ve)
+	}
+	if headErr != nil {
+		return failf("%s: %v", path, headErr)
+	}
+	fmt.Fprintf(o.IO.out, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+	if anchor != nil {
+		fmt.Fprintf(o.IO.out, "anchor: record %d matches\n", anchor.Seq)
+	}
+	if wantHash != "" {
+		fmt.Fprintf(o.IO.out, "head %s: record %d\n", wantHash[:12], found)
+	}
+	return nil
+}
+
+// auditHeadOptions are the flags of planlock audit head.
+type auditHeadOptions struct {
+	cmdline
+	State string
+	JSON  bool
+}
+
+func (o *auditHeadOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), an audit log FILE, or a postgres:// URL", TakesFile: true, Destination: &o.State},
+		&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output", Destination: &o.JSON},
 	}
 }
 
 func auditHeadCommand() *cli.Command {
+	o := &auditHeadOptions{}
 	return &cli.Command{
 		Name:  "head",
 		Usage: "print the audit log's head (seq and hash) to keep elsewhere",
@@ -202,33 +214,32 @@ Examples:
    planlock audit head --state audit.jsonl --json
 
 Exit status: 0 when a head was printed, 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), an audit log FILE, or a postgres:// URL", TakesFile: true},
-			&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErrorf("audit head: unexpected argument %q", c.Args().First())
-			}
-			h, err := auditHead(c.String("state"))
-			if err != nil {
-				return failf("audit head: %v", err)
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, h)
-			}
-			fmt.Fprintln(c.App.Writer, h)
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runAuditHead),
 	}
+}
+
+func runAuditHead(_ context.Context, o *auditHeadOptions) error {
+	if len(o.Args) != 0 {
+		return usageErrorf("audit head: unexpected argument %q", o.Args[0])
+	}
+	h, err := auditHead(o.State)
+	if err != nil {
+		return failf("audit head: %v", err)
+	}
+	if o.JSON {
+		return writeJSON(o.IO.out, auditHeadJSON(h))
+	}
+	fmt.Fprintln(o.IO.out, h)
+	return nil
 }
 
 // auditHead is the anchored head of a state directory, or the head of an
 // audit log file.
 func auditHead(state string) (ledger.Head, error) {
 	if pgstate.IsURL(state) {
-		_, res, err := pgstate.Verify(context.Background(), state)
-		return res, err
+		_, head, err := pgstate.Verify(context.Background(), state)
+		return head, err
 	}
 	if state != "" {
 		fi, err := os.Stat(state)

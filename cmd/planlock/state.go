@@ -38,31 +38,30 @@ type pgStore struct {
 
 func (p pgStore) Dir() string { return p.dir }
 
-// openProxyState opens --state: a postgres:// URL, else a state directory.
-func openProxyState(c *cli.Context, planName string, errw func(string)) (proxyState, error) {
-	state := c.String("state")
-	if !pgstate.IsURL(state) {
-		stateDir, err := planStateDir(c, planName) // proxy_start.go
+// openState opens --state: a postgres:// URL, else a state directory.
+func (o *proxyOptions) openState(ctx context.Context, planName string) (proxyState, error) {
+	if !pgstate.IsURL(o.State) {
+		stateDir, err := o.planDir(planName) // proxy_start.go
 		if err != nil {
 			return nil, err
 		}
-		l, err := ledger.Open(c.Context, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
-			SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
+		l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact,
+			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
 			// One line per checkpoint and at shutdown, for a log shipper to
 			// keep: planlock audit verify --anchor reads it back.
-			OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }})
+			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) }})
 		if err != nil {
 			return nil, failf("%v", err)
 		}
 		return l, nil
 	}
 	for _, f := range []string{"audit", "sync-each-call", "accept-missing-anchor"} {
-		if c.IsSet(f) {
+		if o.given(f) {
 			return nil, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain and commits every call", f)
 		}
 	}
 	// Hold request files and the Git cache stay on this machine.
-	root, err := stateRoot(c) // proxy_start.go
+	root, err := o.root() // proxy_start.go
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +69,11 @@ func openProxyState(c *cli.Context, planName string, errw func(string)) (proxySt
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, failf("local state directory: %v", err)
 	}
-	s, err := pgstate.Open(c.Context, pgstate.Options{URL: state, Redact: c.Bool("audit-redact")})
+	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact})
 	if err != nil {
 		return nil, failf("%v", err)
 	}
-	errw("planlock: state in " + s.Where())
+	o.errw("planlock: state in " + s.Where())
 	return pgStore{Store: s, dir: dir}, nil
 }
 
@@ -89,7 +88,20 @@ func stateCommand() *cli.Command {
 	}
 }
 
+// stateMigrateOptions are the flags of planlock state migrate.
+type stateMigrateOptions struct {
+	cmdline
+	State string
+}
+
+func (o *stateMigrateOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "state", Usage: "the PostgreSQL `URL` (postgres://USER@HOST/DB; a password is better in PGPASSWORD or ~/.pgpass)", Required: true, Destination: &o.State},
+	}
+}
+
 func stateMigrateCommand() *cli.Command {
+	o := &stateMigrateOptions{}
 	return &cli.Command{
 		Name:  "migrate",
 		Usage: "create or upgrade the planlock schema of a PostgreSQL state",
@@ -103,29 +115,48 @@ Examples:
    planlock state migrate --state postgres://planlock@db.example/planlock
 
 Exit status: 0 when the schema is current, 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Usage: "the PostgreSQL `URL` (postgres://USER@HOST/DB; a password is better in PGPASSWORD or ~/.pgpass)", Required: true},
-		},
-		Action: func(c *cli.Context) error {
-			url := c.String("state")
-			if !pgstate.IsURL(url) {
-				return usageErrorf("state migrate: --state must be a postgres:// URL (a state directory needs no migration)")
-			}
-			from, to, err := pgstate.Migrate(c.Context, url)
-			if err != nil {
-				return failf("state migrate: %v", err)
-			}
-			if from == to {
-				fmt.Fprintf(c.App.Writer, "%s: schema version %d, current\n", pgstate.Describe(url), to)
-			} else {
-				fmt.Fprintf(c.App.Writer, "%s: schema version %d -> %d\n", pgstate.Describe(url), from, to)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runStateMigrate),
+	}
+}
+
+func runStateMigrate(ctx context.Context, o *stateMigrateOptions) error {
+	if len(o.Args) != 0 {
+		return usageErrorf("state migrate: unexpected argument %q", o.Args[0])
+	}
+	if !pgstate.IsURL(o.State) {
+		return usageErrorf("state migrate: --state must be a postgres:// URL (a state directory needs no migration)")
+	}
+	from, to, err := pgstate.Migrate(ctx, o.State)
+	if err != nil {
+		return failf("state migrate: %v", err)
+	}
+	if from == to {
+		fmt.Fprintf(o.IO.out, "%s: schema version %d, current\n", pgstate.Describe(o.State), to)
+	} else {
+		fmt.Fprintf(o.IO.out, "%s: schema version %d -> %d\n", pgstate.Describe(o.State), from, to)
+	}
+	return nil
+}
+
+// stateCopyOptions are the flags of planlock state copy.
+type stateCopyOptions struct {
+	cmdline
+	From      string
+	FromAudit string
+	To        string
+}
+
+func (o *stateCopyOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "from", Usage: "the state `DIR` to copy", Required: true, TakesFile: true, Destination: &o.From},
+		&cli.StringFlag{Name: "from-audit", Usage: "its audit log `FILE`, when not <DIR>/audit.jsonl", TakesFile: true, Destination: &o.FromAudit},
+		&cli.StringFlag{Name: "to", Usage: "the PostgreSQL `URL` (migrated, no records)", Required: true, Destination: &o.To},
 	}
 }
 
 func stateCopyCommand() *cli.Command {
+	o := &stateCopyOptions{}
 	return &cli.Command{
 		Name:  "copy",
 		Usage: "move a state directory into a PostgreSQL state, counts unchanged",
@@ -140,33 +171,33 @@ Examples:
    planlock state copy --from ~/.local/state/planlock/refund --to postgres://planlock@db.example/planlock
 
 Exit status: 0 when the copy has the same state, 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "the state `DIR` to copy", Required: true, TakesFile: true},
-			&cli.StringFlag{Name: "from-audit", Usage: "its audit log `FILE`, when not <DIR>/audit.jsonl", TakesFile: true},
-			&cli.StringFlag{Name: "to", Usage: "the PostgreSQL `URL` (migrated, no records)", Required: true},
-		},
-		Action: func(c *cli.Context) error {
-			url := c.String("to")
-			if !pgstate.IsURL(url) {
-				return usageErrorf("state copy: --to must be a postgres:// URL")
-			}
-			o := ledger.Options{Dir: c.String("from"), AuditPath: c.String("from-audit")}
-			before, journal, err := settledJournal(c.Context, o)
-			if err != nil {
-				return failf("state copy: %v", err)
-			}
-			head, after, err := pgstate.Import(c.Context, url, journal)
-			if err != nil {
-				return failf("state copy: %v", err)
-			}
-			if after != before {
-				return failf("state copy: the state read back from %s (%s) differs from %s's (%s)", pgstate.Describe(url), after, o.Dir, before)
-			}
-			fmt.Fprintf(c.App.Writer, "copied %s into %s\nhead: %s\nstate: sha256 %s, the same before and after\n",
-				plural(int(head.Seq), "record", "records"), pgstate.Describe(url), head, after)
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runStateCopy),
 	}
+}
+
+func runStateCopy(ctx context.Context, o *stateCopyOptions) error {
+	if len(o.Args) != 0 {
+		return usageErrorf("state copy: unexpected argument %q", o.Args[0])
+	}
+	if !pgstate.IsURL(o.To) {
+		return usageErrorf("state copy: --to must be a postgres:// URL")
+	}
+	lo := ledger.Options{Dir: o.From, AuditPath: o.FromAudit}
+	before, journal, err := settledJournal(ctx, lo)
+	if err != nil {
+		return failf("state copy: %v", err)
+	}
+	head, after, err := pgstate.Import(ctx, o.To, journal)
+	if err != nil {
+		return failf("state copy: %v", err)
+	}
+	if after != before {
+		return failf("state copy: the state read back from %s (%s) differs from %s's (%s)", pgstate.Describe(o.To), after, o.From, before)
+	}
+	fmt.Fprintf(o.IO.out, "copied %s into %s\nhead: %s\nstate: sha256 %s, the same before and after\n",
+		plural(int(head.Seq), "record", "records"), pgstate.Describe(o.To), head, after)
+	return nil
 }
 
 // settledJournal opens and closes a state directory (so that it is not in
