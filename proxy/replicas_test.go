@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -543,6 +544,64 @@ func TestReplicasBehindLoadBalancer(t *testing.T) {
 	up, counted := e.upstreamCount("many"), e.counted(1)
 	if up != counted {
 		t.Fatalf("upstream %d, counted %d", up, counted)
+	}
+	e.verify()
+}
+
+// TestReplicasSDKClients: the same max_calls = 1 race with the TypeScript
+// SDK's client: three agents, one per replica, each sending its calls in
+// parallel; exactly one call is forwarded.
+func TestReplicasSDKClients(t *testing.T) {
+	dir := peersDir(t)
+	e := newReplicaEnv(t)
+	reps := []*replica{e.start(), e.start(), e.start()}
+	var outs [3][]byte
+	var wg sync.WaitGroup
+	for r := range 3 {
+		var steps []string
+		for i := range 34 {
+			steps = append(steps, fmt.Sprintf(`{"op":"callTool","name":"echo","arguments":{"message":"one%d"}}`, r*100+i))
+		}
+		script := `[{"op":"parallel","steps":[` + strings.Join(steps, ",") + `]}]`
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command("node", filepath.Join(dir, "agent.mjs"), "--script", "-", "--url", reps[r].url)
+			cmd.Stdin = strings.NewReader(script)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Errorf("agent %d: %v\n%s", r, err, out)
+			}
+			outs[r] = out
+		}()
+	}
+	wg.Wait()
+	allowed, refused := 0, 0
+	for _, out := range outs {
+		sc := bufio.NewScanner(strings.NewReader(string(out)))
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var l struct {
+				Op      string `json:"op"`
+				OK      bool   `json:"ok"`
+				IsError bool   `json:"isError"`
+				Text    string `json:"text"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Op != "callTool" {
+				continue
+			}
+			switch {
+			case l.OK && !l.IsError:
+				allowed++
+			case l.OK && strings.Contains(l.Text, "max_calls 1 used up"):
+				refused++
+			default:
+				t.Errorf("agent call: %s", sc.Text())
+			}
+		}
+	}
+	if up := e.upstreamCount("one"); allowed != 1 || refused != 101 || up != 1 {
+		t.Fatalf("TS SDK clients, max_calls = 1 over 3 replicas: %d allowed, %d refused, %d at the upstream", allowed, refused, up)
 	}
 	e.verify()
 }
