@@ -3,6 +3,8 @@ package pgtest_test
 import (
 	"context"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -54,5 +56,27 @@ func TestStopAndRestart(t *testing.T) {
 	}
 	if n, err := query(t, u); err != nil || n != 42 {
 		t.Fatalf("after restart: %d, %v", n, err)
+	}
+}
+
+// Without PostgreSQL binaries a test skips, loudly, unless
+// PLANLOCK_REQUIRE_POSTGRES=1 makes it fail.
+func TestMissingBinaries(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		pgtest.Start(t)
+		return
+	}
+	for _, require := range []string{"", "1"} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestMissingBinaries$", "-test.v")
+		cmd.Env = append(os.Environ(), "PGTEST_CHILD=1", "PLANLOCK_POSTGRES_BIN="+t.TempDir(), pgtest.RequireEnv+"="+require)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case !strings.Contains(string(out), "POSTGRESQL TESTS NOT RUN"):
+			t.Errorf("%s=%q: no loud message:\n%s", pgtest.RequireEnv, require, out)
+		case require == "" && (err != nil || !strings.Contains(string(out), "--- SKIP")):
+			t.Errorf("without %s: not a skip: %v\n%s", pgtest.RequireEnv, err, out)
+		case require == "1" && (err == nil || !strings.Contains(string(out), "--- FAIL")):
+			t.Errorf("with %s=1: not a failure: %v\n%s", pgtest.RequireEnv, err, out)
+		}
 	}
 }
