@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -235,4 +236,20 @@ func pgJournal(ctx context.Context, url string) (io.ReadSeeker, ledger.Head, err
 		return nil, head, err
 	}
 	return bytes.NewReader(data), head, nil
+}
+
+// pgSnapshot is a PostgreSQL state as of now, for planlock holds list and show.
+func pgSnapshot(ctx context.Context, url string) (*ledger.Snapshot, error) {
+	data, head, err := pgstate.Journal(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	m := ledger.NewMachine(false)
+	if err := ledger.JournalLines(data, m.Apply); err != nil {
+		return nil, fmt.Errorf("%s: %w", pgstate.Describe(url), err)
+	}
+	if m.Head() != head {
+		return nil, fmt.Errorf("%w: %s: the journal ends at %s, its head row says %s", ledger.ErrAnchor, pgstate.Describe(url), m.Head(), head)
+	}
+	return m.Snapshot(pgstate.Describe(url), time.Now()), nil
 }

@@ -65,6 +65,9 @@ func TestStateMigrateCopyVerify(t *testing.T) {
 	if code, out, _ := runState("audit", "head", "--state", url); code != 0 || !strings.HasPrefix(out, "seq=") {
 		t.Fatalf("audit head --state: %d %q", code, out)
 	}
+	if code, out, errs := runState("holds", "list", "--state", url); code != 0 || !strings.Contains(out, "pending") {
+		t.Fatalf("holds list --state: %d %q %q", code, out, errs)
+	}
 	// A table cut at its end (the append-only trigger turned off by its owner).
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {

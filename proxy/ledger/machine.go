@@ -405,3 +405,11 @@ func JournalLines(data []byte, fn func(line []byte) error) error {
 
 // StateDigest of a Snapshot, comparable with Machine.StateDigest.
 func (s *Snapshot) StateDigest() (string, error) { return stateDigest(s.st) }
+
+// Snapshot is a read-only copy of the Machine's state as of now, named
+// name (what Snapshot.AuditPath returns), for the commands that read a
+// state (planlock holds list).
+func (m *Machine) Snapshot(name string, now time.Time) *Snapshot {
+	cp := m.st.checkpoint()
+	return &Snapshot{st: cp.state(), now: now, auditPath: name, Records: int(m.seq)}
+}
