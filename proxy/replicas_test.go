@@ -53,6 +53,11 @@ plan "replicas" {
     max_calls = 300
     arg "message" { pattern = "^few[0-9]+$" }
   }
+  step "bulk" {
+    tool      = "echo"
+    max_calls = 100000000
+    arg "message" { pattern = "^bulk[0-9]+$" }
+  }
 }
 `
 
@@ -92,9 +97,15 @@ type replica struct {
 
 // start runs one planlock proxy --listen replica on the shared state.
 func (e *replicaEnv) start() *replica {
+	e.t.Helper()
+	return e.startOn(e.db)
+}
+
+// startOn runs one planlock proxy --listen on state (a URL or a directory).
+func (e *replicaEnv) startOn(state string) *replica {
 	t := e.t
 	t.Helper()
-	cmd := exec.Command(planlockBin, "proxy", "--plan", e.plan, "--insecure-skip-verify", "--state", e.db,
+	cmd := exec.Command(planlockBin, "proxy", "--plan", e.plan, "--insecure-skip-verify", "--state", state,
 		"--state-root", e.root, "--listen", "127.0.0.1:0", "--upstream-url", e.upURL, "--reload-interval", "0", "--no-hold-prs")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -604,4 +615,48 @@ func TestReplicasSDKClients(t *testing.T) {
 		t.Fatalf("TS SDK clients, max_calls = 1 over 3 replicas: %d allowed, %d refused, %d at the upstream", allowed, refused, up)
 	}
 	e.verify()
+}
+
+// TestReplicasThroughput (PLANLOCK_REPLICA_BENCH=1; bench/run --postgres
+// runs it) measures allowed calls per second end to end, over HTTP from
+// mcp-go clients, with one and with three replicas on one PostgreSQL
+// state, at 16 and 64 clients. It asserts nothing about time; it logs.
+func TestReplicasThroughput(t *testing.T) {
+	if os.Getenv("PLANLOCK_REPLICA_BENCH") != "1" {
+		t.Skip("PLANLOCK_REPLICA_BENCH=1 runs it")
+	}
+	calls := 2000
+	if s := os.Getenv("PLANLOCK_REPLICA_BENCH_CALLS"); s != "" {
+		calls, _ = strconv.Atoi(s)
+	}
+	e := newReplicaEnv(t)
+	reps := []*replica{e.start(), e.start(), e.start()}
+	journal := e.startOn(filepath.Join(t.TempDir(), "state"))
+	var table strings.Builder
+	table.WriteString("| state | clients | calls/s (all allowed) | database's CPU |\n|---|---|---|---|\n")
+	ctx := context.Background()
+	for _, clients := range []int{16, 64} {
+		for _, n := range []int{0, 1, 3} {
+			urls := []string{journal.url}
+			name := "journal, one proxy"
+			if n > 0 {
+				urls, name = nil, fmt.Sprintf("PostgreSQL, %d replicas", n)
+			}
+			for _, r := range reps[:n] {
+				urls = append(urls, r.url)
+			}
+			db0, _ := e.cluster.CPUTime()
+			var tl tally
+			start := time.Now()
+			load(ctx, t, urls, clients, "bulk", calls, nil, false, &tl)
+			el := time.Since(start)
+			db1, _ := e.cluster.CPUTime()
+			if tl.allowed.Load() != int64(calls) {
+				t.Fatalf("%d of %d calls allowed, %d failed", tl.allowed.Load(), calls, tl.failed.Load())
+			}
+			fmt.Fprintf(&table, "| %s | %d | %.0f | %.0f%% of one core |\n", name, clients,
+				float64(calls)/el.Seconds(), 100*(db1-db0).Seconds()/el.Seconds())
+		}
+	}
+	t.Logf("end to end, %d calls per row:\n%s", calls, table.String())
 }
