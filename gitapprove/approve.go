@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/plandiff"
 )
 
 // ApproveRequest asks for an approval pull request for one plan file.
@@ -121,7 +122,7 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 		if diags.HasErrors() {
 			fmt.Fprintf(&b, "## What changes\n\nThe version on %s does not parse as a plan, so there is no comparison: review the whole plan.\n", mdCode(base))
 		} else {
-			b.WriteString(FormatPowerDiff(base, PowerDiff(old, p)))
+			b.WriteString(plandiff.Format(base, plandiff.Diff(old, p)))
 		}
 	}
 	b.WriteString("\n---\nMerging this pull request approves the plan: CI signs the exact file bytes (`" + p.Digest + "`) and the proxy loads only signed plans.\n")

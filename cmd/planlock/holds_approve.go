@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/proxy/catalog"
+	"github.com/planlock/planlock/internal/catalog"
 )
 
 // mcpConfigOptions are the flags of planlock mcp-config.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/plandiff"
 	"github.com/planlock/planlock/internal/plantest"
 	"github.com/planlock/planlock/internal/suggest"
 )
@@ -149,7 +149,7 @@ func runPlanSuggest(_ context.Context, opts *planSuggestOptions) error {
 	fmt.Fprintf(opts.IO.err, "planlock: wrote %s and %s, learned from %s; review every line before approving it\n",
 		out, testOut, plural(len(calls), "call", "calls"))
 	if current != nil {
-		fmt.Fprint(opts.IO.out, gitapprove.FormatPowerDiff(opts.Plan, gitapprove.PowerDiff(current, res.Parsed)))
+		fmt.Fprint(opts.IO.out, plandiff.Format(opts.Plan, plandiff.Diff(current, res.Parsed)))
 	}
 	return nil
 }

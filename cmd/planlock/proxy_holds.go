@@ -12,8 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
@@ -107,14 +108,14 @@ func (o *proxyOptions) holdApprovals(ctx context.Context, l proxyState) (holdGat
 	sum := sha256.Sum256([]byte(remote))
 	cache := filepath.Join(l.Dir(), "git", hex.EncodeToString(sum[:8]))
 	base, approvalsBranch, statusCache := o.HoldsBase, o.ApprovalsBranch, o.HoldStatusCache
-	lazy := approvals.Lazy(func(ctx context.Context) (approvals.Forge, error) {
+	lazy := approvals.Lazy(func(ctx context.Context) (approvals.PRBackend, error) {
 		repo, err := gitapprove.OpenCache(ctx, remote, cache, gitapprove.Options{Credentials: creds})
 		if err != nil {
 			return nil, err
 		}
 		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch, StatusCache: statusCache}, nil
 	})
-	a, err := approvals.New(approvals.Config{Store: l, Forge: lazy, Policy: policy, PlanPath: planPath,
+	a, err := approvals.New(approvals.Config{Store: l, PRs: lazy, Policy: policy, PlanPath: planPath,
 		OpenWait: o.HoldOpenWait, Log: o.IO.err})
 	if err != nil {
 		return nil, failf("%v", err)
@@ -166,7 +167,7 @@ func (o *proxyOptions) localApprovals(ctx context.Context, l proxyState) (holdGa
 	if err != nil {
 		return nil, err
 	}
-	a, err := approvals.New(approvals.Config{Store: l, Forge: &approvals.Local{StateDir: l.Dir()}, Policy: policy,
+	a, err := approvals.New(approvals.Config{Store: l, PRs: &approvals.Local{StateDir: l.Dir()}, Policy: policy,
 		OpenWait: o.HoldOpenWait, Log: o.IO.err})
 	if err != nil {
 		return nil, failf("%v", err)
@@ -187,16 +188,16 @@ type localApprover struct {
 	where string // the --state flag the holds commands need, if any
 }
 
-func (la *localApprover) Decide(ctx context.Context, r approvals.Request) approvals.Decision {
+func (la *localApprover) Decide(ctx context.Context, r holdreq.Request) holdreq.Decision {
 	d := la.Approvals.Decide(ctx, r)
 	h := d.Hold
 	switch {
-	case d.Outcome == approvals.Held && h.ID != "":
+	case d.Outcome == holdreq.Held && h.ID != "":
 		d.Message = fmt.Sprintf("held: %s; needs approval (hold %s, expires %s). Ask the user to approve exactly this call with `planlock holds approve%s --key KEY %s` (or to reject it with `planlock holds reject%s %s`), then repeat exactly the same call.",
 			h.Reason, h.ID, h.Expires.UTC().Format(time.RFC3339), la.where, h.ID, la.where, h.ID)
-	case d.Outcome == approvals.Refused && h.State == ledger.HoldRejected:
+	case d.Outcome == holdreq.Refused && h.State == ledger.HoldRejected:
 		d.Message = fmt.Sprintf("rejected: hold %s for exactly this call was refused (planlock holds reject); do not retry this call", h.ID)
-	case d.Outcome == approvals.Refused:
+	case d.Outcome == holdreq.Refused:
 		d.Message = strings.Replace(d.Message, " was merged, but ", " was approved, but ", 1)
 	}
 	return d

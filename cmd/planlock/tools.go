@@ -13,8 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/planlock/planlock/internal/catalog"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/catalog"
 )
 
 // upstreamOptions are the flags that name an upstream outside a plan.

@@ -1,4 +1,4 @@
-// Package githubfake is a fake of the parts of GitHub's REST API planlock
+// Package githubtest is a fake of the parts of GitHub's REST API planlock
 // uses, for tests: GitHub itself cannot run in a test. It is not GitHub: it
 // keeps pull requests, reviews, labels and comments in memory and answers
 // with GitHub's documented status codes, headers and JSON shapes for what a
@@ -7,7 +7,7 @@
 // permission failures, ETag/304, the 65536-character body limit; see
 // limits.go and issues.go). Git itself is not faked: tests pair it with a
 // real bare repository.
-package githubfake
+package githubtest
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package gitapprove
+package plandiff
 
 import (
 	"path/filepath"
@@ -10,14 +10,14 @@ import (
 
 // Nested constraints and CEL checks widen and narrow symmetrically too.
 func TestPowerDiffNestedIsSymmetric(t *testing.T) {
-	a := parsePlanFile(t, filepath.Join("testdata", "powerdiff", "nested", "old.hcl"))
-	b := parsePlanFile(t, filepath.Join("testdata", "powerdiff", "nested", "new.hcl"))
+	a := parsePlanFile(t, filepath.Join("testdata", "plandiff", "nested", "old.hcl"))
+	b := parsePlanFile(t, filepath.Join("testdata", "plandiff", "nested", "new.hcl"))
 	count := func(cs []Change) (more, less, changed int) {
 		for _, c := range cs {
 			switch c.Power {
-			case More:
+			case Wider:
 				more++
-			case Less:
+			case Narrower:
 				less++
 			default:
 				changed++
@@ -25,12 +25,12 @@ func TestPowerDiffNestedIsSymmetric(t *testing.T) {
 		}
 		return
 	}
-	m1, l1, c1 := count(PowerDiff(a, b))
-	m2, l2, c2 := count(PowerDiff(b, a))
+	m1, l1, c1 := count(Diff(a, b))
+	m2, l2, c2 := count(Diff(b, a))
 	if m1 != l2 || l1 != m2 || c1 != c2 || m1 == 0 || l1 == 0 {
 		t.Errorf("widen: %d more %d less %d changed; back: %d more %d less %d changed", m1, l1, c1, m2, l2, c2)
 	}
-	if cs := PowerDiff(b, b); len(cs) != 0 {
+	if cs := Diff(b, b); len(cs) != 0 {
 		t.Errorf("a plan differs from itself: %+v", cs)
 	}
 }
@@ -51,10 +51,10 @@ func TestPowerDiffNestedCases(t *testing.T) {
 		{"expr changed", step(`arg "a" { expr = "self > 1" }`), step(`arg "a" { expr = "self > 0" }`), "changed step `s`, argument `a`: check changed from `self > 1` to `self > 0` (read it: it may allow more)"},
 		{"min_items raised", step(`arg "a" { min_items = 1 }`), step(`arg "a" { min_items = 2 }`), "less step `s`, argument `a`: min_items narrowed 1 → 2"},
 	}
-	names := map[Power]string{More: "more", Less: "less", Changed: "changed"}
+	names := map[Power]string{Wider: "more", Narrower: "less", Changed: "changed"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := PowerDiff(parsePlanSrc(t, tt.old), parsePlanSrc(t, tt.new))
+			cs := Diff(parsePlanSrc(t, tt.old), parsePlanSrc(t, tt.new))
 			var got []string
 			for _, c := range cs {
 				got = append(got, names[c.Power]+" "+c.Text)

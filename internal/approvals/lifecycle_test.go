@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func TestHoldLifecycle(t *testing.T) {
 	}
 	defer led.Close()
 	forge := &lifecycleForge{done: make(chan string, 16)}
-	a, err := New(Config{Store: led, Forge: forge, OpenWait: time.Hour, Now: clock, SweepInterval: -1})
+	a, err := New(Config{Store: led, PRs: forge, OpenWait: time.Hour, Now: clock, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestDecideOnAReopenedPullRequest(t *testing.T) {
 	}
 	defer led.Close()
 	forge := &reopenForge{lifecycleForge: lifecycleForge{done: make(chan string, 16)}}
-	a, err := New(Config{Store: led, Forge: forge, OpenWait: time.Hour, SweepInterval: -1})
+	a, err := New(Config{Store: led, PRs: forge, OpenWait: time.Hour, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,15 +129,15 @@ func TestDecideOnAReopenedPullRequest(t *testing.T) {
 	first := a.Decide(t.Context(), r)
 	closed := &gitapprove.PR{Number: 7, State: gitapprove.PRClosed}
 	forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldRejected, PR: closed}, nil)
-	if d := a.Decide(t.Context(), r); d.Outcome != Refused || !strings.Contains(d.Message, "rejected") {
+	if d := a.Decide(t.Context(), r); d.Outcome != holdreq.Refused || !strings.Contains(d.Message, "rejected") {
 		t.Fatalf("closed: %v %q", d.Outcome, d.Message)
 	}
-	if d := a.Decide(t.Context(), r); d.Outcome != Refused || len(forge.reopened) != 0 {
+	if d := a.Decide(t.Context(), r); d.Outcome != holdreq.Refused || len(forge.reopened) != 0 {
 		t.Fatalf("still closed: %v %q, reopened %v", d.Outcome, d.Message, forge.reopened)
 	}
 	forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldPending, PR: &gitapprove.PR{Number: 7, State: gitapprove.PROpen}}, nil)
 	d := a.Decide(t.Context(), r)
-	if d.Outcome != Held || d.Hold.ID == first.Hold.ID || d.Hold.PRURL != first.Hold.PRURL && d.Hold.PRURL != "https://github.example/acme/plans/pull/7" {
+	if d.Outcome != holdreq.Held || d.Hold.ID == first.Hold.ID || d.Hold.PRURL != first.Hold.PRURL && d.Hold.PRURL != "https://github.example/acme/plans/pull/7" {
 		t.Fatalf("reopened: %v %+v %q", d.Outcome, d.Hold, d.Message)
 	}
 	if len(forge.reopened) != 1 || forge.reopened[0] != first.Hold.ID+"→"+d.Hold.ID+" #7" {

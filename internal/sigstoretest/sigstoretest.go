@@ -1,4 +1,4 @@
-// Package fakesigstore is an in-process Fulcio, Rekor and timestamp authority for tests, because
+// Package sigstoretest is an in-process Fulcio, Rekor and timestamp authority for tests, because
 // the real services cannot run here (no network). It is faithful where
 // verification looks: Fulcio checks the proof of possession and issues a
 // short-lived leaf under a root → intermediate chain with a URI SAN and the
@@ -8,7 +8,7 @@
 // does not do: verify the OIDC token's signature (only GitHub could sign
 // one) and embed SCTs (the trusted root it writes has no CT log, so
 // verifiers do not require them).
-package fakesigstore
+package sigstoretest
 
 import (
 	"bytes"

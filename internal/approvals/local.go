@@ -18,7 +18,7 @@ import (
 // as its pull request URL.
 const LocalPR = "local"
 
-// Local is the Forge of a proxy without a Git remote: a hold's request file
+// Local is the PRBackend of a proxy without a Git remote: a hold's request file
 // is written to <state>/approvals/<id>.hcl, and `planlock holds approve`
 // signs exactly those bytes as a hold approval, next to it as
 // <id>.hcl.sigstore.json, or `planlock holds reject` writes <id>.rejected.

@@ -33,10 +33,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"io"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,8 +52,8 @@ type Store interface {
 	UpdateHold(ctx context.Context, id string, u ledger.HoldUpdate) (ledger.Hold, error)
 }
 
-// Forge opens hold pull requests and reads their outcome; *gitapprove.Holds has it.
-type Forge interface {
+// PRBackend opens hold pull requests and reads their outcome; *gitapprove.Holds has it.
+type PRBackend interface {
 	Open(ctx context.Context, hold *gitapprove.HoldRequest, pin *gitapprove.PinChange) (gitapprove.HoldPR, error)
 	Status(ctx context.Context, hold *gitapprove.HoldRequest, prNumber int) (gitapprove.HoldStatus, error)
 }
@@ -67,7 +66,7 @@ type Verifier interface {
 // Config configures Approvals.
 type Config struct {
 	Store Store
-	Forge Forge
+	PRs   PRBackend
 	// Policy is the operator's trust policy. Nil: no merged hold can be
 	// verified, so none runs (the proxy says why).
 	Policy Verifier
@@ -111,9 +110,10 @@ type Approvals struct {
 
 // flight is one attempt to open a hold's pull request.
 type flight struct {
-	done chan struct{}
-	url  string
-	err  error
+	done   chan struct{}
+	url    string
+	number int // 0: no pull request (pushed as a branch only)
+	err    error
 }
 
 type keyLock struct {
@@ -123,8 +123,8 @@ type keyLock struct {
 
 // New checks cfg and returns Approvals.
 func New(cfg Config) (*Approvals, error) {
-	if cfg.Store == nil || cfg.Forge == nil {
-		return nil, errors.New("approvals: a store and a forge are required")
+	if cfg.Store == nil || cfg.PRs == nil {
+		return nil, errors.New("approvals: a store and a pull request backend are required")
 	}
 	if cfg.OpenWait <= 0 {
 		cfg.OpenWait = 5 * time.Second
@@ -148,7 +148,7 @@ func New(cfg Config) (*Approvals, error) {
 		a.cfg.SweepInterval = cfg.SweepInterval
 	}
 	_, lists := cfg.Store.(holdLister)
-	_, lc := cfg.Forge.(Lifecycle)
+	_, lc := cfg.PRs.(Lifecycle)
 	if cfg.SweepInterval > 0 && lists && lc {
 		a.bg.Add(1)
 		go a.sweepLoop(cfg.SweepInterval)
@@ -165,63 +165,31 @@ func (a *Approvals) Close() {
 	a.bg.Wait()
 }
 
-// Request is one held call.
-type Request struct {
-	PlanName string
-	// Call is the call as the gate matched it (plan digest, step, tool, arguments).
-	Call   ledger.Call
-	Reason string
-	// Cause is what the hold stands for (ledger.HoldSpec.Cause); it
-	// contains "pin" when the pin read differed from the plan.
-	Cause string
-	// ObservedPin is the pin value read from the upstream when the step has
-	// a pin; the hold request shows it next to the plan's.
-	ObservedPin string
-	// Expires is the expiry of a new hold.
-	Expires time.Time
-}
-
-// Outcome is what the proxy does with the call.
-type Outcome int
-
-const (
-	// Held: answer Message (isError); nothing is forwarded.
-	Held Outcome = iota
-	// Approved: forward the call once, consuming Hold.ID.
-	Approved
-	// Refused: block the call with Message as the reason.
-	Refused
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Approved:
-		return "approved"
-	case Refused:
-		return "refused"
-	}
-	return "held"
-}
-
-// Decision is the answer for one held call.
-type Decision struct {
-	Outcome Outcome
+// decision is a holdreq.Decision and what the review found that the
+// state must record.
+type decision struct {
+	Outcome holdreq.Outcome
 	Hold    ledger.Hold
-	// Message is one line for the agent (Held) or the block reason (Refused).
 	Message string
 	// record is what the review found that the state must record
-	// (approved or rejected); Decide writes it.
+	// (approved or rejected); decide writes it.
 	record *ledger.HoldUpdate
 }
 
-// Decide handles a held call, top to bottom: find the call's hold in the
+// Decide handles a held call; *Approvals is the proxy's HoldApprover.
+func (a *Approvals) Decide(ctx context.Context, r holdreq.Request) holdreq.Decision {
+	d := a.decide(ctx, r)
+	return holdreq.Decision{Outcome: d.Outcome, Hold: d.Hold, Message: d.Message}
+}
+
+// decide handles a held call, top to bottom: find the call's hold in the
 // state (or record a new one), review it on the forge (open its pull
 // request, or read its outcome and verify the signed approval: no state
 // is touched there), then record what the review found.
-func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
+func (a *Approvals) decide(ctx context.Context, r holdreq.Request) decision {
 	canon, err := ledger.CanonicalArgs(r.Call.Args)
 	if err != nil {
-		return Decision{Outcome: Refused, Message: fmt.Sprintf("held: %s; but the arguments cannot be put in canonical form: %v", r.Reason, err)}
+		return decision{Outcome: holdreq.Refused, Message: fmt.Sprintf("held: %s; but the arguments cannot be put in canonical form: %v", r.Reason, err)}
 	}
 	r.Call.Args = canon
 	// One decision at a time per exact call: a burst of identical calls
@@ -241,20 +209,20 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	if h := h0; found && ledger.CauseCovers(h.Cause, r.Cause) && h.ObservedPin == r.ObservedPin {
 		switch h.State {
 		case ledger.HoldApproved:
-			return Decision{Outcome: Approved, Hold: h}
+			return decision{Outcome: holdreq.Approved, Hold: h}
 		case ledger.HoldRejected:
 			if d, ok := a.reopened(ctx, r, h); ok { // lifecycle.go
 				return d
 			}
 			return rejected(h)
 		case ledger.HoldPending:
-			var d Decision
+			var d decision
 			if h.PRURL == "" {
 				d = a.open(ctx, r, h)
 			} else {
 				d = a.record(ctx, r, a.check(ctx, r, h))
 			}
-			if d.Outcome == Held {
+			if d.Outcome == holdreq.Held {
 				// A repeated call that stays held is a decision of its
 				// own: the ledger audits it against the existing hold.
 				_, _ = a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, spec)
@@ -265,7 +233,7 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	}
 	h, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, spec)
 	if err != nil {
-		return Decision{Outcome: Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneLine(err.Error()))}
+		return decision{Outcome: holdreq.Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneLine(err.Error()))}
 	}
 	a.notePlan(h.ID, r.PlanName)
 	if previous != nil && previous.ID != h.ID {
@@ -273,7 +241,7 @@ func (a *Approvals) Decide(ctx context.Context, r Request) Decision {
 	}
 	switch {
 	case h.State == ledger.HoldApproved:
-		return Decision{Outcome: Approved, Hold: h}
+		return decision{Outcome: holdreq.Approved, Hold: h}
 	case h.PRURL != "":
 		return a.record(ctx, r, a.check(ctx, r, h))
 	}
@@ -302,7 +270,7 @@ func (a *Approvals) lockKey(k string) func() {
 
 // request is the hold file for h. Its fields come from the durable hold, so
 // a retry writes the same bytes and updates the same branch.
-func request(r Request, h ledger.Hold) *gitapprove.HoldRequest {
+func request(r holdreq.Request, h ledger.Hold) *gitapprove.HoldRequest {
 	args := h.Args
 	if len(args) == 0 {
 		args = r.Call.Args // redacted state: the call itself is canonical
@@ -319,10 +287,10 @@ func request(r Request, h ledger.Hold) *gitapprove.HoldRequest {
 
 // open starts (or joins) the attempt to open h's pull request and waits for
 // it at most OpenWait.
-func (a *Approvals) open(ctx context.Context, r Request, h ledger.Hold) Decision {
+func (a *Approvals) open(ctx context.Context, r holdreq.Request, h ledger.Hold) decision {
 	hr := request(r, h)
 	if err := hr.Validate(); err != nil {
-		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("held: %s; hold %s cannot become a pull request: %v", h.Reason, h.ID, err)}
+		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("held: %s; hold %s cannot become a pull request: %v", h.Reason, h.ID, err)}
 	}
 	var pin *gitapprove.PinChange
 	if pinCause(h.Cause) && hr.ObservedPin != "" && a.cfg.PlanPath != "" {
@@ -334,18 +302,18 @@ func (a *Approvals) open(ctx context.Context, r Request, h ledger.Hold) Decision
 	select {
 	case <-f.done:
 	case <-wait.C:
-		return Decision{Outcome: Held, Hold: h, Message: fmt.Sprintf(
+		return decision{Outcome: holdreq.Held, Hold: h, Message: fmt.Sprintf(
 			"held: %s; needs approval (hold %s, expires %s). The approval pull request is still being opened: ask the user to approve it (planlock holds show %s shows its URL), then repeat exactly the same call.",
 			h.Reason, h.ID, stamp(h.Expires), h.ID)}
 	case <-ctx.Done():
-		return Decision{Outcome: Held, Hold: h, Message: fmt.Sprintf("held: %s; needs approval (hold %s); the client cancelled the call", h.Reason, h.ID)}
+		return decision{Outcome: holdreq.Held, Hold: h, Message: fmt.Sprintf("held: %s; needs approval (hold %s); the client cancelled the call", h.Reason, h.ID)}
 	}
 	if f.err != nil {
-		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf(
+		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf(
 			"held: %s; needs approval, but the approval pull request for hold %s could not be opened (%s). The hold is kept; repeat exactly the same call later to try again.",
 			h.Reason, h.ID, oneLine(f.err.Error()))}
 	}
-	h.PRURL = f.url
+	h.PRURL, h.PR = f.url, f.number
 	return pending(h, false)
 }
 
@@ -376,14 +344,17 @@ func (a *Approvals) startOpen(hr *gitapprove.HoldRequest, pin *gitapprove.PinCha
 		}()
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.OpenTimeout)
 		defer cancel()
-		pr, err := a.cfg.Forge.Open(ctx, hr, pin)
+		pr, err := a.cfg.PRs.Open(ctx, hr, pin)
 		if err != nil {
 			f.err = err
 			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: opening the approval pull request: %s (the hold is kept; the next identical call tries again)\n", hr.ID, oneLine(err.Error()))
 			return
 		}
 		f.url = pr.URL()
-		if _, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), hr.ID, ledger.HoldUpdate{PRURL: f.url, Note: "approval pull request opened on branch " + pr.Branch}); err != nil {
+		if pr.PR != nil {
+			f.number = pr.PR.Number
+		}
+		if _, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), hr.ID, ledger.HoldUpdate{PRURL: f.url, PR: f.number, Note: "approval pull request opened on branch " + pr.Branch}); err != nil {
 			f.err = fmt.Errorf("pull request %s opened, but recording it failed: %w", f.url, err)
 			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: %s\n", hr.ID, oneLine(f.err.Error()))
 		}
@@ -392,17 +363,17 @@ func (a *Approvals) startOpen(hr *gitapprove.HoldRequest, pin *gitapprove.PinCha
 }
 
 // check reads the outcome of h's pull request for a repeated call.
-func (a *Approvals) check(ctx context.Context, r Request, h ledger.Hold) Decision {
+func (a *Approvals) check(ctx context.Context, r holdreq.Request, h ledger.Hold) decision {
 	hr := request(r, h)
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CheckTimeout)
 	defer cancel()
-	st, err := a.cfg.Forge.Status(cctx, hr, PRNumber(h.PRURL))
+	st, err := a.cfg.PRs.Status(cctx, hr, h.PR)
 	if err != nil {
 		why := oneLine(err.Error())
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			why = fmt.Sprintf("no answer within %s", a.cfg.CheckTimeout)
 		}
-		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf(
+		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf(
 			"hold %s (%s) could not be checked: %s. The hold is kept; repeat exactly the same call later.", h.ID, h.PRURL, why)}
 	}
 	switch st.State {
@@ -411,7 +382,7 @@ func (a *Approvals) check(ctx context.Context, r Request, h ledger.Hold) Decisio
 		if st.PR == nil {
 			note = "hold branch deleted without merging"
 		}
-		return Decision{Outcome: Refused, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldRejected, Note: note}}
+		return decision{Outcome: holdreq.Refused, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldRejected, Note: note}}
 	case gitapprove.HoldMerged:
 		return a.approve(ctx, r, h, hr, st)
 	}
@@ -419,9 +390,9 @@ func (a *Approvals) check(ctx context.Context, r Request, h ledger.Hold) Decisio
 }
 
 // approve verifies the merged hold's signature and its binding to the call.
-func (a *Approvals) approve(ctx context.Context, r Request, h ledger.Hold, hr *gitapprove.HoldRequest, st gitapprove.HoldStatus) Decision {
-	refuse := func(format string, args ...any) Decision {
-		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but ", h.ID) + fmt.Sprintf(format, args...) + "; the call was not forwarded"}
+func (a *Approvals) approve(ctx context.Context, r holdreq.Request, h ledger.Hold, hr *gitapprove.HoldRequest, st gitapprove.HoldStatus) decision {
+	refuse := func(format string, args ...any) decision {
+		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but ", h.ID) + fmt.Sprintf(format, args...) + "; the call was not forwarded"}
 	}
 	if a.cfg.Policy == nil {
 		return refuse("the proxy has no trust policy to verify its approval signature (start it with --key or --certificate-identity and --certificate-oidc-issuer)")
@@ -446,13 +417,13 @@ func (a *Approvals) approve(ctx context.Context, r Request, h ledger.Hold, hr *g
 	if len(appr.Predicate.Approvers) > 0 {
 		note += ", approved by " + strings.Join(appr.Predicate.Approvers, ", ")
 	}
-	return Decision{Outcome: Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note}}
+	return decision{Outcome: holdreq.Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note}}
 }
 
 // record writes what the forge said about the hold (merged and verified,
 // or closed) into the state. It is the only place a review's result
 // reaches the state; open, check and approve only read Git and GitHub.
-func (a *Approvals) record(ctx context.Context, r Request, d Decision) Decision {
+func (a *Approvals) record(ctx context.Context, r holdreq.Request, d decision) decision {
 	u := d.record
 	if u == nil {
 		return d
@@ -462,7 +433,7 @@ func (a *Approvals) record(ctx context.Context, r Request, d Decision) Decision 
 	switch {
 	case u.State == ledger.HoldRejected:
 		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
-			return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, u.Note, oneLine(err.Error()))}
+			return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, u.Note, oneLine(err.Error()))}
 		}
 		if err == nil {
 			h = nh
@@ -471,15 +442,15 @@ func (a *Approvals) record(ctx context.Context, r Request, d Decision) Decision 
 	case err != nil:
 		// Another call may have approved it meanwhile; trust only the state.
 		if cur, ok := a.cfg.Store.FindHold(r.Call); ok && cur.ID == h.ID && cur.State == ledger.HoldApproved {
-			return Decision{Outcome: Approved, Hold: cur}
+			return decision{Outcome: holdreq.Approved, Hold: cur}
 		}
-		return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but recording the approval failed: %s; the call was not forwarded", h.ID, oneLine(err.Error()))}
+		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but recording the approval failed: %s; the call was not forwarded", h.ID, oneLine(err.Error()))}
 	}
-	return Decision{Outcome: Approved, Hold: nh}
+	return decision{Outcome: holdreq.Approved, Hold: nh}
 }
 
 // binds says why the signed hold file got does not approve this call ("" when it does).
-func binds(got *gitapprove.HoldRequest, r Request, h ledger.Hold, now time.Time) string {
+func binds(got *gitapprove.HoldRequest, r holdreq.Request, h ledger.Hold, now time.Time) string {
 	canon, err := ledger.CanonicalArgs(got.Args)
 	switch {
 	case got.ID != h.ID:
@@ -508,45 +479,29 @@ func pinCause(cause string) bool {
 	return slices.Contains(strings.Split(cause, ","), "pin")
 }
 
-func pending(h ledger.Hold, signing bool) Decision {
+func pending(h ledger.Hold, signing bool) decision {
 	state := "Ask the user to review and merge it"
 	if signing {
 		state = "It was merged; its approval signature is not published yet (CI signs merged holds), so wait for that"
 	}
 	where := "pull request " + h.PRURL
-	if PRNumber(h.PRURL) == 0 {
+	if h.PR == 0 {
 		where = h.PRURL // no forge: how to open the pull request by hand
 	}
-	return Decision{Outcome: Held, Hold: h, Message: fmt.Sprintf(
+	return decision{Outcome: holdreq.Held, Hold: h, Message: fmt.Sprintf(
 		"held: %s; needs approval: %s (hold %s, expires %s). %s, then repeat exactly the same call.",
 		h.Reason, where, h.ID, stamp(h.Expires), state)}
 }
 
-func rejected(h ledger.Hold) Decision {
+func rejected(h ledger.Hold) decision {
 	where := ""
 	switch {
-	case PRNumber(h.PRURL) > 0:
+	case h.PR > 0:
 		where = " (" + h.PRURL + " was closed without merging)"
 	case h.PRURL != "":
 		where = " (its branch was deleted without merging)"
 	}
-	return Decision{Outcome: Refused, Hold: h, Message: fmt.Sprintf("rejected: hold %s for exactly this call was refused%s; do not retry this call", h.ID, where)}
-}
-
-var pullNumber = regexp.MustCompile(`/pull/([0-9]+)$`)
-
-// PRNumber is the pull request number in a GitHub pull request URL, 0 when
-// there is none (the hold was pushed as a branch only).
-func PRNumber(url string) int {
-	m := pullNumber.FindStringSubmatch(url)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		return 0
-	}
-	return n
+	return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("rejected: hold %s for exactly this call was refused%s; do not retry this call", h.ID, where)}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -559,19 +514,19 @@ func oneLine(s string) string {
 	return s
 }
 
-// Lazy is a Forge made on first use, and again after a failed attempt, so
+// Lazy is a PRBackend made on first use, and again after a failed attempt, so
 // that a proxy starts (and holds are kept) while Git is unreachable.
-func Lazy(open func(ctx context.Context) (Forge, error)) Forge {
+func Lazy(open func(ctx context.Context) (PRBackend, error)) PRBackend {
 	return &lazy{open: open}
 }
 
 type lazy struct {
 	mu   sync.Mutex
-	open func(ctx context.Context) (Forge, error)
-	f    Forge
+	open func(ctx context.Context) (PRBackend, error)
+	f    PRBackend
 }
 
-func (l *lazy) get(ctx context.Context) (Forge, error) {
+func (l *lazy) get(ctx context.Context) (PRBackend, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

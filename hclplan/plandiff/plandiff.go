@@ -1,4 +1,9 @@
-package gitapprove
+// Package plandiff compares two plans: what the proposed plan lets the agent
+// do that the approved one did not (Wider), what it no longer lets it do
+// (Narrower), and what changed in a way a reader must judge (Changed). The
+// approval pull requests of package gitapprove and planlock plan suggest show
+// it in plain words.
+package plandiff
 
 import (
 	"fmt"
@@ -16,8 +21,10 @@ const (
 	// Changed is a change that is neither clearly wider nor narrower
 	// (a different pattern, upstream or pin value): read it.
 	Changed Power = iota
-	More
-	Less
+	// Wider gives the agent more power.
+	Wider
+	// Narrower gives the agent less power.
+	Narrower
 )
 
 // Change is one difference between an approved plan and a proposed one.
@@ -26,9 +33,9 @@ type Change struct {
 	Text  string // plain words, Markdown
 }
 
-// PowerDiff lists, in plain words, what the proposed plan lets the agent do
+// Diff lists, in plain words, what the proposed plan lets the agent do
 // that the approved one did not, and the other way round.
-func PowerDiff(old, proposed *hclplan.Plan) []Change {
+func Diff(old, proposed *hclplan.Plan) []Change {
 	var d differ
 	d.plan(old, proposed)
 	return d.out
@@ -50,26 +57,26 @@ func (d *differ) plan(o, n *hclplan.Plan) {
 	switch {
 	case o.Expires.Equal(n.Expires):
 	case n.Expires.IsZero():
-		d.add(More, "the plan no longer expires (was %s)", stamp(o.Expires))
+		d.add(Wider, "the plan no longer expires (was %s)", stamp(o.Expires))
 	case o.Expires.IsZero():
-		d.add(Less, "the plan now expires at %s (never did)", stamp(n.Expires))
+		d.add(Narrower, "the plan now expires at %s (never did)", stamp(n.Expires))
 	case n.Expires.After(o.Expires):
-		d.add(More, "expiry extended from %s to %s", stamp(o.Expires), stamp(n.Expires))
+		d.add(Wider, "expiry extended from %s to %s", stamp(o.Expires), stamp(n.Expires))
 	default:
-		d.add(Less, "expiry brought forward from %s to %s", stamp(o.Expires), stamp(n.Expires))
+		d.add(Narrower, "expiry brought forward from %s to %s", stamp(o.Expires), stamp(n.Expires))
 	}
 	if o.Order != n.Order {
 		if n.Order == hclplan.OrderAny {
-			d.add(More, "steps may now run in any order (was sequential)")
+			d.add(Wider, "steps may now run in any order (was sequential)")
 		} else {
-			d.add(Less, "steps must now run in order (was any order)")
+			d.add(Narrower, "steps must now run in order (was any order)")
 		}
 	}
 	if o.OnViolation != n.OnViolation {
 		if n.OnViolation == hclplan.ViolationHold {
-			d.add(More, "a call outside the plan is now held for approval by pull request instead of blocked")
+			d.add(Wider, "a call outside the plan is now held for approval by pull request instead of blocked")
 		} else {
-			d.add(Less, "a call outside the plan is now blocked instead of held for approval")
+			d.add(Narrower, "a call outside the plan is now blocked instead of held for approval")
 		}
 	}
 	d.upstream(o.Upstream, n.Upstream)
@@ -85,11 +92,11 @@ func (d *differ) plan(o, n *hclplan.Plan) {
 			d.step(prev, s)
 			continue
 		}
-		d.add(More, "new step %s may call %s %s%s", md(s.Name), md(s.Tool), times(s.MaxCalls), argSummary(s))
+		d.add(Wider, "new step %s may call %s %s%s", md(s.Name), md(s.Tool), times(s.MaxCalls), argSummary(s))
 	}
 	for _, s := range o.Steps {
 		if !newSteps[s.Name] {
-			d.add(Less, "step %s removed: %s may no longer be called by it", md(s.Name), md(s.Tool))
+			d.add(Narrower, "step %s removed: %s may no longer be called by it", md(s.Name), md(s.Tool))
 		}
 	}
 	d.resourcesAndPrompts(o, n)
@@ -121,36 +128,36 @@ func (d *differ) upstream(o, n *hclplan.Upstream) {
 	}
 	added, removed := setDiff(oe, ne)
 	if len(added) > 0 {
-		d.add(More, "the upstream now also receives %s from the environment", codes(added))
+		d.add(Wider, "the upstream now also receives %s from the environment", codes(added))
 	}
 	if len(removed) > 0 {
-		d.add(Less, "the upstream no longer receives %s", codes(removed))
+		d.add(Narrower, "the upstream no longer receives %s", codes(removed))
 	}
 }
 
 func (d *differ) step(o, n *hclplan.Step) {
 	at := "step " + md(n.Name)
 	if o.Tool != n.Tool {
-		d.add(More, "%s now calls %s instead of %s", at, md(n.Tool), md(o.Tool))
+		d.add(Wider, "%s now calls %s instead of %s", at, md(n.Tool), md(o.Tool))
 	}
 	switch {
 	case n.MaxCalls > o.MaxCalls:
-		d.add(More, "%s: max_calls %d → %d", at, o.MaxCalls, n.MaxCalls)
+		d.add(Wider, "%s: max_calls %d → %d", at, o.MaxCalls, n.MaxCalls)
 	case n.MaxCalls < o.MaxCalls:
-		d.add(Less, "%s: max_calls %d → %d", at, o.MaxCalls, n.MaxCalls)
+		d.add(Narrower, "%s: max_calls %d → %d", at, o.MaxCalls, n.MaxCalls)
 	}
 	if o.Approval != n.Approval {
 		if n.Approval == hclplan.ApprovalEach {
-			d.add(Less, "%s: every call now needs its own approval", at)
+			d.add(Narrower, "%s: every call now needs its own approval", at)
 		} else {
-			d.add(More, "%s: calls no longer need approval one by one", at)
+			d.add(Wider, "%s: calls no longer need approval one by one", at)
 		}
 	}
 	if o.OnError != n.OnError {
 		if n.OnError == hclplan.ErrorHold {
-			d.add(Less, "%s: a failed call now puts the step on hold", at)
+			d.add(Narrower, "%s: a failed call now puts the step on hold", at)
 		} else {
-			d.add(More, "%s: a failed call no longer puts the step on hold", at)
+			d.add(Wider, "%s: a failed call no longer puts the step on hold", at)
 		}
 	}
 	d.pin(at, o.Pin, n.Pin)
@@ -164,14 +171,14 @@ func (d *differ) step(o, n *hclplan.Step) {
 		seen[a.Name] = true
 		oa, ok := oldArgs[a.Name]
 		if !ok {
-			d.add(More, "%s: new argument %s %s", at, md(a.Name), describe(a))
+			d.add(Wider, "%s: new argument %s %s", at, md(a.Name), describe(a))
 			continue
 		}
 		d.arg(at+", argument "+md(a.Name), oa, a)
 	}
 	for _, a := range o.Args {
 		if !seen[a.Name] {
-			d.add(Less, "%s: argument %s removed (calls with it are now blocked)", at, md(a.Name))
+			d.add(Narrower, "%s: argument %s removed (calls with it are now blocked)", at, md(a.Name))
 		}
 	}
 	d.checks(at, o.Checks, n.Checks)
@@ -181,9 +188,9 @@ func (d *differ) pin(at string, o, n *hclplan.Pin) {
 	switch {
 	case o == nil && n == nil:
 	case o == nil:
-		d.add(Less, "%s: now pinned: %s field %s must be %s before each call", at, md(n.Tool), md(n.Field), val(n.Eq))
+		d.add(Narrower, "%s: now pinned: %s field %s must be %s before each call", at, md(n.Tool), md(n.Field), val(n.Eq))
 	case n == nil:
-		d.add(More, "%s: pin removed (was %s field %s = %s)", at, md(o.Tool), md(o.Field), val(o.Eq))
+		d.add(Wider, "%s: pin removed (was %s field %s = %s)", at, md(o.Tool), md(o.Field), val(o.Eq))
 	default:
 		if o.Tool != n.Tool || o.Field != n.Field || !o.Args.Equal(n.Args.Interface()) {
 			d.add(Changed, "%s: pin now reads %s field %s (was %s field %s)", at, md(n.Tool+"("+n.Args.String()+")"), md(n.Field), md(o.Tool+"("+o.Args.String()+")"), md(o.Field))
@@ -197,17 +204,17 @@ func (d *differ) pin(at string, o, n *hclplan.Pin) {
 func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	if o.Optional != n.Optional {
 		if n.Optional {
-			d.add(More, "%s is now optional", at)
+			d.add(Wider, "%s is now optional", at)
 		} else {
-			d.add(Less, "%s is now required", at)
+			d.add(Narrower, "%s is now required", at)
 		}
 	}
 	if o.Any != n.Any {
 		if n.Any {
-			d.add(More, "%s may now be any value (was: %s)", at, describe(o))
+			d.add(Wider, "%s may now be any value (was: %s)", at, describe(o))
 			return
 		}
-		d.add(Less, "%s is now constrained: %s (was any value)", at, describe(n))
+		d.add(Narrower, "%s is now constrained: %s (was any value)", at, describe(n))
 		return
 	}
 	if n.Any {
@@ -217,9 +224,9 @@ func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	switch {
 	case o.Eq == nil && n.Eq == nil:
 	case o.Eq == nil:
-		d.add(Less, "%s must now be %s", at, val(*n.Eq))
+		d.add(Narrower, "%s must now be %s", at, val(*n.Eq))
 	case n.Eq == nil:
-		d.add(More, "%s no longer has to be %s", at, val(*o.Eq))
+		d.add(Wider, "%s no longer has to be %s", at, val(*o.Eq))
 	case !o.Eq.Equal(n.Eq.Interface()):
 		d.add(Changed, "%s must be %s instead of %s", at, val(*n.Eq), val(*o.Eq))
 	}
@@ -227,15 +234,15 @@ func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	switch {
 	case o.Enum == nil && n.Enum == nil:
 	case o.Enum == nil:
-		d.add(Less, "%s is now limited to one of %s", at, values(n.Enum))
+		d.add(Narrower, "%s is now limited to one of %s", at, values(n.Enum))
 	case n.Enum == nil:
-		d.add(More, "%s is no longer limited to %s", at, values(o.Enum))
+		d.add(Wider, "%s is no longer limited to %s", at, values(o.Enum))
 	default:
 		if add := missing(n.Enum, o.Enum); len(add) > 0 {
-			d.add(More, "%s also allows %s", at, values(add))
+			d.add(Wider, "%s also allows %s", at, values(add))
 		}
 		if rm := missing(o.Enum, n.Enum); len(rm) > 0 {
-			d.add(Less, "%s no longer allows %s", at, values(rm))
+			d.add(Narrower, "%s no longer allows %s", at, values(rm))
 		}
 	}
 	d.bound(at, "minimum", o.Min, n.Min, -1)
@@ -243,20 +250,20 @@ func (d *differ) arg(at string, o, n *hclplan.Arg) {
 	switch {
 	case o.MaxLength == nil && n.MaxLength == nil:
 	case o.MaxLength == nil:
-		d.add(Less, "%s: length now limited to %d", at, *n.MaxLength)
+		d.add(Narrower, "%s: length now limited to %d", at, *n.MaxLength)
 	case n.MaxLength == nil:
-		d.add(More, "%s: length limit %d removed", at, *o.MaxLength)
+		d.add(Wider, "%s: length limit %d removed", at, *o.MaxLength)
 	case *n.MaxLength > *o.MaxLength:
-		d.add(More, "%s: max_length widened %d → %d", at, *o.MaxLength, *n.MaxLength)
+		d.add(Wider, "%s: max_length widened %d → %d", at, *o.MaxLength, *n.MaxLength)
 	case *n.MaxLength < *o.MaxLength:
-		d.add(Less, "%s: max_length narrowed %d → %d", at, *o.MaxLength, *n.MaxLength)
+		d.add(Narrower, "%s: max_length narrowed %d → %d", at, *o.MaxLength, *n.MaxLength)
 	}
 	switch {
 	case o.Pattern == nil && n.Pattern == nil:
 	case o.Pattern == nil:
-		d.add(Less, "%s must now match %s", at, md(n.Pattern.Source))
+		d.add(Narrower, "%s must now match %s", at, md(n.Pattern.Source))
 	case n.Pattern == nil:
-		d.add(More, "%s no longer has to match %s", at, md(o.Pattern.Source))
+		d.add(Wider, "%s no longer has to match %s", at, md(o.Pattern.Source))
 	case o.Pattern.Source != n.Pattern.Source:
 		d.add(Changed, "%s pattern changed from %s to %s (read it: it may match more)", at, md(o.Pattern.Source), md(n.Pattern.Source))
 	}
@@ -268,17 +275,17 @@ func (d *differ) bound(at, name string, o, n *hclplan.Number, wider int) {
 	switch {
 	case o == nil && n == nil:
 	case o == nil:
-		d.add(Less, "%s: new %s %s", at, name, n)
+		d.add(Narrower, "%s: new %s %s", at, name, n)
 	case n == nil:
-		d.add(More, "%s: %s %s removed", at, name, o)
+		d.add(Wider, "%s: %s %s removed", at, name, o)
 	default:
 		c := n.Cmp(*o)
 		switch {
 		case c == 0:
 		case c == wider:
-			d.add(More, "%s: %s widened %s → %s", at, name, o, n)
+			d.add(Wider, "%s: %s widened %s → %s", at, name, o, n)
 		default:
-			d.add(Less, "%s: %s narrowed %s → %s", at, name, o, n)
+			d.add(Narrower, "%s: %s narrowed %s → %s", at, name, o, n)
 		}
 	}
 }
@@ -425,8 +432,8 @@ func stepNames(p *hclplan.Plan) string {
 	return strings.Join(names, " → ")
 }
 
-// FormatPowerDiff renders the changes as a Markdown section for the PR body.
-func FormatPowerDiff(base string, changes []Change) string {
+// Format renders the changes as a Markdown section for the PR body.
+func Format(base string, changes []Change) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## What changes compared with the approved plan on %s\n\n", md(base))
 	if len(changes) == 0 {
@@ -436,7 +443,7 @@ func FormatPowerDiff(base string, changes []Change) string {
 	for _, g := range []struct {
 		p     Power
 		title string
-	}{{More, "More power"}, {Less, "Less power"}, {Changed, "Changed — read these"}} {
+	}{{Wider, "More power"}, {Narrower, "Less power"}, {Changed, "Changed — read these"}} {
 		var items []string
 		for _, c := range changes {
 			if c.Power == g.p {

@@ -1,4 +1,4 @@
-package gitapprove
+package plandiff
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ func (d *differ) argV2(at string, o, n *hclplan.Arg) {
 	switch {
 	case o.Items == nil && n.Items == nil:
 	case o.Items == nil:
-		d.add(Less, "%s: every item must now be %s", at, describe(n.Items))
+		d.add(Narrower, "%s: every item must now be %s", at, describe(n.Items))
 	case n.Items == nil:
-		d.add(More, "%s: items are no longer constrained (were: %s)", at, describe(o.Items))
+		d.add(Wider, "%s: items are no longer constrained (were: %s)", at, describe(o.Items))
 	default:
 		d.arg(at+", each item", o.Items, n.Items)
 	}
@@ -30,14 +30,14 @@ func (d *differ) count(at, name string, o, n *int, wider int) {
 	switch {
 	case o == nil && n == nil:
 	case o == nil:
-		d.add(Less, "%s: new %s %d", at, name, *n)
+		d.add(Narrower, "%s: new %s %d", at, name, *n)
 	case n == nil:
-		d.add(More, "%s: %s %d removed", at, name, *o)
+		d.add(Wider, "%s: %s %d removed", at, name, *o)
 	case *n != *o:
 		if (*n > *o) == (wider > 0) {
-			d.add(More, "%s: %s widened %d → %d", at, name, *o, *n)
+			d.add(Wider, "%s: %s widened %d → %d", at, name, *o, *n)
 		} else {
-			d.add(Less, "%s: %s narrowed %d → %d", at, name, *o, *n)
+			d.add(Narrower, "%s: %s narrowed %d → %d", at, name, *o, *n)
 		}
 	}
 }
@@ -47,10 +47,10 @@ func (d *differ) fields(at string, o, n *hclplan.Arg) {
 	case len(o.Fields) == 0 && len(n.Fields) == 0:
 		return
 	case len(o.Fields) == 0:
-		d.add(Less, "%s must now be an object: %s", at, describeFields(n))
+		d.add(Narrower, "%s must now be an object: %s", at, describeFields(n))
 		return
 	case len(n.Fields) == 0:
-		d.add(More, "%s: field constraints removed (were: %s)", at, describeFields(o))
+		d.add(Wider, "%s: field constraints removed (were: %s)", at, describeFields(o))
 		return
 	}
 	old := map[string]*hclplan.Arg{}
@@ -67,7 +67,7 @@ func (d *differ) fields(at string, o, n *hclplan.Arg) {
 		case o.AnyOtherFields:
 			d.add(Changed, "%s: field `%s` is now constrained: %s (was any value)", at, f.Name, describe(f))
 		default:
-			d.add(More, "%s: new field `%s` %s", at, f.Name, describe(f))
+			d.add(Wider, "%s: new field `%s` %s", at, f.Name, describe(f))
 		}
 	}
 	for _, f := range o.Fields {
@@ -75,16 +75,16 @@ func (d *differ) fields(at string, o, n *hclplan.Arg) {
 			continue
 		}
 		if n.AnyOtherFields {
-			d.add(More, "%s: field `%s` is no longer constrained (was: %s)", at, f.Name, describe(f))
+			d.add(Wider, "%s: field `%s` is no longer constrained (was: %s)", at, f.Name, describe(f))
 		} else {
-			d.add(Less, "%s: field `%s` removed (values with it are now blocked)", at, f.Name)
+			d.add(Narrower, "%s: field `%s` removed (values with it are now blocked)", at, f.Name)
 		}
 	}
 	if o.AnyOtherFields != n.AnyOtherFields {
 		if n.AnyOtherFields {
-			d.add(More, "%s: undeclared fields are now allowed", at)
+			d.add(Wider, "%s: undeclared fields are now allowed", at)
 		} else {
-			d.add(Less, "%s: undeclared fields are now blocked", at)
+			d.add(Narrower, "%s: undeclared fields are now blocked", at)
 		}
 	}
 }
@@ -93,9 +93,9 @@ func (d *differ) expr(at string, o, n *hclplan.Expr) {
 	switch {
 	case o == nil && n == nil:
 	case o == nil:
-		d.add(Less, "%s must now satisfy %s", at, exprText(n))
+		d.add(Narrower, "%s must now satisfy %s", at, exprText(n))
 	case n == nil:
-		d.add(More, "%s no longer has to satisfy %s", at, exprText(o))
+		d.add(Wider, "%s no longer has to satisfy %s", at, exprText(o))
 	case o.Source != n.Source:
 		d.add(Changed, "%s: check changed from %s to %s (read it: it may allow more)", at, exprText(o), exprText(n))
 	case o.Message != n.Message:
@@ -114,14 +114,14 @@ func (d *differ) checks(at string, o, n []*hclplan.Expr) {
 		now[c.Source] = true
 		switch prev, ok := old[c.Source]; {
 		case !ok:
-			d.add(Less, "%s: new check %s", at, exprText(c))
+			d.add(Narrower, "%s: new check %s", at, exprText(c))
 		case prev.Message != c.Message:
 			d.add(Changed, "%s: check %s now says “%s”", at, exprText(c), c.Message)
 		}
 	}
 	for _, c := range o {
 		if !now[c.Source] {
-			d.add(More, "%s: check %s removed", at, exprText(c))
+			d.add(Wider, "%s: check %s removed", at, exprText(c))
 		}
 	}
 }
@@ -184,21 +184,21 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 		prev, ok := old[r.Name]
 		switch {
 		case !ok:
-			d.add(More, "new resource `%s`: may read %s %s", r.Name, uri(r), times(r.MaxReads))
+			d.add(Wider, "new resource `%s`: may read %s %s", r.Name, uri(r), times(r.MaxReads))
 			continue
 		case uri(prev) != uri(r):
 			d.add(Changed, "resource `%s` now allows %s (was %s)", r.Name, uri(r), uri(prev))
 		}
 		switch {
 		case r.MaxReads > prev.MaxReads:
-			d.add(More, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
+			d.add(Wider, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
 		case r.MaxReads < prev.MaxReads:
-			d.add(Less, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
+			d.add(Narrower, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
 		}
 	}
 	for _, r := range o.Resources {
 		if !now[r.Name] {
-			d.add(Less, "resource `%s` removed: %s may no longer be read by it", r.Name, uri(r))
+			d.add(Narrower, "resource `%s` removed: %s may no longer be read by it", r.Name, uri(r))
 		}
 	}
 	oldP := map[string]*hclplan.Prompt{}
@@ -210,14 +210,14 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 		nowP[p.Name] = true
 		prev, ok := oldP[p.Name]
 		if !ok {
-			d.add(More, "new prompt `%s` may be used %s", p.Name, times(p.MaxCalls))
+			d.add(Wider, "new prompt `%s` may be used %s", p.Name, times(p.MaxCalls))
 			continue
 		}
 		switch {
 		case p.MaxCalls > prev.MaxCalls:
-			d.add(More, "prompt `%s`: max_calls %d → %d", p.Name, prev.MaxCalls, p.MaxCalls)
+			d.add(Wider, "prompt `%s`: max_calls %d → %d", p.Name, prev.MaxCalls, p.MaxCalls)
 		case p.MaxCalls < prev.MaxCalls:
-			d.add(Less, "prompt `%s`: max_calls %d → %d", p.Name, prev.MaxCalls, p.MaxCalls)
+			d.add(Narrower, "prompt `%s`: max_calls %d → %d", p.Name, prev.MaxCalls, p.MaxCalls)
 		}
 		at := "prompt `" + p.Name + "`"
 		oldArgs := map[string]*hclplan.Arg{}
@@ -230,18 +230,18 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 			if oa, ok := oldArgs[a.Name]; ok {
 				d.arg(at+", argument `"+a.Name+"`", oa, a)
 			} else {
-				d.add(More, "%s: new argument `%s` %s", at, a.Name, describe(a))
+				d.add(Wider, "%s: new argument `%s` %s", at, a.Name, describe(a))
 			}
 		}
 		for _, a := range prev.Args {
 			if !seen[a.Name] {
-				d.add(Less, "%s: argument `%s` removed", at, a.Name)
+				d.add(Narrower, "%s: argument `%s` removed", at, a.Name)
 			}
 		}
 	}
 	for _, p := range o.Prompts {
 		if !nowP[p.Name] {
-			d.add(Less, "prompt `%s` removed", p.Name)
+			d.add(Narrower, "prompt `%s` removed", p.Name)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"github.com/planlock/planlock/proxy/holdreq"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,19 +59,19 @@ func BenchmarkRepeatedHeldCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer led.Close()
-	a, err := New(Config{Store: led, Forge: &gitapprove.Holds{Repo: repo, Base: "main"}, OpenWait: time.Hour})
+	a, err := New(Config{Store: led, PRs: &gitapprove.Holds{Repo: repo, Base: "main"}, OpenWait: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	r := Request{PlanName: "bench", Reason: "approval each", Expires: time.Now().Add(time.Hour),
+	r := holdreq.Request{PlanName: "bench", Reason: "approval each", Expires: time.Now().Add(time.Hour),
 		Call: ledger.Call{PlanDigest: digest, Step: "email", Tool: "send_email", Args: []byte(`{"body":"hi"}`)}}
-	if d := a.Decide(b.Context(), r); d.Outcome != Held {
+	if d := a.Decide(b.Context(), r); d.Outcome != holdreq.Held {
 		b.Fatalf("first call: %v %s", d.Outcome, d.Message)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if d := a.Decide(b.Context(), r); d.Outcome != Held {
+		if d := a.Decide(b.Context(), r); d.Outcome != holdreq.Held {
 			b.Fatalf("%v %s", d.Outcome, d.Message)
 		}
 	}
@@ -86,7 +87,7 @@ func BenchmarkNewHold(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer led.Close()
-	a, err := New(Config{Store: led, Forge: &gitapprove.Holds{Repo: repo, Base: "main"}, OpenWait: time.Hour})
+	a, err := New(Config{Store: led, PRs: &gitapprove.Holds{Repo: repo, Base: "main"}, OpenWait: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,9 +95,9 @@ func BenchmarkNewHold(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		r := Request{PlanName: "bench", Reason: "approval each", Expires: time.Now().Add(time.Hour),
+		r := holdreq.Request{PlanName: "bench", Reason: "approval each", Expires: time.Now().Add(time.Hour),
 			Call: ledger.Call{PlanDigest: digest, Step: "email", Tool: "send_email", Args: []byte(`{"n":` + strconv.Itoa(n) + `}`)}}
-		if d := a.Decide(b.Context(), r); d.Outcome != Held {
+		if d := a.Decide(b.Context(), r); d.Outcome != holdreq.Held {
 			b.Fatalf("%v %s", d.Outcome, d.Message)
 		}
 	}

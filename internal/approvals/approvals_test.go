@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,7 +101,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, led: led, forge: &scriptedForge{}, priv: priv, policy: policy}
-	cfg.Store, cfg.Forge = led, e.forge
+	cfg.Store, cfg.PRs = led, e.forge
 	if cfg.Policy == nil {
 		cfg.Policy = policy
 	}
@@ -115,8 +116,8 @@ func newEnv(t *testing.T, cfg Config) *env {
 	return e
 }
 
-func req(args string) Request {
-	return Request{PlanName: "refund-4711", Reason: "step \"email\" needs a human approval for each call",
+func req(args string) holdreq.Request {
+	return holdreq.Request{PlanName: "refund-4711", Reason: "step \"email\" needs a human approval for each call",
 		Call:    ledger.Call{PlanDigest: digest, Step: "email", StepIndex: 1, Tool: "send_email", Args: json.RawMessage(args)},
 		Expires: time.Now().Add(time.Hour)}
 }
@@ -143,7 +144,7 @@ func (e *env) signed(h *gitapprove.HoldRequest, priv []byte, path string) gitapp
 func TestNewHoldOpensPRAndRepeatIsPending(t *testing.T) {
 	e := newEnv(t, Config{PlanPath: "plans/refund.hcl"})
 	d := e.a.Decide(t.Context(), req(`{"to":"a@example.com","body":"hi"}`))
-	if d.Outcome != Held || !strings.Contains(d.Message, "pull request https://github.example/acme/plans/pull/7") ||
+	if d.Outcome != holdreq.Held || !strings.Contains(d.Message, "pull request https://github.example/acme/plans/pull/7") ||
 		!strings.Contains(d.Message, "repeat exactly the same call") {
 		t.Fatalf("first call: %v %q", d.Outcome, d.Message)
 	}
@@ -160,7 +161,7 @@ func TestNewHoldOpensPRAndRepeatIsPending(t *testing.T) {
 	// The repeated call (same arguments in another spelling) asks the forge.
 	e.forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldPending}, nil)
 	d2 := e.a.Decide(t.Context(), req(`{"body":"hi", "to":"a@example.com"}`))
-	if d2.Outcome != Held || d2.Hold.ID != d.Hold.ID || e.forge.opens.Load() != 1 || e.forge.status.Load() != 1 {
+	if d2.Outcome != holdreq.Held || d2.Hold.ID != d.Hold.ID || e.forge.opens.Load() != 1 || e.forge.status.Load() != 1 {
 		t.Fatalf("repeat: %v %q opens=%d status=%d", d2.Outcome, d2.Message, e.forge.opens.Load(), e.forge.status.Load())
 	}
 }
@@ -171,7 +172,7 @@ func TestPinHoldUpdatesPlanPin(t *testing.T) {
 	// mismatch (cause "pin") proposes a new pin for the plan.
 	r := req(`{"a":1}`)
 	r.Cause, r.ObservedPin = "approval", "9f86d081884c7d65"
-	if d := e.a.Decide(t.Context(), r); d.Outcome != Held {
+	if d := e.a.Decide(t.Context(), r); d.Outcome != holdreq.Held {
 		t.Fatalf("%v %q", d.Outcome, d.Message)
 	}
 	if e.forge.lastPin != nil || e.forge.lastReq.ObservedPin != "9f86d081884c7d65" {
@@ -179,7 +180,7 @@ func TestPinHoldUpdatesPlanPin(t *testing.T) {
 	}
 	r = req(`{}`)
 	r.Cause, r.ObservedPin = "pin", "0c1f2e3d4b5a6978"
-	if d := e.a.Decide(t.Context(), r); d.Outcome != Held {
+	if d := e.a.Decide(t.Context(), r); d.Outcome != holdreq.Held {
 		t.Fatalf("%v %q", d.Outcome, d.Message)
 	}
 	if e.forge.lastPin == nil || e.forge.lastPin.PlanPath != "plans/refund.hcl" || e.forge.lastReq.ObservedPin != "0c1f2e3d4b5a6978" {
@@ -194,7 +195,7 @@ func TestSlowOpenAnswersAtOnceAndFinishesInBackground(t *testing.T) {
 	e := newEnv(t, Config{OpenWait: time.Nanosecond})
 	e.forge.release = make(chan struct{})
 	d := e.a.Decide(t.Context(), req(`{"n":1}`))
-	if d.Outcome != Held || !strings.Contains(d.Message, "still being opened") || !strings.Contains(d.Message, "planlock holds show "+d.Hold.ID) {
+	if d.Outcome != holdreq.Held || !strings.Contains(d.Message, "still being opened") || !strings.Contains(d.Message, "planlock holds show "+d.Hold.ID) {
 		t.Fatalf("slow open: %v %q", d.Outcome, d.Message)
 	}
 	e.a.mu.Lock()
@@ -210,7 +211,7 @@ func TestSlowOpenAnswersAtOnceAndFinishesInBackground(t *testing.T) {
 		t.Fatal("the background opening did not record the pull request")
 	}
 	e.forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldPending}, nil)
-	if d := e.a.Decide(t.Context(), req(`{"n":1}`)); d.Outcome != Held || !strings.Contains(d.Message, h.PRURL) {
+	if d := e.a.Decide(t.Context(), req(`{"n":1}`)); d.Outcome != holdreq.Held || !strings.Contains(d.Message, h.PRURL) {
 		t.Fatalf("next call: %v %q", d.Outcome, d.Message)
 	}
 	if n := e.forge.opens.Load(); n != 1 {
@@ -245,20 +246,20 @@ func TestUnavailableKeepsHoldAndRetries(t *testing.T) {
 	down := &gitapprove.UnavailableError{Op: "push", Err: errors.New("connection refused")}
 	e.forge.openErr = []error{down, nil}
 	d := e.a.Decide(t.Context(), req(`{"n":3}`))
-	if d.Outcome != Refused || !strings.Contains(d.Message, "could not be opened") || !strings.Contains(d.Message, "connection refused") || strings.Contains(d.Message, "do not retry") {
+	if d.Outcome != holdreq.Refused || !strings.Contains(d.Message, "could not be opened") || !strings.Contains(d.Message, "connection refused") || strings.Contains(d.Message, "do not retry") {
 		t.Fatalf("open failed: %v %q", d.Outcome, d.Message)
 	}
 	if h, ok := e.led.GetHold(d.Hold.ID); !ok || h.State != ledger.HoldPending {
 		t.Fatalf("hold not kept: %+v", h)
 	}
 	d2 := e.a.Decide(t.Context(), req(`{"n":3}`))
-	if d2.Outcome != Held || d2.Hold.ID != d.Hold.ID || !strings.Contains(d2.Message, "/pull/7") {
+	if d2.Outcome != holdreq.Held || d2.Hold.ID != d.Hold.ID || !strings.Contains(d2.Message, "/pull/7") {
 		t.Fatalf("retry: %v %q", d2.Outcome, d2.Message)
 	}
 	// Unreachable while checking: blocked, still pending.
 	e.forge.setStatus(gitapprove.HoldStatus{}, down)
 	d3 := e.a.Decide(t.Context(), req(`{"n":3}`))
-	if d3.Outcome != Refused || !strings.Contains(d3.Message, "could not be checked") || !strings.Contains(d3.Message, "hold is kept") {
+	if d3.Outcome != holdreq.Refused || !strings.Contains(d3.Message, "could not be checked") || !strings.Contains(d3.Message, "hold is kept") {
 		t.Fatalf("check failed: %v %q", d3.Outcome, d3.Message)
 	}
 	if h, _ := e.led.GetHold(d.Hold.ID); h.State != ledger.HoldPending {
@@ -272,7 +273,7 @@ func TestRejectedIsFinal(t *testing.T) {
 	e.forge.setStatus(gitapprove.HoldStatus{State: gitapprove.HoldRejected}, nil)
 	for i := 0; i < 2; i++ {
 		d2 := e.a.Decide(t.Context(), req(`{"n":4}`))
-		if d2.Outcome != Refused || !strings.Contains(d2.Message, "do not retry") || !strings.Contains(d2.Message, "closed without merging") {
+		if d2.Outcome != holdreq.Refused || !strings.Contains(d2.Message, "do not retry") || !strings.Contains(d2.Message, "closed without merging") {
 			t.Fatalf("rejected: %v %q", d2.Outcome, d2.Message)
 		}
 	}
@@ -337,7 +338,7 @@ func TestMergedApprovalMustVerifyAndBind(t *testing.T) {
 			got := e.a.Decide(t.Context(), req(`{"n":5}`))
 			h, _ := e.led.GetHold(d.Hold.ID)
 			if tc.want == "" {
-				if got.Outcome != Approved || got.Hold.ID != d.Hold.ID || h.State != ledger.HoldApproved {
+				if got.Outcome != holdreq.Approved || got.Hold.ID != d.Hold.ID || h.State != ledger.HoldApproved {
 					t.Fatalf("want approved: %v %q (ledger %s)", got.Outcome, got.Message, h.State)
 				}
 				// The audit log records who approved, from the signed approval.
@@ -347,7 +348,7 @@ func TestMergedApprovalMustVerifyAndBind(t *testing.T) {
 				}
 				return
 			}
-			if got.Outcome != Refused || !strings.Contains(got.Message, tc.want) || !strings.Contains(got.Message, "not forwarded") {
+			if got.Outcome != holdreq.Refused || !strings.Contains(got.Message, tc.want) || !strings.Contains(got.Message, "not forwarded") {
 				t.Fatalf("want refused with %q: %v %q", tc.want, got.Outcome, got.Message)
 			}
 			if h.State != ledger.HoldPending {
@@ -363,7 +364,7 @@ func TestNoTrustPolicyRunsNothing(t *testing.T) {
 	d := e.a.Decide(t.Context(), req(`{"n":8}`))
 	e.forge.setStatus(e.signed(e.forge.lastReq, e.priv, e.forge.lastReq.Path()), nil)
 	got := e.a.Decide(t.Context(), req(`{"n":8}`))
-	if got.Outcome != Refused || !strings.Contains(got.Message, "no trust policy") {
+	if got.Outcome != holdreq.Refused || !strings.Contains(got.Message, "no trust policy") {
 		t.Fatalf("%v %q", got.Outcome, got.Message)
 	}
 	if h, _ := e.led.GetHold(d.Hold.ID); h.State != ledger.HoldPending {
@@ -376,7 +377,7 @@ func TestConsumedHoldOpensANewOne(t *testing.T) {
 	e := newEnv(t, Config{})
 	d := e.a.Decide(t.Context(), req(`{"n":9}`))
 	e.forge.setStatus(e.signed(e.forge.lastReq, e.priv, e.forge.lastReq.Path()), nil)
-	if got := e.a.Decide(t.Context(), req(`{"n":9}`)); got.Outcome != Approved {
+	if got := e.a.Decide(t.Context(), req(`{"n":9}`)); got.Outcome != holdreq.Approved {
 		t.Fatalf("%v %q", got.Outcome, got.Message)
 	}
 	c := req(`{"n":9}`).Call
@@ -384,7 +385,7 @@ func TestConsumedHoldOpensANewOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.a.Decide(t.Context(), req(`{"n":9}`))
-	if got.Outcome != Held || got.Hold.ID == d.Hold.ID || e.forge.opens.Load() != 2 {
+	if got.Outcome != holdreq.Held || got.Hold.ID == d.Hold.ID || e.forge.opens.Load() != 2 {
 		t.Fatalf("after consumption: %v %q opens=%d", got.Outcome, got.Message, e.forge.opens.Load())
 	}
 }
@@ -398,12 +399,12 @@ func TestApprovedHoldCountsOnlyForItsCause(t *testing.T) {
 	r.Cause = "approval"
 	d := e.a.Decide(t.Context(), r)
 	e.forge.setStatus(e.signed(e.forge.lastReq, e.priv, e.forge.lastReq.Path()), nil)
-	if got := e.a.Decide(t.Context(), r); got.Outcome != Approved || got.Hold.ID != d.Hold.ID {
+	if got := e.a.Decide(t.Context(), r); got.Outcome != holdreq.Approved || got.Hold.ID != d.Hold.ID {
 		t.Fatalf("approval: %v %q", got.Outcome, got.Message)
 	}
 	r.Cause = "violation:max_calls,approval"
 	got := e.a.Decide(t.Context(), r)
-	if got.Outcome != Held || got.Hold.ID == d.Hold.ID || got.Hold.Cause != r.Cause || e.forge.opens.Load() != 2 {
+	if got.Outcome != holdreq.Held || got.Hold.ID == d.Hold.ID || got.Hold.Cause != r.Cause || e.forge.opens.Load() != 2 {
 		t.Fatalf("past max_calls: %v %+v opens=%d", got.Outcome, got.Hold, e.forge.opens.Load())
 	}
 	if h, _ := e.led.GetHold(d.Hold.ID); h.State != ledger.HoldApproved {
@@ -422,29 +423,15 @@ func TestSignedHoldBindsTheObservedPin(t *testing.T) {
 	other.ObservedPin = "1111111111111111"
 	e.forge.setStatus(e.signed(&other, e.priv, other.Path()), nil)
 	got := e.a.Decide(t.Context(), r)
-	if got.Outcome != Refused || !strings.Contains(got.Message, `observed pin "1111111111111111", not "0c1f2e3d4b5a6978"`) {
+	if got.Outcome != holdreq.Refused || !strings.Contains(got.Message, `observed pin "1111111111111111", not "0c1f2e3d4b5a6978"`) {
 		t.Fatalf("%v %q", got.Outcome, got.Message)
-	}
-}
-
-func TestPRNumber(t *testing.T) {
-	for url, want := range map[string]int{
-		"https://github.com/acme/plans/pull/42":         42,
-		"https://ghe.example/api/acme/plans/pull/7":     7,
-		"pushed branch planlock/hold/x/y to origin; ..": 0,
-		"https://github.com/acme/plans/pull/":           0,
-		"":                                              0,
-	} {
-		if got := PRNumber(url); got != want {
-			t.Errorf("PRNumber(%q) = %d, want %d", url, got, want)
-		}
 	}
 }
 
 func TestLazyRetriesAfterFailure(t *testing.T) {
 	calls := 0
 	inner := &scriptedForge{}
-	f := Lazy(func(context.Context) (Forge, error) {
+	f := Lazy(func(context.Context) (PRBackend, error) {
 		calls++
 		if calls == 1 {
 			return nil, &gitapprove.UnavailableError{Op: "clone", Err: errors.New("unreachable")}
@@ -474,7 +461,7 @@ func TestExpiredHoldOpensANewOne(t *testing.T) {
 	}
 	defer led.Close()
 	forge := &scriptedForge{}
-	a, err := New(Config{Store: led, Forge: forge, OpenWait: time.Hour, Now: clock})
+	a, err := New(Config{Store: led, PRs: forge, OpenWait: time.Hour, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +474,7 @@ func TestExpiredHoldOpensANewOne(t *testing.T) {
 	mu.Unlock()
 	r.Expires = clock().Add(time.Hour)
 	second := a.Decide(t.Context(), r)
-	if second.Outcome != Held || second.Hold.ID == first.Hold.ID || forge.opens.Load() != 2 || forge.status.Load() != 0 {
+	if second.Outcome != holdreq.Held || second.Hold.ID == first.Hold.ID || forge.opens.Load() != 2 || forge.status.Load() != 0 {
 		t.Fatalf("after expiry: %v %q opens=%d status=%d", second.Outcome, second.Message, forge.opens.Load(), forge.status.Load())
 	}
 	if h, _ := led.GetHold(first.Hold.ID); h.State != ledger.HoldExpired {
@@ -499,7 +486,7 @@ func TestDecideAfterCloseStartsNothing(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.a.Close()
 	d := e.a.Decide(t.Context(), req(`{"n":11}`))
-	if d.Outcome != Refused || !strings.Contains(d.Message, "shutting down") || !strings.Contains(d.Message, "hold is kept") || e.forge.opens.Load() != 0 {
+	if d.Outcome != holdreq.Refused || !strings.Contains(d.Message, "shutting down") || !strings.Contains(d.Message, "hold is kept") || e.forge.opens.Load() != 0 {
 		t.Fatalf("%v %q opens=%d", d.Outcome, d.Message, e.forge.opens.Load())
 	}
 }

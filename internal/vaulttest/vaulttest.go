@@ -1,4 +1,4 @@
-// Package fakevault is an in-process stand-in for HashiCorp Vault's transit
+// Package vaulttest is an in-process stand-in for HashiCorp Vault's transit
 // secrets engine, for tests only: Vault cannot run in planlock's test
 // environment.
 //
@@ -19,7 +19,7 @@
 // otherwise the answer is 403 {"errors":["permission denied"]}, as Vault
 // gives. An unknown key reads as 404 {"errors":[]}, and signing with one is
 // 400 "signing key not found". Errors use Vault's {"errors":[...]} body.
-package fakevault
+package vaulttest
 
 import (
 	"crypto"
@@ -75,10 +75,10 @@ func (s *Server) CreateKey(name, typ string) ([]byte, error) {
 	case "ed25519":
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
 	default:
-		return nil, fmt.Errorf("fakevault: unsupported key type %q", typ)
+		return nil, fmt.Errorf("vaulttest: unsupported key type %q", typ)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fakevault: generate %s key: %w", typ, err)
+		return nil, fmt.Errorf("vaulttest: generate %s key: %w", typ, err)
 	}
 	s.mu.Lock()
 	s.keys[name] = &key{typ: typ, priv: priv, created: time.Now().UTC()}

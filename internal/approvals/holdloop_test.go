@@ -5,7 +5,7 @@ package approvals_test
 // binary as the proxy (over stdio, driven by the mcp-go client as the agent),
 // the refund example server as the upstream, the real git merging as "the
 // reviewer", and `planlock sign --kind hold --key` plus a push to the
-// approvals branch as CI. GitHub is gitapprove/githubfake: GitHub cannot run
+// approvals branch as CI. GitHub is internal/githubtest: GitHub cannot run
 // here, and the fake answers the REST endpoints as GitHub documents them.
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 	"github.com/planlock/planlock/internal/peers"
 	"github.com/planlock/planlock/sign"
 )
@@ -98,7 +98,7 @@ type loop struct {
 	planlock               string
 	origin, work, reviewer string
 	state                  string
-	gh                     *githubfake.Server
+	gh                     *githubtest.Server
 	refund                 *peers.Refund
 	envFile                string
 	ciKey, otherKey        string
@@ -159,7 +159,7 @@ func newLoopWith(t *testing.T, github, gitops bool) *loop {
 		l.publish("plans/refund.hcl", bundle)
 	}
 
-	l.gh = githubfake.New(t, "acme", "plans", ghToken)
+	l.gh = githubtest.New(t, "acme", "plans", ghToken)
 	l.refund = peers.NewRefund(t, bins[peers.PkgRefundServer])
 	// The upstream records its whole environment before it starts serving.
 	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)

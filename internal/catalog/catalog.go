@@ -6,29 +6,27 @@
 package catalog
 
 import (
+	"github.com/planlock/planlock/hclplan"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Tool is one entry of tools/list, with its schema kept raw.
-type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
+// Tool is one entry of tools/list (hclplan's: one tool type for plan checks
+// and for people).
+type Tool = hclplan.Tool
 
-// Arg is one property of a tool's input schema.
+// Arg is one property of a tool's input schema, as hclplan reads it.
 type Arg struct {
 	Name     string
 	Type     string // JSON Schema type(s), "any" when unspecified
 	Required bool
-	Schema   map[string]any
+	Schema   *hclplan.Schema
 }
 
 // Decode reads raw tools/list entries.
@@ -44,41 +42,20 @@ func Decode(raw []json.RawMessage) ([]Tool, error) {
 	return out, nil
 }
 
-// Args returns the tool's arguments in name order.
-func (t Tool) Args() []Arg {
-	var s struct {
-		Properties map[string]map[string]any `json:"properties"`
-		Required   []string                  `json:"required"`
-	}
-	d := json.NewDecoder(bytes.NewReader(t.InputSchema))
-	d.UseNumber()
-	if err := d.Decode(&s); err != nil {
-		return nil
-	}
-	req := map[string]bool{}
-	for _, r := range s.Required {
-		req[r] = true
-	}
+// args returns the tool's arguments in name order.
+func args(t Tool) []Arg {
 	var out []Arg
-	for name, sch := range s.Properties {
-		out = append(out, Arg{Name: name, Type: schemaType(sch), Required: req[name], Schema: sch})
+	for _, a := range t.Args() {
+		out = append(out, Arg{Name: a.Name, Type: schemaType(a.Schema), Required: a.Required, Schema: a.Schema})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func schemaType(s map[string]any) string {
-	switch t := s["type"].(type) {
-	case string:
-		return t
-	case []any:
-		var parts []string
-		for _, x := range t {
-			parts = append(parts, fmt.Sprint(x))
-		}
-		return strings.Join(parts, "|")
+func schemaType(s *hclplan.Schema) string {
+	if ts := s.Types(); len(ts) > 0 {
+		return strings.Join(ts, "|")
 	}
-	if _, ok := s["enum"]; ok {
+	if s.Enum != nil {
 		return "enum"
 	}
 	return "any"
@@ -96,7 +73,7 @@ func List(tools []Tool) string {
 			b.WriteString("  " + d)
 		}
 		b.WriteString("\n")
-		args := t.Args()
+		args := args(t)
 		if len(args) == 0 {
 			b.WriteString("    (no arguments)\n")
 		}
@@ -223,7 +200,7 @@ func SkeletonWith(name string, tools []Tool, extras Extras, command []string, ur
 		fmt.Fprintf(&b, "  # step %s {\n", hclString(stepName(t.Name)))
 		fmt.Fprintf(&b, "  #   tool      = %s\n", hclString(t.Name))
 		fmt.Fprintf(&b, "  #   max_calls = 1\n")
-		for _, a := range t.Args() {
+		for _, a := range args(t) {
 			writeArg(&b, a)
 		}
 		b.WriteString("  # }\n")
@@ -301,7 +278,7 @@ func stepName(tool string) string {
 // own enum or bounds when it has them, else a deliberately tight default.
 func writeArg(b *bytes.Buffer, a Arg) {
 	var lines []string
-	if e, ok := a.Schema["enum"].([]any); ok && len(e) > 0 {
+	if e, ok := a.Schema.Enum.([]any); ok && len(e) > 0 {
 		if vals, ok := hclList(e); ok {
 			lines = append(lines, "enum = "+vals)
 		}
@@ -310,16 +287,16 @@ func writeArg(b *bytes.Buffer, a Arg) {
 		switch a.Type {
 		case "string":
 			n := "200"
-			if v, ok := a.Schema["maxLength"].(json.Number); ok {
+			if v, ok := a.Schema.MaxLength.(json.Number); ok {
 				n = v.String()
 			}
 			lines = append(lines, "max_length = "+n)
 		case "number", "integer":
 			lo, hi := "0", "100"
-			if v, ok := a.Schema["minimum"].(json.Number); ok {
+			if v, ok := a.Schema.Minimum.(json.Number); ok {
 				lo = v.String()
 			}
-			if v, ok := a.Schema["maximum"].(json.Number); ok {
+			if v, ok := a.Schema.Maximum.(json.Number); ok {
 				hi = v.String()
 			}
 			lines = append(lines, "min = "+lo, "max = "+hi)
@@ -335,7 +312,7 @@ func writeArg(b *bytes.Buffer, a Arg) {
 		lines = append(lines, "optional = true")
 	}
 	comment := a.Type
-	if d, ok := a.Schema["description"].(string); ok && d != "" {
+	if d, ok := a.Schema.Description.(string); ok && d != "" {
 		comment += ": " + oneLineComment(firstLine(d))
 	}
 	fmt.Fprintf(b, "  #   arg %s { # %s\n", hclString(a.Name), comment)

@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"time"
 
 	"github.com/planlock/planlock/gitapprove"
@@ -10,7 +11,7 @@ import (
 )
 
 // Lifecycle keeps a hold's pull request in step with the hold:
-// *gitapprove.Holds has it. A Forge without it leaves pull requests as
+// *gitapprove.Holds has it. A PRBackend without it leaves pull requests as
 // they are.
 type Lifecycle interface {
 	// Ran says on the pull request that the approved call ran.
@@ -30,8 +31,8 @@ type holdLister interface {
 // "error"). The comment is written in the background: the agent's answer
 // does not wait for GitHub, and a failure is logged only.
 func (a *Approvals) Ran(h ledger.Hold, planName string, auditSeq uint64, status string) {
-	lc, ok := a.cfg.Forge.(Lifecycle)
-	n := PRNumber(h.PRURL)
+	lc, ok := a.cfg.PRs.(Lifecycle)
+	n := h.PR
 	if !ok || n == 0 {
 		return
 	}
@@ -77,7 +78,7 @@ func (a *Approvals) notePlan(id, plan string) {
 // Config.SweepInterval.
 func (a *Approvals) Sweep(ctx context.Context) int {
 	lister, ok := a.cfg.Store.(holdLister)
-	lc, ok2 := a.cfg.Forge.(Lifecycle)
+	lc, ok2 := a.cfg.PRs.(Lifecycle)
 	if !ok || !ok2 {
 		return 0
 	}
@@ -98,7 +99,7 @@ func (a *Approvals) Sweep(ctx context.Context) int {
 			plan = "unknown"
 		}
 		why := fmt.Sprintf("expired at %s without being approved and used", stamp(h.Expires))
-		if err := lc.Retire(ctx, &gitapprove.HoldRequest{ID: h.ID, PlanName: plan}, PRNumber(h.PRURL), why); err != nil {
+		if err := lc.Retire(ctx, &gitapprove.HoldRequest{ID: h.ID, PlanName: plan}, h.PR, why); err != nil {
 			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: retiring %s: %s (tried again later)\n", h.ID, h.PRURL, oneLine(err.Error()))
 			continue
 		}
@@ -115,13 +116,13 @@ func (a *Approvals) Sweep(ctx context.Context) int {
 
 // supersede retires an older hold of the same call that a new hold replaces.
 func (a *Approvals) supersede(old ledger.Hold, planName, newID string) {
-	lc, ok := a.cfg.Forge.(Lifecycle)
+	lc, ok := a.cfg.PRs.(Lifecycle)
 	if !ok || old.PRURL == "" || old.State != ledger.HoldExpired {
 		return
 	}
 	a.background(func(ctx context.Context) {
 		why := fmt.Sprintf("expired at %s and is superseded by hold %s for the same call", stamp(old.Expires), newID)
-		if err := lc.Retire(ctx, &gitapprove.HoldRequest{ID: old.ID, PlanName: planName}, PRNumber(old.PRURL), why); err != nil {
+		if err := lc.Retire(ctx, &gitapprove.HoldRequest{ID: old.ID, PlanName: planName}, old.PR, why); err != nil {
 			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: retiring %s: %s\n", old.ID, old.PRURL, oneLine(err.Error()))
 			return
 		}
@@ -149,7 +150,7 @@ func (a *Approvals) sweepLoop(interval time.Duration) {
 	}
 }
 
-// Ran implements Lifecycle for a lazily made Forge.
+// Ran implements Lifecycle for a lazily made PRBackend.
 func (l *lazy) Ran(ctx context.Context, hold *gitapprove.HoldRequest, prNumber int, auditSeq uint64, status string) error {
 	f, err := l.get(ctx)
 	if err != nil {
@@ -161,7 +162,7 @@ func (l *lazy) Ran(ctx context.Context, hold *gitapprove.HoldRequest, prNumber i
 	return nil
 }
 
-// Retire implements Lifecycle for a lazily made Forge.
+// Retire implements Lifecycle for a lazily made PRBackend.
 func (l *lazy) Retire(ctx context.Context, hold *gitapprove.HoldRequest, prNumber int, why string) error {
 	f, err := l.get(ctx)
 	if err != nil {
@@ -184,21 +185,21 @@ type Reopener interface {
 // The ledger keeps the refusal of the old hold (its record is final); a new
 // hold for the call takes over the pull request. ok=false: the pull request
 // is still closed (or cannot be asked), so the refusal stands.
-func (a *Approvals) reopened(ctx context.Context, r Request, old ledger.Hold) (Decision, bool) {
-	ro, ok := a.cfg.Forge.(Reopener)
-	n := PRNumber(old.PRURL)
+func (a *Approvals) reopened(ctx context.Context, r holdreq.Request, old ledger.Hold) (decision, bool) {
+	ro, ok := a.cfg.PRs.(Reopener)
+	n := old.PR
 	if !ok || n == 0 {
-		return Decision{}, false
+		return decision{}, false
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CheckTimeout)
 	defer cancel()
-	st, err := a.cfg.Forge.Status(cctx, request(r, old), n)
+	st, err := a.cfg.PRs.Status(cctx, request(r, old), n)
 	if err != nil || st.State != gitapprove.HoldPending || st.PR == nil || st.PR.State != gitapprove.PROpen {
-		return Decision{}, false
+		return decision{}, false
 	}
 	nh, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires})
 	if err != nil {
-		return Decision{Outcome: Refused, Hold: old, Message: fmt.Sprintf("pull request %s was reopened, but planlock could not record a new hold (%v); the call was not forwarded", old.PRURL, oneLine(err.Error()))}, true
+		return decision{Outcome: holdreq.Refused, Hold: old, Message: fmt.Sprintf("pull request %s was reopened, but planlock could not record a new hold (%v); the call was not forwarded", old.PRURL, oneLine(err.Error()))}, true
 	}
 	a.notePlan(nh.ID, r.PlanName)
 	var pin *gitapprove.PinChange
@@ -208,17 +209,17 @@ func (a *Approvals) reopened(ctx context.Context, r Request, old ledger.Hold) (D
 	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.OpenTimeout)
 	defer ocancel()
 	if _, err := ro.Reopen(octx, request(r, old), request(r, nh), n, pin); err != nil {
-		return Decision{Outcome: Refused, Hold: nh, Message: fmt.Sprintf(
+		return decision{Outcome: holdreq.Refused, Hold: nh, Message: fmt.Sprintf(
 			"held: %s; pull request %s was reopened, but moving it to hold %s failed (%s). The hold is kept; repeat exactly the same call later.", r.Reason, old.PRURL, nh.ID, oneLine(err.Error()))}, true
 	}
-	nh, err = a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), nh.ID, ledger.HoldUpdate{PRURL: old.PRURL, Note: fmt.Sprintf("pull request reopened: it now asks for this hold instead of the refused hold %s", old.ID)})
+	nh, err = a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), nh.ID, ledger.HoldUpdate{PRURL: old.PRURL, PR: old.PR, Note: fmt.Sprintf("pull request reopened: it now asks for this hold instead of the refused hold %s", old.ID)})
 	if err != nil {
-		return Decision{Outcome: Refused, Hold: nh, Message: fmt.Sprintf("pull request %s was reopened, but recording it failed: %s; repeat exactly the same call later", old.PRURL, oneLine(err.Error()))}, true
+		return decision{Outcome: holdreq.Refused, Hold: nh, Message: fmt.Sprintf("pull request %s was reopened, but recording it failed: %s; repeat exactly the same call later", old.PRURL, oneLine(err.Error()))}, true
 	}
 	return pending(nh, false), true
 }
 
-// Reopen implements Reopener for a lazily made Forge.
+// Reopen implements Reopener for a lazily made PRBackend.
 func (l *lazy) Reopen(ctx context.Context, old, hold *gitapprove.HoldRequest, prNumber int, pin *gitapprove.PinChange) (gitapprove.HoldPR, error) {
 	f, err := l.get(ctx)
 	if err != nil {
