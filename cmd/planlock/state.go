@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/approvals"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/planlock/planlock/proxy/planload"
