@@ -71,6 +71,7 @@ type proxyOptions struct {
 	observeOptions
 	repoOptions
 	holdOptions
+	telemetryOptions
 	ReloadInterval      time.Duration
 	Listen              string
 	AllowOrigin         cli.StringSlice
@@ -112,6 +113,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.observeOptions.flags()...)
 	flags = append(flags, o.repoOptions.flags()...)
 	flags = append(flags, o.trustOptions.flags()...)
+	flags = append(flags, o.telemetryOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }
 
@@ -269,7 +271,12 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	} else if len(o.AllowOrigin.Value()) > 0 || o.InsecureNoAuth {
 		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
-	l, err := o.openState(ctx, plan.Name) // state.go
+	tel, err := o.telemetryOptions.start(ctx, errw) // telemetry.go
+	if err != nil {
+		return err
+	}
+	defer tel.Close()
+	l, err := o.openState(ctx, plan.Name, tel.OnSync()) // state.go
 	if err != nil {
 		return err
 	}
@@ -285,9 +292,13 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: o.CallTimeout,
-		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe})
+		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe, Observer: tel.Observer})
 	if err != nil {
 		return failf("%v", err)
+	}
+	if tel.Metrics != nil {
+		tel.Metrics.SetPlans(1, 0)
+		defer tel.Metrics.WatchHolds(plan.Name, func() int { return pendingHolds(l) })()
 	}
 	if iv := o.ReloadInterval; iv > 0 {
 		rctx, cancel := context.WithCancel(ctx)

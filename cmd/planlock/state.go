@@ -40,13 +40,14 @@ type pgStore struct {
 func (p pgStore) Dir() string { return p.dir }
 
 // openState opens --state: a postgres:// URL, else a state directory.
-func (o *proxyOptions) openState(ctx context.Context, planName string) (proxyState, error) {
+// onSync (telemetry) gets each journal fdatasync's duration.
+func (o *proxyOptions) openState(ctx context.Context, planName string, onSync func(time.Duration)) (proxyState, error) {
 	if !pgstate.IsURL(o.State) {
 		stateDir, err := o.planDir(planName) // proxy_start.go
 		if err != nil {
 			return nil, err
 		}
-		l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact,
+		l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
 			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
 			// One line per checkpoint and at shutdown, for a log shipper to
 			// keep: planlock audit verify --anchor reads it back.
