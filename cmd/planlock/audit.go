@@ -18,6 +18,7 @@ func auditCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			auditVerifyCommand(),
 			auditHeadCommand(),
+			auditExportCommand(), // audit_series.go
 		},
 	}
 }
@@ -26,12 +27,20 @@ func auditVerifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check the hash chain of an audit log",
-		ArgsUsage: "FILE",
+		ArgsUsage: "FILE...|DIR",
 		Description: `Checks that every record of the audit log (JSON Lines, as written by
 planlock proxy) still has its own hash, its sequence number and the hash of
 the record before it. An edited, removed, inserted or reordered record is
 reported with the number of the first bad line. A last line cut short by a
 crash is reported as torn (the proxy truncates it when it next starts).
+
+A log the proxy rotated (--audit-rotate-size, --audit-rotate-every) is a
+series of files: archived segments named <log>.<first seq>-<last seq>.jsonl
+and the log itself, each new file starting with a segment record that
+continues the chain of the file before it. Give the files oldest first, or
+their directory: they are checked as one chain, and a missing, reordered,
+truncated or edited file is named. A series may start at a later segment
+(older ones archived away); the output says from which seq.
 
 On success it prints the number of records and the head: the hash of the
 last record. Nothing inside the log protects its last records: removing them
@@ -48,6 +57,7 @@ Examples:
    planlock audit verify ~/.local/state/planlock/audit.jsonl
    planlock audit verify --anchor shipped-head.txt audit.jsonl
    planlock audit verify --head 0f13b09a...7ae4 --json audit.jsonl
+   planlock audit verify --anchor /var/lib/planlock/refund-4711/head /var/lib/planlock/refund-4711/
 
 Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 		Flags: []cli.Flag{
@@ -57,8 +67,8 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 			&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErrorf("audit verify: give exactly one audit log file")
+			if c.NArg() < 1 {
+				return usageErrorf("audit verify: give the audit log file, its segments, or their directory")
 			}
 			wantHash := c.String("head")
 			if c.IsSet("head") && !isHexHash(wantHash) {
@@ -72,16 +82,23 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 				}
 				anchor = &h
 			}
-			path := c.Args().First()
+			max := c.Int64("max-line-bytes")
+			if max <= 0 {
+				return usageErrorf("audit verify: --max-line-bytes must be positive")
+			}
+			paths, err := journalSeries(c.Args().Slice()) // audit_series.go
+			if err != nil {
+				return failf("audit verify: %v", err)
+			}
+			if len(paths) != 1 || c.NArg() != 1 || paths[0] != c.Args().First() {
+				return verifySeriesAction(c, paths, anchor, wantHash, max)
+			}
+			path := paths[0]
 			f, err := os.Open(path)
 			if err != nil {
 				return failf("audit verify: %v", err)
 			}
 			defer f.Close()
-			max := c.Int64("max-line-bytes")
-			if max <= 0 {
-				return usageErrorf("audit verify: --max-line-bytes must be positive")
-			}
 			// Read line by line, never more than max bytes of one line.
 			res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
 			var ve *ledger.VerifyError
@@ -106,15 +123,10 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 				}
 			}
 			if c.Bool("json") {
-				out := struct {
-					OK        bool   `json:"ok"`
-					Records   int    `json:"records"`
-					Head      string `json:"head,omitempty"`
-					Line      int    `json:"line,omitempty"`
-					Torn      bool   `json:"torn,omitempty"`
-					Truncated bool   `json:"truncated,omitempty"`
-					Reason    string `json:"reason,omitempty"`
-				}{OK: ve == nil && headErr == nil, Records: res.Records}
+				out := verifyJSON{OK: ve == nil && headErr == nil, Records: res.Records}
+				if res.First > 1 {
+					out.First = res.First
+				}
 				switch {
 				case ve != nil:
 					out.Line, out.Torn, out.Reason = ve.Line, ve.Torn, ve.Reason
@@ -140,7 +152,12 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 			if headErr != nil {
 				return failf("%s: %v", path, headErr)
 			}
-			fmt.Fprintf(c.App.Writer, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+			if res.First > 1 {
+				fmt.Fprintf(c.App.Writer, "ok: records %d to %d (a rotated log's later file: the records before %d are in earlier files)\nhead: %s\n",
+					res.First, res.Records, res.First, res.Head)
+			} else {
+				fmt.Fprintf(c.App.Writer, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+			}
 			if anchor != nil {
 				fmt.Fprintf(c.App.Writer, "anchor: record %d matches\n", anchor.Seq)
 			}

@@ -20,6 +20,7 @@ import (
 )
 
 func proxyCommand() *cli.Command {
+	rot := &auditRotation{} // audit_rotate.go
 	return &cli.Command{
 		Name:      "proxy",
 		Usage:     "run the MCP gate between an agent and an upstream MCP server",
@@ -77,8 +78,8 @@ Examples:
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, append(append(append(stateFlags(), observeFlags()...), repoFlags()...), trustFlags()...)...)),
-		Action: runProxy,
+		}, append(append(append(append(stateFlags(), observeFlags()...), repoFlags()...), trustFlags()...), rot.flags()...)...)),
+		Action: func(c *cli.Context) error { return runProxy(c, rot) },
 	}
 }
 
@@ -158,9 +159,9 @@ func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*pla
 
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
-func runProxy(c *cli.Context) error {
+func runProxy(c *cli.Context, rot *auditRotation) error {
 	started := false
-	err := serveProxy(c, &started)
+	err := serveProxy(c, rot, &started)
 	if err != nil && !started {
 		reportStartFailure(c, err) // proxy_start.go
 	}
@@ -168,7 +169,7 @@ func runProxy(c *cli.Context) error {
 }
 
 // serveProxy sets *started once it serves the client.
-func serveProxy(c *cli.Context, started *bool) error {
+func serveProxy(c *cli.Context, rot *auditRotation, started *bool) error {
 	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
 	if c.Int("max-message-bytes") < 1024 {
 		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
@@ -241,11 +242,15 @@ func serveProxy(c *cli.Context, started *bool) error {
 	if err != nil {
 		return err
 	}
-	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
+	lo := ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
 		SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
-		// One line per checkpoint and at shutdown, for a log shipper to
-		// keep: planlock audit verify --anchor reads it back.
-		OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }})
+		// One line per checkpoint, rotation and at shutdown, for a log
+		// shipper to keep: planlock audit verify --anchor reads it back.
+		OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }}
+	if err := rot.apply(&lo); err != nil {
+		return err
+	}
+	l, err := ledger.Open(ctx, lo)
 	if err != nil {
 		return failf("%v", err)
 	}
