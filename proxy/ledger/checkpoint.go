@@ -99,6 +99,10 @@ type cpPrep struct {
 	// segment record's time.
 	segment string
 	at      time.Time
+	// entries and batch, for a rotation, are the records queued before
+	// the segment record: written to the old file first.
+	entries []entry
+	batch   *batch
 }
 
 // prepareCheckpointLocked snapshots the state and takes the next seq for

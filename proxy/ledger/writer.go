@@ -146,8 +146,16 @@ func (l *Ledger) account(w turn, err error) *cpPrep {
 		l.failLocked(err)
 		return nil
 	}
-	if w.synced && !w.closing && len(l.pending) == 0 && l.rotateDueLocked(l.stamp()) {
+	if w.synced && !w.closing && l.rotateDueLocked(l.stamp()) {
+		// Unlike a checkpoint, a rotation does not wait for a quiet
+		// moment, which steady traffic may never give: the records queued
+		// now go to the old file first, and the state the segment record
+		// carries is the state after them.
 		cp := l.prepareSegmentLocked()
+		if cp != nil {
+			cp.entries, cp.batch = l.pending, l.cur
+			l.pending, l.cur = nil, nil
+		}
 		l.checkpointAt = l.stats.Records + 1
 		return cp
 	}
