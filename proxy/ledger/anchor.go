@@ -278,6 +278,9 @@ func FindHash(r io.Reader, hash string) (uint64, bool, error) {
 	return found, found > 0, err
 }
 
+// errEarlierSegment: a head names a record rotated out of the file read.
+var errEarlierSegment = errors.New("earlier segment")
+
 // hashAt returns the hash of record seq, read from the journal's start. In a
 // file a rotation started, the record just before its first is known too:
 // the first record's prev.
@@ -306,7 +309,7 @@ func hashAt(r io.Reader, seq uint64) (string, error) {
 		return false
 	})
 	if err == nil && before {
-		err = fmt.Errorf("%w: record %d is in an earlier segment of the journal, not in this file", ErrAnchor, seq)
+		err = fmt.Errorf("%w: %w: record %d is in an earlier segment of the journal, not in this file", ErrAnchor, errEarlierSegment, seq)
 	}
 	if err == nil && h == "" {
 		err = fmt.Errorf("%w: record %d is missing or damaged", ErrCorrupt, seq)
