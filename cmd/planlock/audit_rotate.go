@@ -10,10 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// auditRotation is the proxy's audit log rotation flag group.
-type auditRotation struct {
-	Size  string
-	Every time.Duration
+// auditRotateOptions are the proxy's audit log rotation flags.
+type auditRotateOptions struct {
+	AuditRotateSize  string
+	AuditRotateEvery time.Duration
 }
 
 // Bounds keep a typo from rotating at every record.
@@ -22,31 +22,31 @@ const (
 	minRotateEvery = time.Minute
 )
 
-func (r *auditRotation) flags() []cli.Flag {
+func (r *auditRotateOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "audit-rotate-size", Destination: &r.Size,
+		&cli.StringFlag{Name: "audit-rotate-size", Destination: &r.AuditRotateSize,
 			Usage: "move the audit log aside as an archived segment once it holds `SIZE` (e.g. 64MiB, 1GB; at least 64KiB; default: never); the chain continues in the new file"},
-		&cli.DurationFlag{Name: "audit-rotate-every", Destination: &r.Every,
+		&cli.DurationFlag{Name: "audit-rotate-every", Destination: &r.AuditRotateEvery,
 			Usage: "move the audit log aside once its first record is `DURATION` old (e.g. 24h; at least 1m; default: never)"},
 	}
 }
 
 // apply sets the ledger's rotation options.
-func (r *auditRotation) apply(o *ledger.Options) error {
-	if r.Size != "" {
-		n, err := parseByteSize(r.Size)
+func (r *auditRotateOptions) apply(o *ledger.Options) error {
+	if r.AuditRotateSize != "" {
+		n, err := parseByteSize(r.AuditRotateSize)
 		if err != nil {
 			return usageErrorf("--audit-rotate-size: %v", err)
 		}
 		if n < minRotateSize {
-			return usageErrorf("--audit-rotate-size %s: at least 64KiB", r.Size)
+			return usageErrorf("--audit-rotate-size %s: at least 64KiB", r.AuditRotateSize)
 		}
 		o.RotateSize = n
 	}
-	if r.Every != 0 && r.Every < minRotateEvery {
-		return usageErrorf("--audit-rotate-every %s: at least 1m", r.Every)
+	if r.AuditRotateEvery != 0 && r.AuditRotateEvery < minRotateEvery {
+		return usageErrorf("--audit-rotate-every %s: at least 1m", r.AuditRotateEvery)
 	}
-	o.RotateEvery = r.Every
+	o.RotateEvery = r.AuditRotateEvery
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -135,13 +136,14 @@ func seriesFindHash(segs []ledger.SegmentResult, hash string) (uint64, bool, err
 }
 
 func auditExportCommand() *cli.Command {
+	o := &auditExportOptions{}
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "stream audit records as JSON lines, for a log store or a SIEM",
 		ArgsUsage: "FILE...|DIR",
 		Description: `Verifies the audit log's hash chain, across its rotated segments, and writes
 each record to standard output as one JSON object per line, in order. The
-shape is stable (schema "planlock.audit.v1", described in docs/proxy.md):
+shape is stable (schema "planlock.audit.v1", described in docs/audit-log.md):
 the record's fields, its seq, and the chain's prev and hash, so the receiver
 can check the chain too.
 
@@ -157,33 +159,45 @@ Examples:
    planlock audit export --from-seq 40001 /var/lib/planlock/refund-4711/
 
 Exit status: 0 when every file verified and was written, 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.Uint64Flag{Name: "from-seq", Value: 1, Usage: "write the records from sequence number `N` on (the last one stored plus one)"},
-			&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 1 {
-				return usageErrorf("audit export: give the audit log's files or its directory")
-			}
-			maxLine := c.Int64("max-line-bytes")
-			if maxLine <= 0 {
-				return usageErrorf("audit export: --max-line-bytes must be positive")
-			}
-			paths, err := journalSeries(c.Args().Slice())
-			if err != nil {
-				return failf("audit export: %v", err)
-			}
-			if _, err := ledger.Export(c.App.Writer, paths, c.Uint64("from-seq"), lineLimit(maxLine)); err != nil {
-				return failf("audit export: %v", err)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runAuditExport),
 	}
 }
 
-// verifySeriesAction is audit verify over several files.
-func verifySeriesAction(c *cli.Context, paths []string, anchor *ledger.Head, wantHash string, maxLine int64) error {
-	segs, res, err := ledger.VerifySeries(paths, lineLimit(maxLine))
+// auditExportOptions are the flags of planlock audit export.
+type auditExportOptions struct {
+	cmdline
+	FromSeq      uint64
+	MaxLineBytes int64
+}
+
+func (o *auditExportOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Uint64Flag{Name: "from-seq", Value: 1, Usage: "write the records from sequence number `N` on (the last one stored plus one)", Destination: &o.FromSeq},
+		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
+	}
+}
+
+func runAuditExport(_ context.Context, o *auditExportOptions) error {
+	if len(o.Args) < 1 {
+		return usageErrorf("audit export: give the audit log's files or its directory")
+	}
+	if o.MaxLineBytes <= 0 {
+		return usageErrorf("audit export: --max-line-bytes must be positive")
+	}
+	paths, err := journalSeries(o.Args)
+	if err != nil {
+		return failf("audit export: %v", err)
+	}
+	if _, err := ledger.Export(o.IO.out, paths, o.FromSeq, lineLimit(o.MaxLineBytes)); err != nil {
+		return failf("audit export: %v", err)
+	}
+	return nil
+}
+
+// runAuditVerifySeries is audit verify over several files.
+func runAuditVerifySeries(o *auditVerifyOptions, paths []string, anchor *ledger.Head, wantHash string) error {
+	segs, res, err := ledger.VerifySeries(paths, lineLimit(o.MaxLineBytes))
 	var se *ledger.SeriesError
 	if err != nil && !errors.As(err, &se) {
 		return failf("audit verify: %v", err)
@@ -201,21 +215,9 @@ func verifySeriesAction(c *cli.Context, paths []string, anchor *ledger.Head, wan
 			headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
 		}
 	}
-	if c.Bool("json") {
-		out := verifyJSON{OK: se == nil && headErr == nil, Records: res.Records, Files: segs}
-		if res.First > 1 {
-			out.First = res.First
-		}
-		switch {
-		case se != nil:
-			out.File, out.Line, out.Torn, out.Reason = se.Path, se.Line, se.Torn, se.Reason
-		case headErr != nil:
-			out.Head, out.Reason = res.Head, headErr.Error()
-			out.Truncated = errors.Is(headErr, ledger.ErrTruncated)
-		default:
-			out.Head = res.Head
-		}
-		if err := writeJSON(c.App.Writer, out); err != nil {
+	if o.JSON {
+		out := newAuditVerifySeriesJSON(segs, res, se, headErr)
+		if err := writeJSONEscaped(o.IO.out, out); err != nil {
 			return failf("audit verify: %v", err)
 		}
 		if !out.OK {
@@ -233,27 +235,13 @@ func verifySeriesAction(c *cli.Context, paths []string, anchor *ledger.Head, wan
 	if res.First > 1 {
 		from = fmt.Sprintf(" (from seq %d: the records before it are in files not given)", res.First)
 	}
-	fmt.Fprintf(c.App.Writer, "ok: %s in %s%s\nhead: %s\n", plural(res.Records-int(max(res.First, 1))+1, "record", "records"),
+	fmt.Fprintf(o.IO.out, "ok: %s in %s%s\nhead: %s\n", plural(res.Records-int(max(res.First, 1))+1, "record", "records"),
 		plural(len(segs), "file", "files"), from, res.Head)
 	if anchor != nil {
-		fmt.Fprintf(c.App.Writer, "anchor: record %d matches\n", anchor.Seq)
+		fmt.Fprintf(o.IO.out, "anchor: record %d matches\n", anchor.Seq)
 	}
 	if wantHash != "" {
-		fmt.Fprintf(c.App.Writer, "head %s: record %d\n", wantHash[:12], found)
+		fmt.Fprintf(o.IO.out, "head %s: record %d\n", wantHash[:12], found)
 	}
 	return nil
-}
-
-// verifyJSON is audit verify --json's output.
-type verifyJSON struct {
-	OK        bool                   `json:"ok"`
-	Records   int                    `json:"records"`
-	First     uint64                 `json:"first,omitempty"` // seq of the first record, when not 1
-	Head      string                 `json:"head,omitempty"`
-	File      string                 `json:"file,omitempty"` // the file that breaks the chain, over several files
-	Line      int                    `json:"line,omitempty"`
-	Torn      bool                   `json:"torn,omitempty"`
-	Truncated bool                   `json:"truncated,omitempty"`
-	Reason    string                 `json:"reason,omitempty"`
-	Files     []ledger.SegmentResult `json:"files,omitempty"`
 }

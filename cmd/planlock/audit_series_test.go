@@ -90,7 +90,7 @@ func TestAuditVerifyAndExportSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runAudit("audit", "verify", "--json", dir)
-	var res verifyJSON
+	var res auditVerifyJSON
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || res.OK || res.File != files[2] || !strings.Contains(res.Reason, "missing") {
 		t.Fatalf("verify --json after removing %s: exit %d %+v %v", files[1], code, res, err)
 	}
@@ -119,7 +119,7 @@ func TestAuditRotationFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var o ledger.Options
-		err := (&auditRotation{Size: tt.size, Every: tt.every}).apply(&o)
+		err := (&auditRotateOptions{AuditRotateSize: tt.size, AuditRotateEvery: tt.every}).apply(&o)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%q %v: error %v, want %q", tt.size, tt.every, err, tt.wantErr)

@@ -138,7 +138,7 @@ func (l *Ledger) updateHold(id string, u HoldUpdate, now time.Time) (Hold, *batc
 		return Hold{}, nil, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
 	}
 	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, Note: oneLine(u.Note)}
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: oneLine(u.Note)}
 	body, err := encodeBody(&r)
 	if err != nil {
 		return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
@@ -147,7 +147,7 @@ func (l *Ledger) updateHold(id string, u HoldUpdate, now time.Time) (Hold, *batc
 		h.State = u.State
 	}
 	if u.PRURL != "" {
-		h.PRURL = u.PRURL
+		h.PRURL, h.PR = u.PRURL, r.PR
 	}
 	h.Updated = now
 	_, b := l.enqueueLocked(body, true)

@@ -197,6 +197,7 @@ type ExportRecord struct {
 	HoldState   HoldState       `json:"hold_state,omitempty"`
 	Expires     *time.Time      `json:"expires,omitempty"`
 	PRURL       string          `json:"pr_url,omitempty"`
+	PR          int             `json:"pr,omitempty"`
 	Note        string          `json:"note,omitempty"`
 	SignedAt    *time.Time      `json:"signed_at,omitempty"`
 	Ref         uint64          `json:"ref,omitempty"`
@@ -221,7 +222,7 @@ func exportOf(p *parsed) ExportRecord {
 	return ExportRecord{Schema: ExportSchema, Seq: p.Seq, Time: r.Time, Type: r.Type, Decision: r.Decision,
 		Plan: r.Plan, PlanName: r.PlanName, Step: r.Step, StepIndex: r.StepIndex, Tool: r.Tool, Args: r.Args,
 		ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Hold: r.Hold, HoldState: r.HoldState, Expires: r.Expires,
-		PRURL: r.PRURL, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
+		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
 		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,
 		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, StateSHA256: r.StateSHA,
 		PrevSegment: r.PrevSegment, Prev: p.Prev, Hash: p.Hash}
