@@ -72,6 +72,7 @@ type proxyOptions struct {
 	observeOptions
 	repoOptions
 	holdOptions
+	telemetryOptions
 	auditRotateOptions  // audit_rotate.go
 	ReloadInterval      time.Duration
 	Listen              string
@@ -114,6 +115,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.observeOptions.flags()...)
 	flags = append(flags, o.repoOptions.flags()...)
 	flags = append(flags, o.trustOptions.flags()...)
+	flags = append(flags, o.telemetryOptions.flags()...)
 	flags = append(flags, o.auditRotateOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }
@@ -284,6 +286,12 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	if err := o.auditRotateOptions.apply(&lo); err != nil {
 		return err
 	}
+	tel, err := o.telemetryOptions.start(ctx, errw) // telemetry.go
+	if err != nil {
+		return err
+	}
+	defer tel.Close()
+	lo.OnSync = tel.OnSync()
 	l, err := ledger.Open(ctx, lo)
 	if err != nil {
 		return failf("%v", err)
@@ -300,9 +308,13 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: o.CallTimeout,
-		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe})
+		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe, Observer: tel.Observer})
 	if err != nil {
 		return failf("%v", err)
+	}
+	if tel.Metrics != nil {
+		tel.Metrics.SetPlans(1, 0)
+		defer tel.Metrics.WatchHolds(plan.Name, func() int { return pendingHolds(l) })()
 	}
 	if iv := o.ReloadInterval; iv > 0 {
 		rctx, cancel := context.WithCancel(ctx)
