@@ -20,6 +20,7 @@ func auditCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			auditVerifyCommand(),
 			auditHeadCommand(),
+			auditExportCommand(), // audit_series.go
 		},
 	}
 }
@@ -29,7 +30,7 @@ func auditVerifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check the hash chain of an audit log",
-		ArgsUsage: "FILE",
+		ArgsUsage: "FILE...|DIR",
 		Description: `Checks that every record of the audit log (JSON Lines, as written by
 planlock proxy) still has its own hash, its sequence number and the hash of
 the record before it. An edited, removed, inserted or reordered record is
@@ -37,6 +38,14 @@ reported with the number of the first bad line. A last line cut short by a
 crash is reported as torn (the proxy truncates it when it next starts).
 With --state postgres://... the chain kept in that database is checked the
 same way, and must end at the database's head row.
+
+A log the proxy rotated (--audit-rotate-size, --audit-rotate-every) is a
+series of files: archived segments named <log>.<first seq>-<last seq>.jsonl
+and the log itself, each new file starting with a segment record that
+continues the chain of the file before it. Give the files oldest first, or
+their directory: they are checked as one chain, and a missing, reordered,
+truncated or edited file is named. A series may start at a later segment
+(older ones archived away); the output says from which seq.
 
 On success it prints the number of records and the head: the hash of the
 last record. Nothing inside the log protects its last records: removing them
@@ -53,6 +62,7 @@ Examples:
    planlock audit verify ~/.local/state/planlock/audit.jsonl
    planlock audit verify --anchor shipped-head.txt audit.jsonl
    planlock audit verify --head 0f13b09a...7ae4 --json audit.jsonl
+   planlock audit verify --anchor /var/lib/planlock/refund-4711/head /var/lib/planlock/refund-4711/
    planlock audit verify --state postgres://planlock@db.example/planlock
 
 Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
@@ -83,11 +93,11 @@ func (o *auditVerifyOptions) flags() []cli.Flag {
 
 func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 	pgURL := o.State
-	if !pgstate.IsURL(pgURL) || len(o.Args) == 1 {
-		pgURL = "" // a FILE given, or a state directory: its journal is the FILE argument
+	if !pgstate.IsURL(pgURL) || len(o.Args) > 0 {
+		pgURL = "" // files given, or a state directory: its journal is the FILE argument
 	}
-	if len(o.Args) > 1 || (len(o.Args) == 0 && pgURL == "") {
-		return usageErrorf("audit verify: give exactly one audit log file, or --state postgres://... and no file")
+	if len(o.Args) == 0 && pgURL == "" {
+		return usageErrorf("audit verify: give the audit log file, its segments, or their directory, or --state postgres://... and no file")
 	}
 	wantHash := o.Head
 	if o.given("head") && !isHexHash(wantHash) {
@@ -101,6 +111,10 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 		}
 		anchor = &h
 	}
+	max := o.MaxLineBytes
+	if max <= 0 {
+		return usageErrorf("audit verify: --max-line-bytes must be positive")
+	}
 	var (
 		path    string
 		f       io.ReadSeeker
@@ -113,17 +127,20 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 		}
 		path, f, rowHead = pgstate.Describe(pgURL), r, &h
 	} else {
-		path = o.Args[0]
+		paths, err := journalSeries(o.Args) // audit_series.go
+		if err != nil {
+			return failf("audit verify: %v", err)
+		}
+		if len(paths) != 1 || len(o.Args) != 1 || paths[0] != o.Args[0] {
+			return runAuditVerifySeries(o, paths, anchor, wantHash)
+		}
+		path = paths[0]
 		file, err := os.Open(path)
 		if err != nil {
 			return failf("audit verify: %v", err)
 		}
 		defer file.Close()
 		f = file
-	}
-	max := o.MaxLineBytes
-	if max <= 0 {
-		return usageErrorf("audit verify: --max-line-bytes must be positive")
 	}
 	// Read line by line, never more than max bytes of one line.
 	res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
@@ -170,7 +187,12 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 	if headErr != nil {
 		return failf("%s: %v", path, headErr)
 	}
-	fmt.Fprintf(o.IO.out, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+	if res.First > 1 {
+		fmt.Fprintf(o.IO.out, "ok: records %d to %d (a rotated log's later file: the records before %d are in earlier files)\nhead: %s\n",
+			res.First, res.Records, res.First, res.Head)
+	} else {
+		fmt.Fprintf(o.IO.out, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+	}
 	if anchor != nil {
 		fmt.Fprintf(o.IO.out, "anchor: record %d matches\n", anchor.Seq)
 	}

@@ -72,6 +72,7 @@ type proxyOptions struct {
 	repoOptions
 	holdOptions
 	telemetryOptions
+	auditRotateOptions  // audit_rotate.go
 	ReloadInterval      time.Duration
 	Listen              string
 	AllowOrigin         cli.StringSlice
@@ -114,6 +115,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.repoOptions.flags()...)
 	flags = append(flags, o.trustOptions.flags()...)
 	flags = append(flags, o.telemetryOptions.flags()...)
+	flags = append(flags, o.auditRotateOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }
 

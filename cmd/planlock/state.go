@@ -47,17 +47,21 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 		if err != nil {
 			return nil, err
 		}
-		l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
+		lo := ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
 			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
-			// One line per checkpoint and at shutdown, for a log shipper to
-			// keep: planlock audit verify --anchor reads it back.
-			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) }})
+			// One line per checkpoint, rotation and at shutdown, for a log
+			// shipper to keep: planlock audit verify --anchor reads it back.
+			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) }}
+		if err := o.auditRotateOptions.apply(&lo); err != nil {
+			return nil, err
+		}
+		l, err := ledger.Open(ctx, lo)
 		if err != nil {
 			return nil, failf("%v", err)
 		}
 		return l, nil
 	}
-	for _, f := range []string{"audit", "sync-each-call", "accept-missing-anchor"} {
+	for _, f := range []string{"audit", "sync-each-call", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
 		if o.given(f) {
 			return nil, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain and commits every call", f)
 		}
