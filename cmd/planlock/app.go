@@ -109,6 +109,7 @@ func commands() []*cli.Command {
 		in(catRun, proxyCommand()),
 		in(catRun, serveCommand()),
 		in(catRun, mcpConfigCommand()),
+		in(catRun, stateCommand()),
 		in(catInspect, holdsCommand()),
 		in(catInspect, auditCommand()),
 		in(catInspect, doctorCommand()),
