@@ -251,26 +251,48 @@ func (s *Server) Issue(t testing.TB, tok Token) string {
 	return raw
 }
 
-func (s *Server) sign(tok Token) (string, error) {
-	s.mu.Lock()
-	kid := tok.KeyID
-	if kid == "" {
-		kid = s.signing
+// IssueRaw signs exactly the claims given (no iss, exp or aud added), with
+// the current signing key: for tokens a real server would never issue.
+func (s *Server) IssueRaw(t testing.TB, claims map[string]any) string {
+	t.Helper()
+	signer, err := s.signer(s.SigningKeyID())
+	if err == nil {
+		var raw string
+		raw, err = jwt.Signed(signer).Claims(claims).Serialize()
+		if err == nil {
+			return raw
+		}
 	}
+	t.Fatalf("oauthtest: %v", err)
+	return ""
+}
+
+func (s *Server) signer(kid string) (jose.Signer, error) {
+	s.mu.Lock()
 	var k *key
 	for i := range s.keys {
 		if s.keys[i].kid == kid {
 			k = &s.keys[i]
 		}
 	}
+	s.mu.Unlock()
+	if k == nil {
+		return nil, fmt.Errorf("no key %q", kid)
+	}
+	return jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+		(&jose.SignerOptions{}).WithType("at+jwt"))
+}
+
+func (s *Server) sign(tok Token) (string, error) {
+	kid := tok.KeyID
+	if kid == "" {
+		kid = s.SigningKeyID()
+	}
+	s.mu.Lock()
 	s.n++
 	jti := fmt.Sprintf("jti-%d", s.n)
 	s.mu.Unlock()
-	if k == nil {
-		return "", fmt.Errorf("no key %q", kid)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
-		(&jose.SignerOptions{}).WithType("at+jwt"))
+	signer, err := s.signer(kid)
 	if err != nil {
 		return "", err
 	}
