@@ -148,4 +148,3 @@ func TestSDKClientDiscoversAndAuthenticates(t *testing.T) {
 		})
 	}
 }
-
