@@ -40,7 +40,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}") // no arguments is {} (contract)
 	}
-	call := ledger.Call{PlanDigest: st.plan.Digest, Tool: tool, Args: raw}
+	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
 	args, err := decodeArgs(raw)
 	if err != nil {
 		call.Args = nil

@@ -21,6 +21,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/authn"
 )
 
 // HTTPOptions configures the streamable HTTP front (ServeHTTPWith).
@@ -415,4 +417,13 @@ func (p *Proxy) routeLog(method string, params map[string]any) {
 		return
 	}
 	_ = p.srv.SendNotificationToClient(ctx, method, params)
+}
+
+// callerOf is the authenticated identity a call came with (authn, set by a
+// gateway front), for its audit record and hold; "" without one.
+func callerOf(ctx context.Context) string {
+	if id, ok := authn.FromContext(ctx); ok {
+		return id.Subject
+	}
+	return ""
 }

@@ -477,7 +477,7 @@ func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMetho
 		return
 	}
 	plan := p.cur.Load().plan
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: req.Params.Name}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: req.Params.Name}
 	if _, derr := decodeArgs(req.Params.RawArguments); derr == nil {
 		call.Args = req.Params.RawArguments
 	}

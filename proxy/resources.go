@@ -364,7 +364,7 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	plan := st.plan
 	uri := req.Params.URI
 	args, _ := json.Marshal(map[string]string{"uri": uri})
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodResourcesRead), Args: args}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesRead), Args: args}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -412,7 +412,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	// What is checked is what is sent: the arguments are forwarded
 	// re-encoded from this map (the raw bytes passed strictArgs first).
 	args, _ := json.Marshal(map[string]any{"name": name, "arguments": promptArgs})
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodPromptsGet), Args: args}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodPromptsGet), Args: args}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -525,7 +525,7 @@ func (p *Proxy) precheckRequest(ctx context.Context, _ any, message any) error {
 	}
 	decoded, err := decodeArgs(params)
 	if err != nil {
-		return p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: m.Method},
+		return p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: m.Method},
 			fmt.Sprintf("%s: params must be one JSON object: %v", m.Method, err))
 	}
 	uri, _ := decoded["uri"].(string)
@@ -549,7 +549,7 @@ func sessionID(ctx context.Context) string {
 // subscribes upstream for the first subscriber.
 func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) error {
 	args, _ := json.Marshal(map[string]string{"uri": uri})
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodResourcesSubscribe), Args: args}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesSubscribe), Args: args}
 	if uri == "" {
 		return nil // mcp-go answers "uri is required"
 	}
@@ -627,13 +627,13 @@ func (p *Proxy) auditUnknownExtra(ctx context.Context, _ any, method mcp.MCPMeth
 	case *mcp.ReadResourceRequest:
 		if method == mcp.MethodResourcesRead && errors.Is(err, server.ErrResourceNotFound) {
 			args, _ := json.Marshal(map[string]string{"uri": req.Params.URI})
-			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(method), Args: args},
+			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(method), Args: args},
 				fmt.Sprintf("resource %q is not in plan %q", req.Params.URI, plan.Name))
 		}
 	case *mcp.GetPromptRequest:
 		if method == mcp.MethodPromptsGet && errors.Is(err, server.ErrPromptNotFound) {
 			args, _ := json.Marshal(map[string]any{"name": req.Params.Name, "arguments": req.Params.Arguments})
-			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(method), Args: args},
+			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(method), Args: args},
 				fmt.Sprintf("prompt %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, plan.Name))
 		}
 	}
@@ -646,7 +646,7 @@ func (c promptCompleter) CompletePromptArgument(ctx context.Context, name string
 	plan := c.p.cur.Load().plan
 	if plan.Prompt(name) == nil {
 		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": name}, "argument": arg})
-		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodCompletionComplete), Args: args},
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args},
 			fmt.Sprintf("completion for prompt %q: the prompt is not in plan %q", name, plan.Name))
 	}
 	return c.p.complete(ctx, map[string]any{"type": "ref/prompt", "name": name}, arg, cc)
@@ -660,7 +660,7 @@ func (c resourceCompleter) CompleteResourceArgument(ctx context.Context, uri str
 	plan := c.p.cur.Load().plan
 	if !templateAllowed(plan, uri) && plan.Resource(uri) == nil {
 		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/resource", "uri": uri}, "argument": arg})
-		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodCompletionComplete), Args: args},
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args},
 			fmt.Sprintf("completion for resource %q: no resource block of plan %q names it", uri, plan.Name))
 	}
 	return c.p.complete(ctx, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)

@@ -106,6 +106,7 @@ func commands() []*cli.Command {
 		in(catApprove, reconcileCommand()),
 		in(catApprove, checkPRCommand()),
 		in(catRun, proxyCommand()),
+		in(catRun, serveCommand()),
 		in(catRun, mcpConfigCommand()),
 		in(catInspect, holdsCommand()),
 		in(catInspect, auditCommand()),

@@ -44,6 +44,7 @@ func commandEnv() map[string][]envVar {
 		"sign":          signEnv(),
 		"verify":        {tufCacheEnv},
 		"proxy":         proxyEnv(),
+		"serve":         serveEnv(),
 		"holds list":    {stateEnv},
 		"holds show":    {stateEnv},
 		"mcp-config": {xdgConfigEnv,

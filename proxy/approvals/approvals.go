@@ -313,7 +313,7 @@ func request(r Request, h ledger.Hold) *gitapprove.HoldRequest {
 	}
 	return &gitapprove.HoldRequest{
 		ID: h.ID, PlanName: r.PlanName, PlanDigest: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Args: args, Reason: h.Reason, ObservedPin: pin, Created: h.Created, Expires: h.Expires,
+		Args: args, Reason: h.Reason, ObservedPin: pin, RequestedBy: h.RequestedBy, Created: h.Created, Expires: h.Expires,
 	}
 }
 

@@ -648,7 +648,7 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	l.mu.Unlock()
 	now := l.stamp()
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
-		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Hold: rv.HoldID, Max: rv.MaxCalls}
+		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
 	if err := l.argsFields(&r, rv.Args); err != nil {
 		return Ticket{}, err
 	}
@@ -899,7 +899,7 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 // block, an observed call) without waiting for disk.
 func (l *Ledger) commitCallRecord(ctx context.Context, typ, decision string, c Call, reason string) error {
 	r := record{Time: l.stamp(), Type: typ, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+		Step: c.Step, Tool: c.Tool, Caller: c.Caller, Reason: oneLine(reason)}
 	if c.Step != "" {
 		r.StepIndex = &c.StepIndex
 	}
@@ -940,7 +940,7 @@ func (l *Ledger) NewHold(ctx context.Context, c Call, spec HoldSpec) (Hold, erro
 		h := l.st.holds[id]
 		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
+				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Caller: c.Caller, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
 			body, err := encodeBody(&r)
 			if err != nil {
 				l.mu.Unlock()
@@ -960,13 +960,13 @@ func (l *Ledger) NewHold(ctx context.Context, c Call, spec HoldSpec) (Hold, erro
 	}
 	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
 		ArgsSHA256: sha, Reason: oneLine(reason), Cause: spec.Cause, ObservedPin: oneLine(spec.ObservedPin),
-		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
+		RequestedBy: c.Caller, State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
 	if !l.redact {
 		h.Args = canon
 	}
 	exp := h.Expires
 	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Args: h.Args, ArgsSHA: sha,
+		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Caller: c.Caller, Args: h.Args, ArgsSHA: sha,
 		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
 	body, err := encodeBody(&r)
 	if err != nil {

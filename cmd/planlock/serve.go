@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/gateway"
+	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/sign"
+)
+
+// serveOptions are planlock serve's flags.
+type serveOptions struct {
+	plans, repoDir, listen, state, tokens, logFormat string
+	allowOrigins                                     cli.StringSlice
+	insecureSkipVerify, auditRedact, syncEachCall    bool
+	reloadInterval, callTimeout, drainTimeout        time.Duration
+	maxMessageBytes                                  int
+
+	policy *sign.Policy // from the trust flags
+}
+
+func serveCommand() *cli.Command {
+	o := &serveOptions{}
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve many plans to many authenticated agents over one HTTP endpoint",
+		Description: `Serves every verified plan in --plans at http://ADDR/mcp/<plan name>
+(streamable HTTP), each with the upstream its signed upstream block names,
+its own counts, holds and audit log in <state>/<plan name>. Every request
+must carry a bearer token listed in --tokens (by its sha256), and reaches
+only the plans that token is bound to; any other plan, served or not,
+answers 404. The audit log and hold pull requests name the caller.
+
+Plans are loaded with the rules of planlock proxy: verified against the
+trust policy, not expired, not older than the plan of the same name loaded
+before. A plan file added, changed or removed is noticed within
+--reload-interval; a plan that does not pass is logged and never replaces
+the one serving. The token file is read again when it changes; a file that
+does not parse keeps the tokens read before.
+
+/healthz answers 200 while the process runs; /readyz answers 200 when
+plans are served, their started upstreams are connected and their state
+directories are writable. On SIGTERM the calls in flight finish (up to
+--drain-timeout) and their outcomes are written before it exits.
+
+Examples:
+   planlock serve --plans plans --key planlock.pub --tokens tokens.txt --listen 127.0.0.1:8080`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "plans", Usage: "serve the plans (*.hcl with their .sigstore.json bundles) in `DIR`", Required: true, TakesFile: true, Destination: &o.plans},
+			&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.repoDir},
+			&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.listen},
+			&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.state},
+			&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\"", Required: true, TakesFile: true, Destination: &o.tokens},
+			&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.allowOrigins},
+			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.insecureSkipVerify},
+			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token file every `DURATION`", Destination: &o.reloadInterval},
+			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.callTimeout},
+			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "at shutdown, wait up to `DURATION` for calls in flight", Destination: &o.drainTimeout},
+			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest request body read; a larger one is refused (413)", Destination: &o.maxMessageBytes},
+			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.auditRedact},
+			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.syncEachCall},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.logFormat},
+		}, trustFlags()...),
+		Action: func(c *cli.Context) error {
+			if !o.insecureSkipVerify {
+				if trustGiven(c) == "" {
+					return usageErrorf("%s", noTrustPolicy)
+				}
+				p, err := policyFromFlags(c)
+				if err != nil {
+					return err
+				}
+				o.policy = p
+			} else if f := trustGiven(c); f != "" {
+				return usageErrorf("--insecure-skip-verify does not verify the plans, so --%s would be ignored: give one or the other", f)
+			}
+			return runServe(c.Context, o, c.App.ErrWriter)
+		},
+	}
+}
+
+// serveEnv are the variables planlock serve reads.
+func serveEnv() []envVar {
+	return append([]envVar{stateEnv, tufCacheEnv, xdgConfigEnv}, upstreamEnv...)
+}
+
+// newLogger is the structured logger of --log-format.
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", format)
+}
+
+func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
+	log, err := newLogger(o.logFormat, errw)
+	if err != nil {
+		return err
+	}
+	if o.maxMessageBytes < 1024 {
+		return usageErrorf("--max-message-bytes must be at least 1024, got %d", o.maxMessageBytes)
+	}
+	if o.reloadInterval <= 0 {
+		return usageErrorf("--reload-interval must be positive")
+	}
+	if o.repoDir != "" && (path.Clean(o.repoDir) != o.repoDir || strings.HasPrefix(o.repoDir, "/") || strings.HasPrefix(o.repoDir, "..")) {
+		return usageErrorf("--plans-path %q: give the directory's path in the repository, e.g. plans", o.repoDir)
+	}
+	host, port, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return usageErrorf("--listen %q: %v", o.listen, err)
+	}
+	if host == "" {
+		host = "127.0.0.1" // loopback unless an address is given explicitly
+	}
+	front := proxy.HTTPOptions{}
+	for _, a := range o.allowOrigins.Value() {
+		n, err := proxy.NormalizeOrigin(a)
+		if err != nil {
+			return usageErrorf("--allow-origin: %v", err)
+		}
+		front.AllowOrigins = append(front.AllowOrigins, n)
+	}
+	tokens, err := authn.LoadTokens(o.tokens)
+	if err != nil {
+		return failf("--tokens: %v", err)
+	}
+	state := o.state
+	if state == "" {
+		if state, err = ledger.DefaultDir(); err != nil {
+			return failf("state directory: %v", err)
+		}
+	}
+	g, err := gateway.New(gateway.Config{
+		PlansDir: o.plans, RepoDir: o.repoDir, Policy: o.policy, StateDir: state,
+		Authenticators: []authn.Authenticator{tokens},
+		HTTP:           front, ReloadInterval: o.reloadInterval, DrainTimeout: o.drainTimeout,
+		Ledger:          ledger.Options{Redact: o.auditRedact, SyncEachCall: o.syncEachCall},
+		UpstreamStderr:  func(plan string) *slog.Logger { return log.With("plan", plan, "from", "upstream stderr") },
+		CallTimeout:     o.callTimeout,
+		MaxMessageBytes: o.maxMessageBytes,
+		Version:         shortVersion(),
+		Log:             log,
+	})
+	if err != nil {
+		return failf("%v", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return failf("listen: %v", err)
+	}
+	defer ln.Close()
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go tokens.Run(tctx, o.reloadInterval, func(s string) { log.Warn(s) })
+	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.plans, ln.Addr()), "tokens", tokens.Len())
+	if err := g.Serve(ctx, ln); err != nil {
+		return failf("%v", err)
+	}
+	return nil
+}
