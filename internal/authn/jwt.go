@@ -154,17 +154,6 @@ func (a *JWTAuthenticator) Authenticate(r *http.Request) (Identity, error) {
 	return a.Verify(r.Context(), raw)
 }
 
-// BearerToken is the token of an "Authorization: Bearer" header. Tokens in
-// the query string are not looked at (OAuth 2.1 and MCP forbid them).
-func BearerToken(r *http.Request) (string, bool) {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
-}
-
 // LooksLikeJWT reports whether tok has the form of a JWS compact
 // serialization whose header names an algorithm: an opaque token is never
 // taken for one, so it can go to the authenticator that knows it.
