@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"path"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type serveOptions struct {
 	maxMessageBytes                                  int
 
 	policy *sign.Policy // from the trust flags
+	oauth  oauthOptions
 }
 
 func serveCommand() *cli.Command {
@@ -38,9 +40,14 @@ func serveCommand() *cli.Command {
 		Description: `Serves every verified plan in --plans at http://ADDR/mcp/<plan name>
 (streamable HTTP), each with the upstream its signed upstream block names,
 its own counts, holds and audit log in <state>/<plan name>. Every request
-must carry a bearer token listed in --tokens (by its sha256), and reaches
-only the plans that token is bound to; any other plan, served or not,
-answers 404. The audit log and hold pull requests name the caller.
+must carry a bearer token listed in --tokens (by its sha256), or with
+--oauth-issuer an OAuth 2.1 JWT access token for planlock (its audience
+--public-url) that authorization server signed, and reaches only the plans
+that identity is bound to; any other plan, served or not, answers 404. A
+request without valid credentials gets 401 with a WWW-Authenticate header
+pointing at /.well-known/oauth-protected-resource (RFC 9728), where MCP
+clients find the authorization server to get a token from. The audit log
+and hold pull requests name the caller.
 
 Plans are loaded with the rules of planlock proxy: verified against the
 trust policy, not expired, not older than the plan of the same name loaded
@@ -61,7 +68,7 @@ Examples:
 			&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.repoDir},
 			&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.listen},
 			&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.state},
-			&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\"", Required: true, TakesFile: true, Destination: &o.tokens},
+			&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\" (required unless --oauth-issuer)", TakesFile: true, Destination: &o.tokens},
 			&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.allowOrigins},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.insecureSkipVerify},
 			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token file every `DURATION`", Destination: &o.reloadInterval},
@@ -71,7 +78,7 @@ Examples:
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.auditRedact},
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.syncEachCall},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.logFormat},
-		}, trustFlags()...),
+		}, append(oauthFlags(&o.oauth), trustFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if !o.insecureSkipVerify {
 				if trustGiven(c) == "" {
@@ -84,6 +91,12 @@ Examples:
 				o.policy = p
 			} else if f := trustGiven(c); f != "" {
 				return usageErrorf("--insecure-skip-verify does not verify the plans, so --%s would be ignored: give one or the other", f)
+			}
+			if o.tokens == "" && o.oauth.issuer == "" {
+				return usageErrorf("give --tokens, --oauth-issuer or both: every request must be authenticated")
+			}
+			if f := o.oauth.given(c); f != "" && o.oauth.issuer == "" {
+				return usageErrorf("--%s needs --oauth-issuer", f)
 			}
 			return runServe(c.Context, o, c.App.ErrWriter)
 		},
@@ -135,9 +148,13 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 		}
 		front.AllowOrigins = append(front.AllowOrigins, n)
 	}
-	tokens, err := authn.LoadTokens(o.tokens)
-	if err != nil {
-		return failf("--tokens: %v", err)
+	var tokens *authn.Tokens
+	var auths []authn.Authenticator
+	if o.tokens != "" {
+		if tokens, err = authn.LoadTokens(o.tokens); err != nil {
+			return failf("--tokens: %v", err)
+		}
+		auths = append(auths, tokens)
 	}
 	state := o.state
 	if state == "" {
@@ -145,10 +162,26 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 			return failf("state directory: %v", err)
 		}
 	}
+	// The listener comes first: the OAuth resource URL defaults to its address.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return failf("listen: %v", err)
+	}
+	defer ln.Close()
+	oauth, err := o.oauth.build(ln.Addr())
+	if err != nil {
+		return err
+	}
+	var challenge func(*http.Request, error) string
+	var routes map[string]http.Handler
+	if oauth != nil {
+		auths = append(auths, oauth.auth)
+		challenge, routes = oauth.challenge, oauth.routes()
+	}
 	g, err := gateway.New(gateway.Config{
 		PlansDir: o.plans, RepoDir: o.repoDir, Policy: o.policy, StateDir: state,
-		Authenticators: []authn.Authenticator{tokens},
-		HTTP:           front, ReloadInterval: o.reloadInterval, DrainTimeout: o.drainTimeout,
+		Authenticators: auths, Challenge: challenge, Routes: routes,
+		HTTP: front, ReloadInterval: o.reloadInterval, DrainTimeout: o.drainTimeout,
 		Ledger:          ledger.Options{Redact: o.auditRedact, SyncEachCall: o.syncEachCall},
 		UpstreamStderr:  func(plan string) *slog.Logger { return log.With("plan", plan, "from", "upstream stderr") },
 		CallTimeout:     o.callTimeout,
@@ -159,15 +192,16 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 	if err != nil {
 		return failf("%v", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return failf("listen: %v", err)
-	}
-	defer ln.Close()
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go tokens.Run(tctx, o.reloadInterval, func(s string) { log.Warn(s) })
-	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.plans, ln.Addr()), "tokens", tokens.Len())
+	if tokens != nil {
+		go tokens.Run(tctx, o.reloadInterval, func(s string) { log.Warn(s) })
+		log.Info("static bearer tokens", "tokens", tokens.Len())
+	}
+	if oauth != nil {
+		log.Info(oauth.String())
+	}
+	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.plans, ln.Addr()))
 	if err := g.Serve(ctx, ln); err != nil {
 		return failf("%v", err)
 	}

@@ -47,9 +47,10 @@ type Config struct {
 	StateDir string
 	// Authenticators are asked in turn who is calling (authn).
 	Authenticators []authn.Authenticator
-	// Challenge is the WWW-Authenticate value of a 401; nil means
-	// `Bearer realm="planlock"`. An OAuth front adds resource_metadata here.
-	Challenge func(r *http.Request) string
+	// Challenge is the WWW-Authenticate value of a 401 refusing err; nil
+	// means `Bearer realm="planlock"`. An OAuth front adds resource_metadata
+	// here, and error="invalid_token" when credentials were refused.
+	Challenge func(r *http.Request, err error) string
 	// Routes are extra handlers served without authentication (for example
 	// /.well-known/oauth-protected-resource), by http.ServeMux pattern.
 	Routes map[string]http.Handler
@@ -265,7 +266,7 @@ func (g *Gateway) Handler(addr net.Addr) (http.Handler, error) {
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	id, err := g.authenticate(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", g.challenge(r))
+		w.Header().Set("WWW-Authenticate", g.challenge(r, err))
 		g.log.Info("request refused: not authenticated", "path", r.URL.Path, "remote", r.RemoteAddr, "why", err.Error())
 		http.Error(w, "planlock: missing, unknown or invalid credentials", http.StatusUnauthorized)
 		return
@@ -322,9 +323,9 @@ func (g *Gateway) authenticate(r *http.Request) (authn.Identity, error) {
 	return authn.Identity{}, authn.ErrNoCredentials
 }
 
-func (g *Gateway) challenge(r *http.Request) string {
+func (g *Gateway) challenge(r *http.Request, err error) string {
 	if g.cfg.Challenge != nil {
-		return g.cfg.Challenge(r)
+		return g.cfg.Challenge(r, err)
 	}
 	return `Bearer realm="planlock"`
 }

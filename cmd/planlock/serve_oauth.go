@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/internal/authn"
+)
+
+// oauthOptions are planlock serve's OAuth 2.1 resource server flags.
+type oauthOptions struct {
+	publicURL, issuer, audience, jwksURL, plansClaim, plansFile string
+	scopes                                                      cli.StringSlice
+}
+
+func oauthFlags(o *oauthOptions) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "public-url", Usage: "planlock's `URL` as clients reach it (behind a TLS proxy: its https URL); the OAuth resource identifier (default: http://<listen address>)", Destination: &o.publicURL},
+		&cli.StringFlag{Name: "oauth-issuer", Usage: "accept JWT access tokens issued by the authorization server `URL` (its exact issuer identifier)", Destination: &o.issuer},
+		&cli.StringFlag{Name: "oauth-audience", Usage: "the `VALUE` a token's aud must contain, for an authorization server that ignores the resource clients ask for (default: --public-url)", Destination: &o.audience},
+		&cli.StringFlag{Name: "oauth-jwks-url", Usage: "the issuer's JWK Set `URL` (default: jwks_uri of the issuer's metadata)", Destination: &o.jwksURL},
+		&cli.StringFlag{Name: "oauth-plans-claim", Value: "sub", Usage: "the token `CLAIM` mapped to plans: sub, a claim listing groups or roles, or scope", Destination: &o.plansClaim},
+		&cli.StringFlag{Name: "oauth-plans", Usage: "JSON `FILE` mapping values of --oauth-plans-claim to plan names: {\"payments\": [\"refund\"]}", TakesFile: true, Destination: &o.plansFile},
+		&cli.StringSliceFlag{Name: "oauth-scope", Usage: "a `SCOPE` clients should ask for, published in the protected resource metadata (repeatable; default with --oauth-plans-claim scope: the --oauth-plans keys)", Destination: &o.scopes},
+	}
+}
+
+// oauthFront is what the OAuth flags add to the gateway: the JWT
+// authenticator, the protected resource metadata route, and the
+// WWW-Authenticate challenge pointing at it.
+type oauthFront struct {
+	auth *authn.JWTAuthenticator
+	md   authn.ResourceMetadata
+}
+
+// given reports whether any OAuth flag was set.
+func (o *oauthOptions) given(c *cli.Context) string {
+	for _, f := range oauthFlags(&oauthOptions{}) {
+		if n := f.Names()[0]; strings.HasPrefix(n, "oauth-") && c.IsSet(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// build checks the flags and makes the front; addr is the listener's.
+func (o *oauthOptions) build(addr net.Addr) (*oauthFront, error) {
+	if o.issuer == "" {
+		return nil, nil
+	}
+	if o.plansFile == "" {
+		return nil, usageErrorf("--oauth-issuer needs --oauth-plans: without it no token is bound to any plan")
+	}
+	plans, err := authn.LoadPlanMap(o.plansFile)
+	if err != nil {
+		return nil, failf("--oauth-plans: %v", err)
+	}
+	public := o.publicURL
+	if public == "" {
+		public = "http://" + addr.String()
+	}
+	audience := o.audience
+	if audience == "" {
+		audience = public
+	}
+	scopes := o.scopes.Value()
+	if len(scopes) == 0 && o.plansClaim == "scope" {
+		for k := range plans {
+			scopes = append(scopes, k)
+		}
+		slices.Sort(scopes)
+	}
+	// The metadata names planlock by the URL clients reach it at (they
+	// check it against that URL, and ask for tokens for it, RFC 8707);
+	// an authorization server with a fixed audience sets --oauth-audience.
+	md, err := authn.NewResourceMetadata(public, o.issuer, scopes)
+	if err != nil {
+		return nil, usageErrorf("--public-url: %v", err)
+	}
+	a, err := authn.NewJWT(authn.JWTConfig{
+		Issuer: o.issuer, Audience: audience, JWKSURL: o.jwksURL,
+		PlansClaim: o.plansClaim, Plans: plans,
+	})
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return &oauthFront{auth: a, md: md}, nil
+}
+
+// routes serve the metadata without authentication, at its RFC 9728 path.
+func (f *oauthFront) routes() map[string]http.Handler {
+	return map[string]http.Handler{f.md.Path(): f.md.Handler()}
+}
+
+func (f *oauthFront) challenge(r *http.Request, err error) string {
+	return f.md.Challenge(err)
+}
+
+func (f *oauthFront) String() string {
+	return fmt.Sprintf("OAuth resource %s, tokens of %s (metadata at %s)", f.md.Resource, f.md.AuthorizationServers[0], f.md.URL())
+}
