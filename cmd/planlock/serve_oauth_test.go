@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/oauthtest"
+	"github.com/planlock/planlock/internal/peers"
+)
+
+// lockedBuffer is a writer the server's goroutines and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// oauthServe runs planlock serve with static tokens and JWTs of the
+// stand-in authorization server in front of two plans over one HTTP
+// upstream, and returns its base URL and state directory.
+func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *lockedBuffer) {
+	t.Helper()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	up := server.NewMCPServer("upstream", "1.0.0")
+	up.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("upstream reached"), nil
+	})
+	ups := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStateLess(true)))
+	t.Cleanup(ups.Close)
+
+	dir := t.TempDir()
+	plans := filepath.Join(dir, "plans")
+	state = filepath.Join(dir, "state")
+	write := func(p, s string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"refund", "deploy"} {
+		write(filepath.Join(plans, name+".hcl"), `plan "`+name+`" {
+  goal  = "say who I am"
+  order = "any"
+  upstream {
+    url = "`+ups.URL+`/mcp"
+  }
+  step "who" {
+    tool      = "whoami"
+    max_calls = 5
+  }
+}
+`)
+	}
+	write(filepath.Join(dir, "tokens.txt"), authn.HashToken("static-deploy-token")+" ci-bot deploy\n")
+	write(filepath.Join(dir, "oauth-plans.json"), `{"alice": ["refund"], "bob": ["deploy"], "ci-agent": ["refund"]}`)
+
+	log = &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"planlock", "serve", "--insecure-skip-verify",
+			"--plans", plans, "--state", state, "--listen", "127.0.0.1:0",
+			"--tokens", filepath.Join(dir, "tokens.txt"),
+			"--oauth-issuer", as.Issuer(), "--oauth-plans", filepath.Join(dir, "oauth-plans.json"),
+		}, streams{in: strings.NewReader(""), out: io.Discard, err: log})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Errorf("planlock serve did not stop")
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := servingAt.FindStringSubmatch(log.String()); m != nil {
+			base = m[1]
+			if resp, err := http.Get(base + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return base, state, log
+				}
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("planlock serve exited %d:\n%s", code, log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("planlock serve not ready:\n%s", log.String())
+	return
+}
+
+var servingAt = regexp.MustCompile(`serving plans of .* at (http://[0-9.:]+)/mcp/<plan>`)
+
+// initialize posts an MCP initialize request with the bearer token.
+func initialize(t *testing.T, url, token string) *http.Response {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func TestServeOAuth(t *testing.T) {
+	as := oauthtest.New(t)
+	as.AddClient(oauthtest.Client{ID: "ci-agent", Secret: "s3cret"})
+	base, state, log := oauthServe(t, as)
+	now := time.Now()
+	jwtFor := func(sub string, aud string, exp time.Time) string {
+		return as.Issue(t, oauthtest.Token{Subject: sub, Audience: []string{aud}, IssuedAt: now.Add(-2 * time.Hour), Expiry: exp})
+	}
+	hour := now.Add(time.Hour)
+	metadata := `resource_metadata="` + base + `/.well-known/oauth-protected-resource"`
+
+	cases := []struct {
+		name, plan, token string
+		status            int
+		challenge         string
+	}{
+		{"no credentials", "refund", "", 401, "Bearer " + metadata},
+		{"valid JWT, its plan", "refund", jwtFor("alice", base, hour), 200, ""},
+		{"valid JWT, another plan", "deploy", jwtFor("alice", base, hour), 404, ""},
+		{"JWT bound to the other plan", "deploy", jwtFor("bob", base, hour), 200, ""},
+		{"JWT of an unmapped subject", "refund", jwtFor("mallory", base, hour), 404, ""},
+		{"expired JWT", "refund", jwtFor("alice", base, now.Add(-time.Hour)), 401, "Bearer " + metadata + `, error="invalid_token"`},
+		{"JWT for another resource", "refund", jwtFor("alice", "https://other.example.com", hour), 401, "Bearer " + metadata + `, error="invalid_token"`},
+		{"JWT of another issuer", "refund", as.Issue(t, oauthtest.Token{Subject: "alice", Audience: []string{base}, Issuer: "https://evil.example.com"}), 401, "Bearer " + metadata + `, error="invalid_token"`},
+		{"static token, its plan", "deploy", "static-deploy-token", 200, ""},
+		{"static token, another plan", "refund", "static-deploy-token", 404, ""},
+		{"unknown static token", "refund", "guessed-token", 401, "Bearer " + metadata},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := initialize(t, base+"/mcp/"+c.plan, c.token)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d\n%s", resp.StatusCode, c.status, log.String())
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); got != c.challenge {
+				t.Fatalf("WWW-Authenticate %q, want %q", got, c.challenge)
+			}
+		})
+	}
+
+	t.Run("protected resource metadata", func(t *testing.T) {
+		resp, err := http.Get(base + "/.well-known/oauth-protected-resource")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var md authn.ResourceMetadata
+		if err := json.NewDecoder(resp.Body).Decode(&md); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v", resp.Status, err)
+		}
+		if md.Resource != base || len(md.AuthorizationServers) != 1 || md.AuthorizationServers[0] != as.Issuer() {
+			t.Fatalf("metadata %+v", md)
+		}
+	})
+
+	// The official SDK client, given only its client credentials, finds
+	// the authorization server from the 401 and calls the tool.
+	t.Run("SDK client discovers OAuth on its own", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("runs node")
+		}
+		peers.Node(t)
+		issued := as.TokensIssued()
+		tr := peers.RunAgent(t, peers.Target{URL: base + "/mcp/refund",
+			OAuth: &peers.OAuthClient{Issuer: as.Issuer(), ClientID: "ci-agent", ClientSecret: "s3cret"}},
+			peers.Script{Steps: []peers.Step{peers.CallTool("whoami", map[string]any{})}})
+		if !tr.Connect.OK || tr.Step(t, "0").Text != "upstream reached" {
+			t.Fatalf("transcript:\n%s\nserver log:\n%s", tr, log.String())
+		}
+		if as.TokensIssued() != issued+1 {
+			t.Fatalf("tokens issued: %d, want 1", as.TokensIssued()-issued)
+		}
+		// The audit log names the caller the token proved.
+		var found bool
+		_ = filepath.WalkDir(filepath.Join(state, "refund"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(`"caller":"jwt:ci-agent"`)) {
+					found = true
+				}
+			}
+			return nil
+		})
+		if !found {
+			t.Fatalf("no audit record of the refund plan names jwt:ci-agent")
+		}
+	})
+}
