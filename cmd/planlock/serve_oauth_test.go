@@ -82,6 +82,8 @@ func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *lo
 	write(filepath.Join(dir, "tokens.txt"), authn.HashToken("static-deploy-token")+" ci-bot deploy\n")
 	write(filepath.Join(dir, "oauth-plans.json"), `{"alice": ["refund"], "bob": ["deploy"], "ci-agent": ["refund"]}`)
 
+	// The mapping comes from the environment, as every flag's can.
+	t.Setenv("PLANLOCK_OAUTH_PLANS", filepath.Join(dir, "oauth-plans.json"))
 	log = &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
@@ -89,7 +91,7 @@ func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *lo
 		done <- run(ctx, []string{"planlock", "serve", "--insecure-skip-verify",
 			"--plans", plans, "--state", state, "--listen", "127.0.0.1:0",
 			"--tokens", filepath.Join(dir, "tokens.txt"),
-			"--oauth-issuer", as.Issuer(), "--oauth-plans", filepath.Join(dir, "oauth-plans.json"),
+			"--oauth-issuer", as.Issuer(),
 		}, streams{in: strings.NewReader(""), out: io.Discard, err: log})
 	}()
 	t.Cleanup(func() {
@@ -228,4 +230,37 @@ func TestServeOAuth(t *testing.T) {
 			t.Fatalf("no audit record of the refund plan names jwt:ci-agent")
 		}
 	})
+}
+
+func TestServeOAuthFlagErrors(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	plansFile := filepath.Join(dir, "oauth-plans.json")
+	if err := os.WriteFile(plansFile, []byte(`{"alice": ["refund"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"planlock", "serve", "--insecure-skip-verify", "--plans", dir, "--state", filepath.Join(dir, "state"), "--listen", "127.0.0.1:0"}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no authentication at all", nil, "give --tokens, --oauth-issuer or both"},
+		{"OAuth flag without an issuer", []string{"--tokens", plansFile, "--oauth-plans", plansFile}, "--oauth-plans needs --oauth-issuer"},
+		{"issuer without a plan mapping", []string{"--oauth-issuer", "https://sso.example.com"}, "needs --oauth-plans"},
+		{"http issuer", []string{"--oauth-issuer", "http://sso.example.com", "--oauth-plans", plansFile}, "must be https"},
+		{"public URL over plain http off loopback", []string{"--oauth-issuer", "https://sso.example.com", "--oauth-plans", plansFile,
+			"--public-url", "http://planlock.example.com"}, "--public-url"},
+		{"bad mapping file", []string{"--oauth-issuer", "https://sso.example.com", "--oauth-plans", filepath.Join(dir, "missing.json")}, "--oauth-plans"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var errb lockedBuffer
+			code := run(context.Background(), append(append([]string{}, base...), c.args...),
+				streams{in: strings.NewReader(""), out: io.Discard, err: &errb})
+			if code == 0 || !strings.Contains(errb.String(), c.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant an error containing %q", code, errb.String(), c.want)
+			}
+		})
+	}
 }
