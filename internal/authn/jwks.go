@@ -95,8 +95,9 @@ func (s *keySource) keys(ctx context.Context, kid string) ([]jose.JSONWebKey, er
 		}
 		if attempt == 0 && !mayFetch {
 			// A fetch may be under way: wait for it, then decide.
+			//lint:ignore SA2001 the empty critical section is the wait
 			s.fetchMu.Lock()
-			s.fetchMu.Unlock() //nolint:staticcheck // an empty critical section is the wait
+			s.fetchMu.Unlock()
 			continue
 		}
 		if attempt > 0 {
@@ -138,6 +139,10 @@ func (s *keySource) refresh(ctx context.Context, seen time.Time) {
 	u := s.jwksURL
 	s.mu.Unlock()
 
+	// The fetch serves every request waiting for these keys, not only the
+	// one that started it: a client hanging up must not cancel it (the
+	// HTTP client's timeout bounds it).
+	ctx = context.WithoutCancel(ctx)
 	var set []jose.JSONWebKey
 	var err error
 	if u == "" {
