@@ -2,6 +2,9 @@ package authn_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/oauthtest"
 )
@@ -137,6 +141,7 @@ func TestJWTValidation(t *testing.T) {
 			parts[1] = base64.RawURLEncoding.EncodeToString(p)
 			return strings.Join(parts, ".")
 		}(), authn.ErrInvalidToken, nil},
+		{"attacker's key embedded in the header (jwk)", embeddedJWK(t, kid, validClaims), authn.ErrInvalidToken, nil},
 		{"no exp", forgeSigned(t, f, map[string]any{"iss": f.as.Issuer(), "sub": "alice", "aud": resource}), authn.ErrInvalidToken, nil},
 		{"unmapped subject: no plans", f.token(t, func(k *oauthtest.Token) { k.Subject = "mallory" }), nil, nil},
 		{"wildcard", f.token(t, func(k *oauthtest.Token) { k.Subject = "root" }), nil, []string{"*"}},
@@ -177,6 +182,26 @@ func maps(m map[string]any) map[string]any {
 func forgeSigned(t *testing.T, f *fixture, claims map[string]any) string {
 	t.Helper()
 	return f.as.IssueRaw(t, claims)
+}
+
+// embeddedJWK signs with the attacker's own key and carries its public key
+// in the header, under the real key's kid (CVE-2018-0114 style).
+func embeddedJWK(t *testing.T, kid string, claims map[string]any) string {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: priv, KeyID: kid}},
+		&jose.SignerOptions{EmbedJWK: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 func TestJWTAlgorithmsAndKeyTypes(t *testing.T) {
