@@ -71,7 +71,7 @@ Examples:
 			&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\" (required unless --oauth-issuer)", TakesFile: true, Destination: &o.tokens},
 			&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.allowOrigins},
 			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.insecureSkipVerify},
-			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token file every `DURATION`", Destination: &o.reloadInterval},
+			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token or OAuth plans file every `DURATION`", Destination: &o.reloadInterval},
 			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.callTimeout},
 			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "at shutdown, wait up to `DURATION` for calls in flight", Destination: &o.drainTimeout},
 			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest request body read; a larger one is refused (413)", Destination: &o.maxMessageBytes},
@@ -199,6 +199,7 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 		log.Info("static bearer tokens", "tokens", tokens.Len())
 	}
 	if oauth != nil {
+		go oauth.plans.Run(tctx, o.reloadInterval, oauth.auth, func(s string) { log.Warn(s) })
 		log.Info(oauth.String())
 	}
 	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.plans, ln.Addr()))

@@ -25,7 +25,7 @@ func oauthFlags(o *oauthOptions) []cli.Flag {
 		&cli.StringFlag{Name: "oauth-audience", Usage: "the `VALUE` a token's aud must contain, for an authorization server that ignores the resource clients ask for (default: --public-url)", Destination: &o.audience},
 		&cli.StringFlag{Name: "oauth-jwks-url", Usage: "the issuer's JWK Set `URL` (default: jwks_uri of the issuer's metadata)", Destination: &o.jwksURL},
 		&cli.StringFlag{Name: "oauth-plans-claim", Value: "sub", Usage: "the token `CLAIM` mapped to plans: sub, a claim listing groups or roles, or scope", Destination: &o.plansClaim},
-		&cli.StringFlag{Name: "oauth-plans", Usage: "JSON `FILE` mapping values of --oauth-plans-claim to plan names: {\"payments\": [\"refund\"]}", TakesFile: true, Destination: &o.plansFile},
+		&cli.StringFlag{Name: "oauth-plans", Usage: "JSON `FILE` mapping values of --oauth-plans-claim to plan names: {\"payments\": [\"refund\"]} (read again when it changes)", TakesFile: true, Destination: &o.plansFile},
 		&cli.StringSliceFlag{Name: "oauth-scope", Usage: "a `SCOPE` clients should ask for, published in the protected resource metadata (repeatable; default with --oauth-plans-claim scope: the --oauth-plans keys)", Destination: &o.scopes},
 	}
 }
@@ -34,8 +34,9 @@ func oauthFlags(o *oauthOptions) []cli.Flag {
 // authenticator, the protected resource metadata route, and the
 // WWW-Authenticate challenge pointing at it.
 type oauthFront struct {
-	auth *authn.JWTAuthenticator
-	md   authn.ResourceMetadata
+	auth  *authn.JWTAuthenticator
+	md    authn.ResourceMetadata
+	plans *authn.PlanMapFile // read again when it changes
 }
 
 // given reports whether any OAuth flag was set.
@@ -56,7 +57,7 @@ func (o *oauthOptions) build(addr net.Addr) (*oauthFront, error) {
 	if o.plansFile == "" {
 		return nil, usageErrorf("--oauth-issuer needs --oauth-plans: without it no token is bound to any plan")
 	}
-	plans, err := authn.LoadPlanMap(o.plansFile)
+	file, plans, err := authn.OpenPlanMap(o.plansFile)
 	if err != nil {
 		return nil, failf("--oauth-plans: %v", err)
 	}
@@ -89,7 +90,7 @@ func (o *oauthOptions) build(addr net.Addr) (*oauthFront, error) {
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	return &oauthFront{auth: a, md: md}, nil
+	return &oauthFront{auth: a, md: md, plans: file}, nil
 }
 
 // routes serve the metadata without authentication, at its RFC 9728 path.

@@ -199,6 +199,24 @@ func TestServeOAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("mapping edited while serving", func(t *testing.T) {
+		bob := jwtFor("bob", base, hour)
+		if code := initialize(t, base+"/mcp/refund", bob).StatusCode; code != 404 {
+			t.Fatalf("bob on refund before the edit: %d", code)
+		}
+		mapping := filepath.Join(filepath.Dir(state), "oauth-plans.json")
+		if err := os.WriteFile(mapping, []byte(`{"alice": ["refund"], "bob": ["deploy", "refund"], "ci-agent": ["refund"]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for initialize(t, base+"/mcp/refund", bob).StatusCode != 200 {
+			if time.Now().After(deadline) {
+				t.Fatalf("bob never reached refund after the mapping was edited:\n%s", log.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
 	// The official SDK client, given only its client credentials, finds
 	// the authorization server from the 401 and calls the tool.
 	t.Run("SDK client discovers OAuth on its own", func(t *testing.T) {

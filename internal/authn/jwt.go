@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -74,6 +75,7 @@ type JWTConfig struct {
 type JWTAuthenticator struct {
 	issuer, audience string
 	plansClaim       string
+	plansMu          sync.RWMutex
 	plans            map[string][]string
 	algs             []jose.SignatureAlgorithm
 	leeway           time.Duration
@@ -226,8 +228,18 @@ func (a *JWTAuthenticator) Verify(ctx context.Context, raw string) (Identity, er
 	return Identity{Subject: "jwt:" + std.Subject, Plans: a.plansFor(all)}, nil
 }
 
+// SetPlans replaces the claim-to-plans mapping (the operator edited it);
+// tokens verified from now on are bound by the new one.
+func (a *JWTAuthenticator) SetPlans(m map[string][]string) {
+	a.plansMu.Lock()
+	defer a.plansMu.Unlock()
+	a.plans = m
+}
+
 // plansFor maps the configured claim's values to plans.
 func (a *JWTAuthenticator) plansFor(claims map[string]any) []string {
+	a.plansMu.RLock()
+	defer a.plansMu.RUnlock()
 	var plans []string
 	for _, v := range ClaimValues(claims, a.plansClaim) {
 		for _, p := range a.plans[v] {
@@ -270,10 +282,11 @@ func ClaimValues(claims map[string]any, name string) []string {
 //
 //	{"payments-team": ["refund"], "platform": ["deploy", "refund"]}
 func LoadPlanMap(path string) (map[string][]string, error) {
-	b, err := boundedio.ReadFile(path, boundedio.MaxConfigBytes)
-	if err != nil {
-		return nil, fmt.Errorf("oauth plans: %w", err)
-	}
+	_, m, err := OpenPlanMap(path)
+	return m, err
+}
+
+func parsePlanMap(path string, b []byte) (map[string][]string, error) {
 	var m map[string][]string
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("oauth plans %s: want a JSON object of claim value → [plan names]: %w", path, err)
@@ -284,4 +297,72 @@ func LoadPlanMap(path string) (map[string][]string, error) {
 		}
 	}
 	return m, nil
+}
+
+// PlanMapFile is a mapping file the operator may edit while planlock runs.
+type PlanMapFile struct {
+	path    string
+	last    []byte // the content in use
+	lastBad string // content and error of the last file that did not load
+}
+
+// OpenPlanMap reads the mapping file and returns it with the mapping.
+func OpenPlanMap(path string) (*PlanMapFile, map[string][]string, error) {
+	b, err := boundedio.ReadFile(path, boundedio.MaxConfigBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("oauth plans: %w", err)
+	}
+	m, err := parsePlanMap(path, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &PlanMapFile{path: path, last: b}, m, nil
+}
+
+// Reload reads the file again: the new mapping when its content changed
+// and loads, nil when it is unchanged. An error is returned once per
+// distinct bad content (nil, nil after that), and the mapping in use stays.
+func (f *PlanMapFile) Reload() (map[string][]string, error) {
+	b, err := boundedio.ReadFile(f.path, boundedio.MaxConfigBytes)
+	if err == nil && string(b) == string(f.last) {
+		return nil, nil
+	}
+	var m map[string][]string
+	if err == nil {
+		m, err = parsePlanMap(f.path, b)
+	} else {
+		err = fmt.Errorf("oauth plans: %w", err)
+	}
+	if err != nil {
+		bad := string(b) + "\x00" + err.Error()
+		if bad == f.lastBad {
+			return nil, nil
+		}
+		f.lastBad = bad
+		return nil, fmt.Errorf("%w; keeping the mapping read before", err)
+	}
+	f.last, f.lastBad = b, ""
+	return m, nil
+}
+
+// Run reloads the file every interval until ctx ends, giving a changed
+// mapping to a; log receives one line per reload or refusal.
+func (f *PlanMapFile) Run(ctx context.Context, interval time.Duration, a *JWTAuthenticator, log func(string)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m, err := f.Reload()
+		switch {
+		case err != nil:
+			log(err.Error())
+		case m != nil:
+			a.SetPlans(m)
+			log(fmt.Sprintf("oauth plans %s reloaded: %d claim values", f.path, len(m)))
+		}
+	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -527,5 +527,55 @@ func TestLoadPlanMap(t *testing.T) {
 		if _, err := authn.LoadPlanMap(write(name, body)); err == nil {
 			t.Errorf("%s %s: no error", name, body)
 		}
+	}
+}
+
+func TestPlanMapReload(t *testing.T) {
+	f := newFixture(t, nil)
+	path := filepath.Join(t.TempDir(), "plans.json")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"alice": ["refund"]}`)
+	file, m, err := authn.OpenPlanMap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.auth.SetPlans(m)
+	plansOfAlice := func() []string {
+		id, err := f.auth.Verify(context.Background(), f.token(t, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.Plans
+	}
+	if m, err := file.Reload(); m != nil || err != nil {
+		t.Fatalf("unchanged file: %v, %v", m, err)
+	}
+	write(`{"alice": ["deploy"]}`)
+	m, err = file.Reload()
+	if err != nil || !slices.Equal(m["alice"], []string{"deploy"}) {
+		t.Fatalf("edited file: %v, %v", m, err)
+	}
+	f.auth.SetPlans(m)
+	if got := plansOfAlice(); !slices.Equal(got, []string{"deploy"}) {
+		t.Fatalf("after the edit alice may use %v", got)
+	}
+	write(`{"alice": `)
+	if m, err := file.Reload(); m != nil || err == nil || !strings.Contains(err.Error(), "keeping the mapping read before") {
+		t.Fatalf("broken file: %v, %v", m, err)
+	}
+	if m, err := file.Reload(); m != nil || err != nil {
+		t.Fatalf("the same broken file again: %v, %v (want silence)", m, err)
+	}
+	os.Remove(path)
+	if _, err := file.Reload(); err == nil {
+		t.Fatal("removed file: no error")
+	}
+	write(`{"alice": ["deploy"]}`)
+	if m, err := file.Reload(); m != nil || err != nil {
+		t.Fatalf("restored to the content in use: %v, %v", m, err)
 	}
 }
