@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/oauthtest"
@@ -280,5 +283,60 @@ func TestServeOAuthFlagErrors(t *testing.T) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant an error containing %q", code, errb.String(), c.want)
 			}
 		})
+	}
+}
+
+func TestOAuthOptionsBuild(t *testing.T) {
+	plans := filepath.Join(t.TempDir(), "plans.json")
+	if err := os.WriteFile(plans, []byte(`{"planlock:refund": ["refund"], "planlock:deploy": ["deploy"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	cases := []struct {
+		name                 string
+		o                    oauthOptions
+		resource, md, scopes string
+	}{
+		{"defaults from the listen address", oauthOptions{issuer: "https://sso.example.com", plansClaim: "sub", plansFile: plans},
+			"http://127.0.0.1:8080", "http://127.0.0.1:8080/.well-known/oauth-protected-resource", ""},
+		{"scopes from the mapping", oauthOptions{issuer: "https://sso.example.com", plansClaim: "scope", plansFile: plans, publicURL: "https://planlock.example.com"},
+			"https://planlock.example.com", "https://planlock.example.com/.well-known/oauth-protected-resource", "planlock:deploy planlock:refund"},
+		{"scopes given", oauthOptions{issuer: "https://sso.example.com", plansClaim: "scope", plansFile: plans, publicURL: "https://planlock.example.com",
+			scopes: *cli.NewStringSlice("mcp")}, "https://planlock.example.com", "https://planlock.example.com/.well-known/oauth-protected-resource", "mcp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := c.o.build(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.md.Resource != c.resource || f.md.URL() != c.md || strings.Join(f.md.ScopesSupported, " ") != c.scopes {
+				t.Fatalf("metadata %+v (url %s)", f.md, f.md.URL())
+			}
+			routes := f.routes()
+			if _, ok := routes[f.md.Path()]; !ok || len(routes) != 1 {
+				t.Fatalf("routes %v", routes)
+			}
+			if got := f.challenge(nil, errors.New("expired")); got != `Bearer resource_metadata="`+c.md+`", error="invalid_token"` {
+				t.Fatalf("challenge %s", got)
+			}
+		})
+	}
+	// A fixed audience (an authorization server that ignores RFC 8707) is
+	// what tokens must carry; the metadata still names planlock's URL.
+	as := oauthtest.New(t)
+	o := oauthOptions{issuer: as.Issuer(), plansClaim: "sub", plansFile: plans, audience: "api://planlock", publicURL: "https://planlock.example.com"}
+	f, err := o.build(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.md.Resource != "https://planlock.example.com" {
+		t.Fatalf("resource %s", f.md.Resource)
+	}
+	for aud, ok := range map[string]bool{"api://planlock": true, "https://planlock.example.com": false} {
+		_, err := f.auth.Verify(context.Background(), as.Issue(t, oauthtest.Token{Subject: "x", Audience: []string{aud}}))
+		if (err == nil) != ok {
+			t.Errorf("aud %s: %v", aud, err)
+		}
 	}
 }
