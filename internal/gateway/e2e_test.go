@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/planlock/planlock/internal/authn"
@@ -184,4 +187,85 @@ func auditDecisions(t *testing.T, path string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+var testUpstream = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "gateway-test")
+	if err != nil {
+		return "", err
+	}
+	bins, err := peers.BuildCommands(dir, peers.PkgTestUpstream)
+	return bins[peers.PkgTestUpstream], err
+})
+
+// TestShutdownDrains: a call in flight when the gateway is told to stop
+// (SIGTERM cancels the context Serve runs under) gets its answer, and its
+// outcome is in the audit log.
+func TestShutdownDrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts upstream processes")
+	}
+	up, err := testUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, state := t.TempDir(), t.TempDir()
+	writePlan(t, plans, "slow.hcl", fmt.Sprintf(`plan "slow" {
+  goal  = "wait"
+  order = "any"
+  upstream {
+    command = [%q]
+  }
+  step "wait" {
+    tool = "slow"
+    arg "ms" { max = 5000 }
+  }
+}
+`, up))
+	r := start(t, Config{PlansDir: plans, StateDir: state, Authenticators: []authn.Authenticator{tokenFile(t, map[string]string{"tok": "ops slow"})}})
+	_, sid, _ := initialize(t, r.url+"/mcp/slow", "tok")
+	post := func(body string) (int, string, error) {
+		req, _ := http.NewRequest("POST", r.url+"/mcp/slow", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	if code, body, err := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || code != 202 {
+		t.Fatalf("initialized: %d %s %v", code, body, err)
+	}
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		code, body, err := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500}}}`)
+		done <- answer{code, body, err}
+	}()
+	audit := filepath.Join(state, "slow", "audit.jsonl")
+	waitFor(t, "the call to be allowed", func() bool {
+		b, _ := os.ReadFile(audit)
+		return strings.Contains(string(b), `"decision":"allow"`)
+	})
+	r.stop()
+	a := <-done
+	if a.err != nil || a.code != 200 || !strings.Contains(a.body, `"result"`) || strings.Contains(a.body, `"isError":true`) {
+		t.Fatalf("the call in flight at shutdown got %d %q %v, want its result", a.code, a.body, a.err)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"type":"outcome"`) || !strings.Contains(string(b), `"ok":true`) {
+		t.Fatalf("audit log lacks the call's outcome:\n%s", b)
+	}
 }
