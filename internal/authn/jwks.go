@@ -74,7 +74,6 @@ type keySource struct {
 	fetched time.Time // when set was fetched; zero: never
 	tried   time.Time // when the last fetch started; zero: never
 	lastErr error
-	fetches int
 }
 
 // keys returns the verification keys a token's kid may name: the keys with
@@ -135,7 +134,6 @@ func (s *keySource) refresh(ctx context.Context, seen time.Time) {
 		return
 	}
 	s.tried = s.now()
-	s.fetches++
 	u := s.jwksURL
 	s.mu.Unlock()
 
