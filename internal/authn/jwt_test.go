@@ -51,7 +51,7 @@ type fixture struct {
 	auth *authn.JWTAuthenticator
 }
 
-func newFixture(t *testing.T, mod func(*authn.JWTConfig)) *fixture {
+func newFixture(t testing.TB, mod func(*authn.JWTConfig)) *fixture {
 	t.Helper()
 	clk := newClock()
 	as := oauthtest.New(t)
@@ -74,7 +74,7 @@ func newFixture(t *testing.T, mod func(*authn.JWTConfig)) *fixture {
 	return &fixture{as: as, clk: clk, auth: a}
 }
 
-func (f *fixture) token(t *testing.T, mod func(*oauthtest.Token)) string {
+func (f *fixture) token(t testing.TB, mod func(*oauthtest.Token)) string {
 	tok := oauthtest.Token{Subject: "alice", Audience: []string{resource}}
 	if mod != nil {
 		mod(&tok)
@@ -577,5 +577,28 @@ func TestPlanMapReload(t *testing.T) {
 	write(`{"alice": ["deploy"]}`)
 	if m, err := file.Reload(); m != nil || err != nil {
 		t.Fatalf("restored to the content in use: %v, %v", m, err)
+	}
+}
+
+// BenchmarkJWTVerify is the cost of one request's token check with the keys
+// cached: signature, claims and the plan mapping.
+func BenchmarkJWTVerify(b *testing.B) {
+	for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.EdDSA} {
+		b.Run(string(alg), func(b *testing.B) {
+			f := newFixture(b, nil)
+			f.as.Rotate(b, alg)
+			tok := f.token(b, nil)
+			ctx := context.Background()
+			if _, err := f.auth.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := f.auth.Verify(ctx, tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
