@@ -2,27 +2,35 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/gateway"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )
 
 // serveOptions are planlock serve's flags.
 type serveOptions struct {
 	plans, repoDir, listen, state, tokens, logFormat string
+	repo, repoBranch, approvalsBranch                string
+	repoInterval                                     time.Duration
 	allowOrigins                                     cli.StringSlice
 	insecureSkipVerify, auditRedact, syncEachCall    bool
 	reloadInterval, callTimeout, drainTimeout        time.Duration
@@ -49,6 +57,11 @@ pointing at /.well-known/oauth-protected-resource (RFC 9728), where MCP
 clients find the authorization server to get a token from. The audit log
 and hold pull requests name the caller.
 
+With --repo, --plans is the plans directory's path in that Git repository:
+its plans on the default branch, with their bundles from the approvals
+branch, are copied under --state and served from there (a plan deleted from
+the branch stops being served).
+
 Plans are loaded with the rules of planlock proxy: verified against the
 trust policy, not expired, not older than the plan of the same name loaded
 before. A plan file added, changed or removed is noticed within
@@ -64,7 +77,11 @@ directories are writable. On SIGTERM the calls in flight finish (up to
 Examples:
    planlock serve --plans plans --key planlock.pub --tokens tokens.txt --listen 127.0.0.1:8080`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "plans", Usage: "serve the plans (*.hcl with their .sigstore.json bundles) in `DIR`", Required: true, TakesFile: true, Destination: &o.plans},
+			&cli.StringFlag{Name: "plans", Usage: "serve the plans (*.hcl with their .sigstore.json bundles) in `DIR`; with --repo, the directory's path in the repository", Required: true, TakesFile: true, Destination: &o.plans},
+			&cli.StringFlag{Name: "repo", Usage: "take the plans in --plans from the default branch of Git `URL` and their bundles from the approvals branch; fetch when either moves", Category: repoCategory, Destination: &o.repo},
+			&cli.DurationFlag{Name: "repo-interval", Value: 30 * time.Second, Usage: "ask the --repo remote whether a branch moved every `DURATION`", Category: repoCategory, Destination: &o.repoInterval},
+			&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plans are read from (default: the remote's default branch)", Category: repoCategory, Destination: &o.repoBranch},
+			&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "with --repo, the `BRANCH` the bundles are published on", Category: repoCategory, Destination: &o.approvalsBranch},
 			&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.repoDir},
 			&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.listen},
 			&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.state},
@@ -105,7 +122,7 @@ Examples:
 
 // serveEnv are the variables planlock serve reads.
 func serveEnv() []envVar {
-	return append([]envVar{stateEnv, tufCacheEnv, xdgConfigEnv}, upstreamEnv...)
+	return append(append([]envVar{stateEnv, tufCacheEnv, xdgConfigEnv}, upstreamEnv...), githubEnv...) // --repo credentials
 }
 
 // newLogger is the structured logger of --log-format.
@@ -129,6 +146,14 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 	}
 	if o.reloadInterval <= 0 {
 		return usageErrorf("--reload-interval must be positive")
+	}
+	if o.repo != "" {
+		if o.repoDir != "" {
+			return usageErrorf("--plans-path does not go with --repo: --plans is then the directory's path in the repository")
+		}
+		if p := o.plans; p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." || strings.Contains(p, "\\") {
+			return usageErrorf("--plans %q: with --repo give the plans directory's path in the repository, e.g. plans", p)
+		}
 	}
 	if o.repoDir != "" && (path.Clean(o.repoDir) != o.repoDir || strings.HasPrefix(o.repoDir, "/") || strings.HasPrefix(o.repoDir, "..")) {
 		return usageErrorf("--plans-path %q: give the directory's path in the repository, e.g. plans", o.repoDir)
@@ -162,6 +187,14 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 			return failf("state directory: %v", err)
 		}
 	}
+	plansDir, repoDir := o.plans, o.repoDir
+	var repoSync *planload.RepoDirSync
+	if o.repo != "" {
+		if repoSync, err = serveRepo(ctx, o, state, log); err != nil {
+			return err
+		}
+		plansDir, repoDir = repoSync.Local, o.plans
+	}
 	// The listener comes first: the OAuth resource URL defaults to its address.
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
@@ -179,7 +212,7 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 		challenge, routes = oauth.challenge, oauth.routes()
 	}
 	g, err := gateway.New(gateway.Config{
-		PlansDir: o.plans, RepoDir: o.repoDir, Policy: o.policy, StateDir: state,
+		PlansDir: plansDir, RepoDir: repoDir, Policy: o.policy, StateDir: state,
 		Authenticators: auths, Challenge: challenge, Routes: routes,
 		HTTP: front, ReloadInterval: o.reloadInterval, DrainTimeout: o.drainTimeout,
 		Ledger:          ledger.Options{Redact: o.auditRedact, SyncEachCall: o.syncEachCall},
@@ -202,9 +235,40 @@ func runServe(ctx context.Context, o *serveOptions, errw io.Writer) error {
 		go oauth.plans.Run(tctx, o.reloadInterval, oauth.auth, func(s string) { log.Warn(s) })
 		log.Info(oauth.String())
 	}
+	if repoSync != nil {
+		rdone := make(chan struct{})
+		go func() { defer close(rdone); repoSync.Run(tctx, o.repoInterval) }()
+		defer func() { cancel(); <-rdone }()
+	}
 	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.plans, ln.Addr()))
 	if err := g.Serve(ctx, ln); err != nil {
 		return failf("%v", err)
 	}
 	return nil
+}
+
+// serveRepo makes the local copy of the plans repository's plans directory
+// (in <state>/.repo/<hash of URL and directory>: no plan name starts with a
+// dot, so no plan's state directory is there) and syncs it once: serve
+// starts on the plans it could fetch, or on the copy a previous run left.
+func serveRepo(ctx context.Context, o *serveOptions, state string, log *slog.Logger) (*planload.RepoDirSync, error) {
+	sum := sha256.Sum256([]byte(o.repo + "\x00" + o.plans + "/"))
+	dir := filepath.Join(state, ".repo", hex.EncodeToString(sum[:8]))
+	creds := gitapprove.CredentialsFromEnv(os.Getenv)
+	url := o.repo
+	rs := &planload.RepoDirSync{
+		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
+			return gitapprove.OpenCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
+		},
+		Dir: o.plans, Branch: o.repoBranch, Approvals: o.approvalsBranch,
+		Local: filepath.Join(dir, "plans"),
+		Log:   func(s string) { log.Info(strings.TrimPrefix(s, "planlock: ")) },
+	}
+	if _, err := rs.Sync(ctx); err != nil {
+		if _, serr := os.Stat(rs.Local); serr != nil {
+			return nil, failf("plans repository %s: %v", redactURL(url), err)
+		}
+		log.Warn(fmt.Sprintf("plans repository %s: %v; starting on the copy fetched earlier (verified again now)", redactURL(url), err))
+	}
+	return rs, nil
 }

@@ -54,6 +54,7 @@ func TestRouting(t *testing.T) {
 	writePlan(t, plans, "alpha.hcl", planText("alpha", "first"))
 	writePlan(t, plans, "beta.hcl", planText("beta", "second"))
 	writePlan(t, plans, "broken.hcl", `plan "broken" { goal = `)
+	writePlan(t, plans, "alpha_test.hcl", `test "not a plan" {}`) // a plan's tests: not loaded
 	writePlan(t, plans, "noup.hcl", strings.Replace(planText("noup", "x"), `upstream {
     command = ["/nonexistent/planlock-test-upstream"]
   }`, "", 1))
@@ -68,6 +69,9 @@ func TestRouting(t *testing.T) {
 		t.Fatalf("served %v, want alpha and beta", got)
 	}
 	refused := r.g.Refused()
+	if len(refused) != 2 {
+		t.Errorf("refused %v, want broken.hcl and noup.hcl only", refused)
+	}
 	if !strings.Contains(refused[filepath.Join(plans, "broken.hcl")], "not valid") ||
 		!strings.Contains(refused[filepath.Join(plans, "noup.hcl")], "no upstream block") {
 		t.Fatalf("refused = %v", refused)

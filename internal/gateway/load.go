@@ -43,7 +43,8 @@ func lookFile(file string) fileSums {
 	return fileSums{plan: sumFile(file), bundle: sumFile(sign.BundlePath(file))}
 }
 
-// planFiles are the *.hcl files directly in the plans directory.
+// planFiles are the *.hcl files directly in the plans directory, without
+// the plans' tests (<plan>_test.hcl).
 func (g *Gateway) planFiles() ([]string, error) {
 	ents, err := os.ReadDir(g.cfg.PlansDir)
 	if err != nil {
@@ -51,7 +52,7 @@ func (g *Gateway) planFiles() ([]string, error) {
 	}
 	var files []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".hcl") && !strings.HasPrefix(e.Name(), ".") {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".hcl") && !strings.HasSuffix(e.Name(), "_test.hcl") && !strings.HasPrefix(e.Name(), ".") {
 			files = append(files, filepath.Join(g.cfg.PlansDir, e.Name()))
 		}
 	}

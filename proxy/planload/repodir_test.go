@@ -47,7 +47,9 @@ func TestRepoDirSync(t *testing.T) {
 		changed bool
 		want    []string
 	}{
-		{"no approvals branch", func() { r.commit("main", "plans/a.hcl", "a1") }, `no approvals branch`, false, nil},
+		{"no approvals branch", func() { r.commit("main", "README", "x") }, `no approvals branch`, false, nil},
+		{"no plans directory yet", func() { r.commit("planlock/approvals", "README", "y") }, "", false, nil},
+		{"a without bundle", func() { r.commit("main", "plans/a.hcl", "a1") }, "", false, nil},
 		{"a signed", func() { r.commit("planlock/approvals", "plans/a.hcl.sigstore.json", sig("a1", "a.hcl")) }, "", true,
 			[]string{"a.hcl=a1", "a.hcl.sigstore.json"}},
 		{"b without bundle, a test file and a README", func() {
