@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -80,7 +80,7 @@ func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any
 		// Only a numbered pull request can be reopened; a local hold
 		// ("local", planlock holds reject) or a branch deleted without a
 		// forge has none.
-		if approvals.PRNumber(h.PRURL) > 0 {
+		if h.PR > 0 {
 			b.PRURL = h.PRURL
 		}
 		return b
@@ -246,7 +246,7 @@ func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 	if !ok {
 		return pinRead{reason: fmt.Sprintf("step %q: pin field %q is missing from the result of %s", step.Name, pin.Field, pin.Tool)}
 	}
-	b, _ := hclplan.CanonicalJSON(got)
+	b, _ := canonjson.Marshal(got)
 	r := pinRead{value: pinText(got, b), ok: true}
 	if !pin.Eq.Equal(got) {
 		r.reason = fmt.Sprintf("step %q: pin %s.%s = %s, want %s (it changed since the plan was approved)", step.Name, pin.Tool, pin.Field, b, pin.Eq.String())

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // gitRun runs the real git, isolated from the machine's configuration.
@@ -68,7 +68,7 @@ func TestApproveCommand(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	work, _ := approveRepo(t)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	plan := filepath.Join(work, "plans", "refund.hcl")
 	args := []string{"approve", "--github-api", gh.URL(), "--github-repo", "acme/plans", plan}
 

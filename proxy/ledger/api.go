@@ -155,9 +155,13 @@ type Hold struct {
 	RequestedBy string    `json:"requested_by,omitempty"`
 	State       HoldState `json:"state"`
 	PRURL       string    `json:"pr_url,omitempty"`
-	Created     time.Time `json:"created"`
-	Expires     time.Time `json:"expires"`
-	Updated     time.Time `json:"updated"`
+	// PR is the approval pull request's number (0: none, e.g. a hold pushed
+	// as a branch only, or approved locally); stored, so that nothing reads
+	// it back out of PRURL.
+	PR      int       `json:"pr,omitempty"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+	Updated time.Time `json:"updated"`
 }
 
 // HoldSpec is what a new hold records besides the call.
@@ -180,6 +184,8 @@ type HoldUpdate struct {
 	State HoldState
 	// PRURL is the approval pull request.
 	PRURL string
+	// PR is the approval pull request's number.
+	PR int
 	// Note is recorded in the audit log with the change.
 	Note string
 }

@@ -1025,7 +1025,7 @@ func (l *Ledger) UpdateHold(ctx context.Context, id string, u HoldUpdate) (Hold,
 		return Hold{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
 	}
 	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, Note: oneLine(u.Note)}
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: oneLine(u.Note)}
 	body, err := encodeBody(&r)
 	if err != nil {
 		l.mu.Unlock()
@@ -1035,7 +1035,7 @@ func (l *Ledger) UpdateHold(ctx context.Context, id string, u HoldUpdate) (Hold,
 		h.State = u.State
 	}
 	if u.PRURL != "" {
-		h.PRURL = u.PRURL
+		h.PRURL, h.PR = u.PRURL, r.PR
 	}
 	h.Updated = now
 	_, b := l.enqueue(body, true)
