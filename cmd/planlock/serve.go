@@ -36,6 +36,7 @@ type serveOptions struct {
 	reloadInterval, callTimeout, drainTimeout        time.Duration
 	maxMessageBytes                                  int
 
+	trust  trustOptions
 	policy *sign.Policy // from the trust flags
 	oauth  oauthOptions
 }
@@ -95,18 +96,20 @@ Examples:
 			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.auditRedact},
 			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.syncEachCall},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.logFormat},
-		}, append(oauthFlags(&o.oauth), trustFlags()...)...),
+		}, append(oauthFlags(&o.oauth), o.trust.flags()...)...),
 		Action: func(c *cli.Context) error {
+			var cl cmdline
+			cl.bind(c)
 			if !o.insecureSkipVerify {
-				if trustGiven(c) == "" {
+				if o.trust.trustGiven(&cl) == "" {
 					return usageErrorf("%s", noTrustPolicy)
 				}
-				p, err := policyFromFlags(c)
+				p, err := o.trust.policy(c.Context)
 				if err != nil {
 					return err
 				}
 				o.policy = p
-			} else if f := trustGiven(c); f != "" {
+			} else if f := o.trust.trustGiven(&cl); f != "" {
 				return usageErrorf("--insecure-skip-verify does not verify the plans, so --%s would be ignored: give one or the other", f)
 			}
 			if o.tokens == "" && o.oauth.issuer == "" {
