@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,8 @@ type serveOptions struct {
 	InsecureSkipVerify, AuditRedact, SyncEachCall      bool
 	ReloadInterval, CallTimeout, DrainTimeout          time.Duration
 	MaxMessageBytes                                    int
+	oauthOptions                                       // serve_oauth.go
+	telemetryOptions                                   // telemetry.go
 }
 
 func (o *serveOptions) flags() []cli.Flag {
@@ -48,17 +52,17 @@ func (o *serveOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.PlansPath},
 		&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.Listen},
 		&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.State},
-		&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\"", Required: true, TakesFile: true, Destination: &o.Tokens},
+		&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\" (required unless --oauth-issuer)", TakesFile: true, Destination: &o.Tokens},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.AllowOrigin},
 		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.InsecureSkipVerify},
-		&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token file every `DURATION`", Destination: &o.ReloadInterval},
+		&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for added, changed or removed plans and a changed token or OAuth plans file every `DURATION`", Destination: &o.ReloadInterval},
 		&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.CallTimeout},
 		&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "at shutdown, wait up to `DURATION` for calls in flight", Destination: &o.DrainTimeout},
 		&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest request body read; a larger one is refused (413)", Destination: &o.MaxMessageBytes},
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
 		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.SyncEachCall},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.LogFormat},
-	}, o.trustOptions.flags()...)
+	}, slices.Concat(o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
 }
 
 func serveCommand() *cli.Command {
@@ -170,9 +174,19 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		}
 		front.AllowOrigins = append(front.AllowOrigins, n)
 	}
-	tokens, err := authn.LoadTokens(o.Tokens)
-	if err != nil {
-		return failf("--tokens: %v", err)
+	if o.Tokens == "" && o.Issuer == "" {
+		return usageErrorf("give --tokens, --oauth-issuer or both: every request must be authenticated")
+	}
+	if f := o.oauthGiven(); f != "" && o.Issuer == "" {
+		return usageErrorf("--%s needs --oauth-issuer", f)
+	}
+	var tokens *authn.Tokens
+	var auths []authn.Authenticator
+	if o.Tokens != "" {
+		if tokens, err = authn.LoadTokens(o.Tokens); err != nil {
+			return failf("--tokens: %v", err)
+		}
+		auths = append(auths, tokens)
 	}
 	state := o.State
 	if state == "" {
@@ -188,11 +202,34 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		}
 		plansDir, repoDir = repoSync.Local, o.Plans
 	}
+	// The listener comes first: the OAuth resource URL defaults to its address.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return failf("listen: %v", err)
+	}
+	defer ln.Close()
+	oauth, err := o.oauthOptions.build(ln.Addr())
+	if err != nil {
+		return err
+	}
+	var challenge func(*http.Request, error) string
+	var routes map[string]http.Handler
+	if oauth != nil {
+		auths = append(auths, oauth.auth)
+		challenge, routes = oauth.challenge, oauth.routes()
+	}
+	tel, err := o.telemetryOptions.start(ctx, func(s string) { log.Info(strings.TrimPrefix(s, "planlock: ")) }) // telemetry.go
+	if err != nil {
+		return err
+	}
+	defer tel.Close()
 	g, err := gateway.New(gateway.Config{
 		PlansDir: plansDir, RepoDir: repoDir, Policy: policy, StateDir: state,
-		Authenticators: []authn.Authenticator{tokens},
-		HTTP:           front, ReloadInterval: o.ReloadInterval, DrainTimeout: o.DrainTimeout,
-		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall},
+		Authenticators: auths, Challenge: challenge, Routes: routes,
+		HTTP: front, ReloadInterval: o.ReloadInterval, DrainTimeout: o.DrainTimeout,
+		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall, OnSync: tel.OnSync()},
+		Observer:        tel.Observer,
+		Metrics:         tel.gatewayMetrics(),
 		UpstreamStderr:  func(plan string) *slog.Logger { return log.With("plan", plan, "from", "upstream stderr") },
 		CallTimeout:     o.CallTimeout,
 		MaxMessageBytes: o.MaxMessageBytes,
@@ -202,20 +239,22 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return failf("%v", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return failf("listen: %v", err)
-	}
-	defer ln.Close()
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go tokens.Run(tctx, o.ReloadInterval, func(s string) { log.Warn(s) })
+	if tokens != nil {
+		go tokens.Run(tctx, o.ReloadInterval, func(s string) { log.Warn(s) })
+		log.Info("static bearer tokens", "tokens", tokens.Len())
+	}
+	if oauth != nil {
+		go oauth.plans.Run(tctx, o.ReloadInterval, oauth.auth, func(s string) { log.Warn(s) })
+		log.Info(oauth.String())
+	}
 	if repoSync != nil {
 		rdone := make(chan struct{})
 		go func() { defer close(rdone); repoSync.Run(tctx, o.RepoInterval) }()
 		defer func() { cancel(); <-rdone }()
 	}
-	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.Plans, ln.Addr()), "tokens", tokens.Len())
+	log.Info(fmt.Sprintf("serving plans of %s at http://%s/mcp/<plan>", o.Plans, ln.Addr()))
 	if err := g.Serve(ctx, ln); err != nil {
 		return failf("%v", err)
 	}

@@ -47,9 +47,10 @@ type Config struct {
 	StateDir string
 	// Authenticators are asked in turn who is calling (authn).
 	Authenticators []authn.Authenticator
-	// Challenge is the WWW-Authenticate value of a 401; nil means
-	// `Bearer realm="planlock"`. An OAuth front adds resource_metadata here.
-	Challenge func(r *http.Request) string
+	// Challenge is the WWW-Authenticate value of a 401 refusing err; nil
+	// means `Bearer realm="planlock"`. An OAuth front adds resource_metadata
+	// here, and error="invalid_token" when credentials were refused.
+	Challenge func(r *http.Request, err error) string
 	// Routes are extra handlers served without authentication (for example
 	// /.well-known/oauth-protected-resource), by http.ServeMux pattern.
 	Routes map[string]http.Handler
@@ -61,6 +62,12 @@ type Config struct {
 	// DrainTimeout bounds how long Serve waits for calls in flight at
 	// shutdown; zero means 30s.
 	DrainTimeout time.Duration
+	// Observer, when set, is told what became of every plan's calls
+	// (metrics, traces).
+	Observer proxy.CallObserver
+	// Metrics, when set, is told how many plans are served and refused,
+	// and reads each served plan's open holds.
+	Metrics Metrics
 	// Ledger are the options of every plan's ledger; Dir is set per plan.
 	Ledger ledger.Options
 	// LookupEnv gives the variables a plan's upstream block names; nil
@@ -107,6 +114,8 @@ type entry struct {
 	stop   context.CancelFunc // the plan's upstream and reloader
 	done   chan struct{}      // closed when its reloader returned
 	stable fileSums           // what the file looked like when loaded
+	// unwatch stops reporting the plan's open holds (Config.Metrics).
+	unwatch func()
 	// inflight counts the requests handed to the plan; Add only while the
 	// entry is in the maps (under Gateway.mu), so that once removed its
 	// count only falls.
@@ -219,6 +228,35 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	return serveErr
 }
 
+// Metrics is what the gateway reports besides each call
+// (*telemetry.Metrics has it).
+type Metrics interface {
+	SetPlans(served, refused int)
+	WatchHolds(plan string, open func() int) (stop func())
+}
+
+// reportPlans tells the metrics how many plans are served and refused.
+func (g *Gateway) reportPlans() {
+	if g.cfg.Metrics == nil {
+		return
+	}
+	g.mu.RLock()
+	served, refused := len(g.byName), len(g.refused)
+	g.mu.RUnlock()
+	g.cfg.Metrics.SetPlans(served, refused)
+}
+
+// pendingHolds counts the holds of a plan waiting for a person.
+func pendingHolds(l *ledger.Ledger) int {
+	n := 0
+	for _, h := range l.ListHolds() {
+		if h.State == ledger.HoldPending {
+			n++
+		}
+	}
+	return n
+}
+
 // logLoaded says once what is served after the first load.
 func (g *Gateway) logLoaded() {
 	names := g.Plans()
@@ -268,7 +306,7 @@ func (g *Gateway) Handler(addr net.Addr) (http.Handler, error) {
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	id, err := g.authenticate(r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", g.challenge(r))
+		w.Header().Set("WWW-Authenticate", g.challenge(r, err))
 		g.log.Info("request refused: not authenticated", "path", r.URL.Path, "remote", r.RemoteAddr, "why", err.Error())
 		http.Error(w, "planlock: missing, unknown or invalid credentials", http.StatusUnauthorized)
 		return
@@ -325,9 +363,9 @@ func (g *Gateway) authenticate(r *http.Request) (authn.Identity, error) {
 	return authn.Identity{}, authn.ErrNoCredentials
 }
 
-func (g *Gateway) challenge(r *http.Request) string {
+func (g *Gateway) challenge(r *http.Request, err error) string {
 	if g.cfg.Challenge != nil {
-		return g.cfg.Challenge(r)
+		return g.cfg.Challenge(r, err)
 	}
 	return `Bearer realm="planlock"`
 }

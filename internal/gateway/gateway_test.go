@@ -64,7 +64,7 @@ func TestRouting(t *testing.T) {
 		"tok-a": "a alpha", "tok-ab": "ab alpha,beta", "tok-c": "c gamma", "tok-all": "all *",
 	})
 	r := start(t, Config{PlansDir: plans, Authenticators: []authn.Authenticator{toks},
-		Challenge: func(*http.Request) string {
+		Challenge: func(*http.Request, error) string {
 			return `Bearer resource_metadata="https://example.test/.well-known/oauth-protected-resource"`
 		}})
 	if got := r.g.Plans(); !slices.Equal(got, []string{"alpha", "beta"}) {

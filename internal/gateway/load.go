@@ -129,6 +129,7 @@ func (g *Gateway) scan(first bool) {
 		g.log.Info("plan file removed: plan no longer served", "plan", e.name, "file", e.file)
 		g.closeEntry(e)
 	}
+	g.reportPlans()
 }
 
 // planNameRE is what a plan name must be to name a URL path segment and a
@@ -188,7 +189,8 @@ func (g *Gateway) add(file string, sums fileSums) {
 		return
 	}
 	p, err := proxy.New(proxy.Config{Plan: l.Plan, State: led, Upstream: up, CallTimeout: g.cfg.CallTimeout,
-		MaxMessageBytes: g.cfg.MaxMessageBytes, Log: &logWriter{log: plog}, Version: g.cfg.Version, Now: g.cfg.Now})
+		MaxMessageBytes: g.cfg.MaxMessageBytes, Log: &logWriter{log: plog}, Version: g.cfg.Version, Now: g.cfg.Now,
+		Observer: g.cfg.Observer})
 	if err != nil {
 		_ = led.Close()
 		refuse(name, err)
@@ -207,6 +209,9 @@ func (g *Gateway) add(file string, sums fileSums) {
 	}
 	delete(g.refused, file)
 	g.byName[name], g.byFile[file] = e, e
+	if g.cfg.Metrics != nil {
+		e.unwatch = g.cfg.Metrics.WatchHolds(name, func() int { return pendingHolds(led) })
+	}
 	g.mu.Unlock()
 	if up.URL != "" {
 		// Connecting to an HTTP upstream costs nothing: do it now, so that
@@ -249,6 +254,9 @@ func sameUpstream(a, b *hclplan.Upstream) bool {
 // end, the requests in flight finish (up to DrainTimeout), then its upstream
 // stops and its ledger closes with every outcome written.
 func (g *Gateway) closeEntry(e *entry) {
+	if e.unwatch != nil {
+		e.unwatch()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()
 	_ = e.mount.Shutdown(ctx)
