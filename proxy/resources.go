@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -394,7 +395,7 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	}
 	p.completeExtra(ctx, t, err, start)
 	if err != nil {
-		return nil, fmt.Errorf("resources/read %s: %s; the read was counted (resource %q, %d of max_reads %d)", uri, oneLine(err.Error()), r.Name, t.Used, r.MaxReads)
+		return nil, fmt.Errorf("resources/read %s: %s; the read was counted (resource %q, %d of max_reads %d)", uri, oneline.Of(err.Error(), 300), r.Name, t.Used, r.MaxReads)
 	}
 	return out.Contents, nil
 }
@@ -433,7 +434,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 		checked[k] = v
 	}
 	if err := pr.Check(checked); err != nil {
-		return nil, p.blockExtra(ctx, plan, call, oneLine(err.Error()))
+		return nil, p.blockExtra(ctx, plan, call, oneline.Of(err.Error(), 300))
 	}
 	t, err := p.reserveExtra(ctx, plan, call, pr.MaxCalls, "max_calls")
 	if err != nil {
@@ -449,7 +450,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	}
 	p.completeExtra(ctx, t, err, start)
 	if err != nil {
-		return nil, fmt.Errorf("prompts/get %s: %s; the get was counted (prompt %q, %d of max_calls %d)", name, oneLine(err.Error()), pr.Name, t.Used, pr.MaxCalls)
+		return nil, fmt.Errorf("prompts/get %s: %s; the get was counted (prompt %q, %d of max_calls %d)", name, oneline.Of(err.Error(), 300), pr.Name, t.Used, pr.MaxCalls)
 	}
 	return out, nil
 }
@@ -470,7 +471,7 @@ func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledge
 	case errors.As(err, &ex):
 		return t, p.blockExtra(ctx, plan, call, fmt.Sprintf("%s: %s %d used up (%d forwarded)", call.Step, what, ex.Max, ex.Used))
 	case err != nil:
-		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %v", call.Tool, oneLine(err.Error()))
+		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %v", call.Tool, oneline.Of(err.Error(), 300))
 	}
 	return t, nil
 }
@@ -478,7 +479,7 @@ func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledge
 func (p *Proxy) completeExtra(ctx context.Context, t ledger.Ticket, err error, start time.Time) {
 	o := ledger.Outcome{OK: err == nil, Latency: time.Since(start)}
 	if err != nil {
-		o.Err = oneLine(err.Error())
+		o.Err = oneline.Of(err.Error(), 300)
 	}
 	if cerr := p.cfg.State.Complete(context.WithoutCancel(ctx), t, o); cerr != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", cerr)
@@ -570,7 +571,7 @@ func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) e
 		cancel()
 		if err != nil {
 			p.unsubscribeLocal(sid, uri)
-			return fmt.Errorf("resources/subscribe %s: %s", uri, oneLine(err.Error()))
+			return fmt.Errorf("resources/subscribe %s: %s", uri, oneline.Of(err.Error(), 300))
 		}
 	}
 	return nil
@@ -677,7 +678,7 @@ func (p *Proxy) complete(ctx context.Context, ref map[string]any, arg mcp.Comple
 	defer cancel()
 	res, err := p.up.Request(cctx, "completion/complete", params)
 	if err != nil {
-		return nil, fmt.Errorf("completion/complete: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("completion/complete: %s", oneline.Of(err.Error(), 300))
 	}
 	var r mcp.CompleteResult
 	if err := json.Unmarshal(res, &r); err != nil {

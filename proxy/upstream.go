@@ -169,6 +169,15 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	var tr transport.Interface
 	var started *exec.Cmd
 	if u.cfg.URL != "" {
+		// The standalone GET stream is how an upstream on a protocol
+		// version before 2026-07-28 (all that planlock proxies today) sends
+		// notifications outside a request, such as tools/list_changed,
+		// which the proxy relays and re-checks the plan against. mcp-go
+		// deprecates the option because 2026-07-28 replaced the stream with
+		// subscriptions/listen (Client.Listen); enabling it keeps the
+		// connection on the legacy version, which is the one these upstreams
+		// speak. Move to Client.Listen when upstreams speak 2026-07-28.
+		//lint:ignore SA1019 needed for notifications from pre-2026-07-28 upstreams (see above)
 		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()))
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
 	"os/user"
 	"time"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/internal/approvals"
+	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
@@ -106,7 +107,7 @@ Examples:
 			}
 			note := fmt.Sprintf("rejected by %s at %s", who, time.Now().UTC().Format(time.RFC3339))
 			if r := c.String("reason"); r != "" {
-				note += ": " + oneLine(r)
+				note += ": " + oneline.Of(r, 0)
 			}
 			path := approvals.LocalRejectionPath(dir, h.ID)
 			if err := approvals.WriteFileAtomic(path, []byte(note+"\n")); err != nil {

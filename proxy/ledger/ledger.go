@@ -867,7 +867,7 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &t.StepIndex,
 		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
 	if !ok {
-		r.Error = oneLine(o.Err)
+		r.Error = firstLine(o.Err)
 		if r.Error == "" {
 			r.Error = "failed"
 		}
@@ -899,7 +899,7 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 // block, an observed call) without waiting for disk.
 func (l *Ledger) commitCallRecord(ctx context.Context, typ, decision string, c Call, reason string) error {
 	r := record{Time: l.stamp(), Type: typ, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+		Step: c.Step, Tool: c.Tool, Reason: firstLine(reason)}
 	if c.Step != "" {
 		r.StepIndex = &c.StepIndex
 	}
@@ -940,7 +940,7 @@ func (l *Ledger) NewHold(ctx context.Context, c Call, spec HoldSpec) (Hold, erro
 		h := l.st.holds[id]
 		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: id}
+				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: firstLine(reason), Hold: id}
 			body, err := encodeBody(&r)
 			if err != nil {
 				l.mu.Unlock()
@@ -959,7 +959,7 @@ func (l *Ledger) NewHold(ctx context.Context, c Call, spec HoldSpec) (Hold, erro
 		return Hold{}, err
 	}
 	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
-		ArgsSHA256: sha, Reason: oneLine(reason), Cause: spec.Cause, ObservedPin: oneLine(spec.ObservedPin),
+		ArgsSHA256: sha, Reason: firstLine(reason), Cause: spec.Cause, ObservedPin: firstLine(spec.ObservedPin),
 		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
 	if !l.redact {
 		h.Args = canon
@@ -1025,7 +1025,7 @@ func (l *Ledger) UpdateHold(ctx context.Context, id string, u HoldUpdate) (Hold,
 		return Hold{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
 	}
 	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: oneLine(u.Note)}
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: firstLine(u.Note)}
 	body, err := encodeBody(&r)
 	if err != nil {
 		l.mu.Unlock()
@@ -1142,8 +1142,11 @@ func newHoldID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// oneLine keeps reasons and errors to one line in the log.
-func oneLine(s string) string {
+// firstLine keeps what the journal records of a reason, error, note or
+// observed pin to its first line, cut with " …". It is not oneline.Of on
+// purpose: a stored observed pin is compared with later holds' values, so
+// the way journals already written cut them must not change.
+func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i] + " …"
