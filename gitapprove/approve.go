@@ -130,19 +130,17 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 }
 
 // ForgeFor picks the forge for the repository's remote: GitHub when a token
-// is given and the remote is on a GitHub host (see Credentials). Otherwise
-// it returns nil and why, so the caller can tell the person.
+// is given and the remote is on a GitHub host (see Credentials and
+// NewForge). Otherwise it returns nil and why, so the caller can tell the
+// person.
 func ForgeFor(repo *Repo, creds Credentials) (Forge, string) {
 	u, err := repo.RemoteURL()
 	if err != nil {
 		return nil, err.Error()
 	}
-	gh, why, err := creds.Forge(ForgeOptions{RemoteURL: u})
+	f, why, err := NewForge(creds, ForgeOptions{RemoteURL: u})
 	if err != nil {
 		return nil, err.Error()
 	}
-	if gh == nil {
-		return nil, why
-	}
-	return gh, ""
+	return f, why
 }
