@@ -168,7 +168,7 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	cfg.Upstream.ClientName = "planlock"
 	cfg.Upstream.ClientVersion = cfg.Version
-	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
+	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect
 	p.srv.SetTools(p.placeholders(cfg.Plan)...)
 	p.initExtras()

@@ -34,13 +34,13 @@ import (
 // sendFunc sends one request on an upstream connection.
 type sendFunc func(ctx context.Context, method string, params any) (json.RawMessage, error)
 
-// UpstreamCaps is what the upstream announced in initialize that the proxy
+// upstreamCaps is what the upstream announced in initialize that the proxy
 // relays.
-type UpstreamCaps struct {
+type upstreamCaps struct {
 	Resources, Subscribe, Prompts, Completions bool
 }
 
-func parseCaps(raw json.RawMessage) UpstreamCaps {
+func parseCaps(raw json.RawMessage) upstreamCaps {
 	var c struct {
 		Resources *struct {
 			Subscribe bool `json:"subscribe"`
@@ -49,10 +49,10 @@ func parseCaps(raw json.RawMessage) UpstreamCaps {
 		Completions json.RawMessage `json:"completions"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
-		return UpstreamCaps{}
+		return upstreamCaps{}
 	}
 	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
-	return UpstreamCaps{Resources: c.Resources != nil, Subscribe: c.Resources != nil && c.Resources.Subscribe,
+	return upstreamCaps{Resources: c.Resources != nil, Subscribe: c.Resources != nil && c.Resources.Subscribe,
 		Prompts: present(c.Prompts), Completions: present(c.Completions)}
 }
 
@@ -104,7 +104,7 @@ func (p *Proxy) initExtras() {
 // no subscribe and no completions. listChanged is always announced: the
 // proxy's lists change with plan reloads whatever the upstream does. Once
 // orders the writes before any client is served (start waits for it).
-func (p *Proxy) announceExtras(caps UpstreamCaps, ok bool) {
+func (p *Proxy) announceExtras(caps upstreamCaps, ok bool) {
 	p.ex.capsOnce.Do(func() {
 		if p.ex.resources {
 			server.WithResourceCapabilities(ok && caps.Subscribe, true)(p.srv)
@@ -122,7 +122,7 @@ func (p *Proxy) announceExtras(caps UpstreamCaps, ok bool) {
 
 // onConnect reads the upstream's resources and prompts on each new
 // connection and subscribes again to what clients are subscribed to.
-func (p *Proxy) onConnect(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+func (p *Proxy) onConnect(ctx context.Context, send sendFunc, caps upstreamCaps) {
 	p.announceExtras(caps, true)
 	if p.ex.resources {
 		p.refreshResources(ctx, send, caps.Resources)
@@ -761,8 +761,8 @@ type Catalog struct {
 // left empty (tools are what a plan needs first).
 func FetchCatalog(ctx context.Context, cfg UpstreamConfig) (Catalog, error) {
 	var c Catalog
-	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { c.Tools = t })
-	u.onConnect = func(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+	u := newUpstream(cfg, nil, func(t []json.RawMessage) { c.Tools = t })
+	u.onConnect = func(ctx context.Context, send sendFunc, caps upstreamCaps) {
 		if caps.Resources {
 			c.Resources, _ = listAll(ctx, send, "resources/list", "resources")
 			c.Templates, _ = listAll(ctx, send, "resources/templates/list", "resourceTemplates")

@@ -89,7 +89,7 @@ func (p *Proxy) start(ctx context.Context) {
 	case <-p.up.FirstAttempt():
 	case <-ctx.Done():
 	}
-	p.announceExtras(UpstreamCaps{}, false) // no-op when the upstream answered
+	p.announceExtras(upstreamCaps{}, false) // no-op when the upstream answered
 	if ok, why := p.up.Ready(); !ok {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
 	}

@@ -45,7 +45,7 @@ type Upstream struct {
 	// onConnect, when set, runs after tools/list on each new connection,
 	// before onReady, with that connection's request function and the
 	// upstream's announced capabilities (resources.go).
-	onConnect func(ctx context.Context, send sendFunc, caps UpstreamCaps)
+	onConnect func(ctx context.Context, send sendFunc, caps upstreamCaps)
 
 	mu      sync.Mutex
 	conn    *upConn
@@ -81,8 +81,8 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("upstream error %d: %s", e.Code, e.Message) }
 
-// NewUpstream prepares a connection; Run starts and supervises it.
-func NewUpstream(cfg UpstreamConfig, onNotify func(mcp.JSONRPCNotification), onReady func([]json.RawMessage)) *Upstream {
+// newUpstream prepares a connection; Run starts and supervises it.
+func newUpstream(cfg UpstreamConfig, onNotify func(mcp.JSONRPCNotification), onReady func([]json.RawMessage)) *Upstream {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
@@ -388,7 +388,7 @@ func (u *Upstream) Ready() (bool, error) {
 // closes the connection.
 func FetchTools(ctx context.Context, cfg UpstreamConfig) ([]json.RawMessage, error) {
 	var tools []json.RawMessage
-	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { tools = t })
+	u := newUpstream(cfg, nil, func(t []json.RawMessage) { tools = t })
 	c, err := u.connect(ctx)
 	if err != nil {
 		return nil, err
