@@ -144,11 +144,11 @@ func runMCPConfig(_ context.Context, o *mcpConfigOptions) error {
 	}
 	var extra []string
 	switch {
-	case o.InsecureSkipVerify && o.trustGiven(&o.cmdline) != "":
+	case o.InsecureSkipVerify && o.trustGiven() != "":
 		return usageErrorf("give either --insecure-skip-verify or the trust flags, not both")
 	case o.InsecureSkipVerify:
 		extra = append(extra, "--insecure-skip-verify")
-	case o.trustGiven(&o.cmdline) == "":
+	case o.trustGiven() == "":
 		return usageErrorf("%s", noTrustPolicy)
 	default:
 		args, err := o.trustArgs(&o.cmdline, o.Plan)

@@ -72,6 +72,7 @@ type proxyOptions struct {
 	observeOptions
 	repoOptions
 	holdOptions
+	telemetryOptions
 	ReloadInterval      time.Duration
 	Listen              string
 	AllowOrigin         cli.StringSlice
@@ -113,6 +114,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.observeOptions.flags()...)
 	flags = append(flags, o.repoOptions.flags()...)
 	flags = append(flags, o.trustOptions.flags()...)
+	flags = append(flags, o.telemetryOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }
 
@@ -274,7 +276,12 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	if err != nil {
 		return err
 	}
-	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact,
+	tel, err := o.telemetryOptions.start(ctx, errw) // telemetry.go
+	if err != nil {
+		return err
+	}
+	defer tel.Close()
+	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: tel.OnSync(),
 		SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
 		// One line per checkpoint and at shutdown, for a log shipper to
 		// keep: planlock audit verify --anchor reads it back.
@@ -294,9 +301,13 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		defer appr.Close() // before the ledger closes
 	}
 	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: o.CallTimeout,
-		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe})
+		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe, Observer: tel.Observer})
 	if err != nil {
 		return failf("%v", err)
+	}
+	if tel.Metrics != nil {
+		tel.Metrics.SetPlans(1, 0)
+		defer tel.Metrics.WatchHolds(plan.Name, func() int { return pendingHolds(l) })()
 	}
 	if iv := o.ReloadInterval; iv > 0 {
 		rctx, cancel := context.WithCancel(ctx)

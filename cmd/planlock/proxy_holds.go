@@ -214,7 +214,7 @@ func shellQuote(s string) string {
 // holdPolicy is the trust policy hold approvals are verified with: the
 // proxy's own, or nil without trust flags (then no approval can run).
 func (o *proxyOptions) holdPolicy(ctx context.Context) (approvals.Verifier, error) {
-	if o.trustGiven(&o.cmdline) == "" {
+	if o.trustGiven() == "" {
 		return nil, nil
 	}
 	return o.policy(ctx)

@@ -56,7 +56,7 @@ func (o *proxyOptions) planSource(ctx context.Context) (planload.Source, *planlo
 	}
 	var src planload.Source
 	if !o.InsecureSkipVerify {
-		if o.trustGiven(&o.cmdline) == "" {
+		if o.trustGiven() == "" {
 			return src, nil, usageErrorf("%s", noTrustPolicy)
 		}
 		policy, err := o.policy(ctx)

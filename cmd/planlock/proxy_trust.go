@@ -27,7 +27,7 @@ type planOptions struct {
 }
 
 // trustGiven names the first trust flag set, "" when none is.
-func (o *trustOptions) trustGiven(cl *cmdline) string {
+func (cl *cmdline) trustGiven() string {
 	for _, n := range trustFlagNames() {
 		if cl.given(n) {
 			return n
@@ -42,7 +42,7 @@ const noTrustPolicy = "no trust policy for the plan: give --key PUBLIC_KEY, or -
 // either a trust policy or the loud --insecure-skip-verify, never both.
 func (o *planOptions) source(ctx context.Context, cl *cmdline) (planload.Source, error) {
 	src := planload.Source{File: o.Plan, Bundle: o.Bundle, Path: o.Path}
-	flag := o.trustGiven(cl)
+	flag := cl.trustGiven()
 	if o.InsecureSkipVerify {
 		if flag == "" && src.Bundle != "" {
 			flag = "bundle"

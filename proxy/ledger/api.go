@@ -39,6 +39,12 @@ type Options struct {
 	// runs on the ledger's writer: it must be quick and must not call the
 	// Ledger.
 	OnHead func(Head)
+	// OnSync, when set, is called with the duration of each fdatasync of
+	// the journal that succeeded (a group commit, a checkpoint), for a
+	// latency metric. It runs on the ledger's writer after the records it
+	// made durable were acknowledged: it must be quick and must not call
+	// the Ledger.
+	OnSync func(time.Duration)
 }
 
 // Call identifies one tools/call as the gate matched it.
