@@ -422,13 +422,17 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 			}
 		}
 	}
+	stepName := call.Step // an observed call of a tool outside the plan has no step
+	if step != nil {
+		stepName = step.Name
+	}
 	switch {
 	case g.observed:
-		note(ctx, step.Name, OutcomeObserved, "", lat)
+		note(ctx, stepName, OutcomeObserved, "", lat)
 	case answered:
-		note(ctx, step.Name, OutcomeForwarded, "", lat)
+		note(ctx, stepName, OutcomeForwarded, "", lat)
 	default:
-		note(ctx, step.Name, OutcomeFailed, "", lat)
+		note(ctx, stepName, OutcomeFailed, "", lat)
 	}
 	if g.observed {
 		if g.shadow {
