@@ -1,6 +1,6 @@
 package proxy
 
-// The HTTP front of ServeHTTPWith: origin check, bearer identities, sessions
+// The HTTP front of ServeListenerWith: origin check, bearer identities, sessions
 // bound to the identity that created them, per-request deadlines, and the
 // routing of upstream log messages to one session.
 
@@ -25,7 +25,7 @@ import (
 	"github.com/planlock/planlock/internal/authn"
 )
 
-// HTTPOptions configures the streamable HTTP front (ServeHTTPWith).
+// HTTPOptions configures the streamable HTTP front (ServeListenerWith).
 type HTTPOptions struct {
 	// Tokens are the accepted bearer tokens; each is its own identity, and a
 	// session is bound to the identity that created it. None means no

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -221,7 +222,7 @@ func (s *RepoDirSync) Step(ctx context.Context) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 	case err != nil:
-		if msg := oneLine(err.Error()); msg != s.lastErr {
+		if msg := oneline.Of(err.Error(), 0); msg != s.lastErr {
 			s.lastErr = msg
 			s.log(fmt.Sprintf("planlock: plans repository: %s; still serving the plans copied before", msg))
 		}
