@@ -7,7 +7,13 @@
 //  3. planlock: through planlock proxy with its state and audit log on (the
 //     benchmark's step has a large budget, so it is counted in leases);
 //  4. planlock-sync-each-call: the same with --sync-each-call, one
-//     fdatasync per forwarded call (shared by concurrent calls).
+//     fdatasync per forwarded call (shared by concurrent calls);
+//  5. the floor and the npm relays (relay_test.go): a line copier and a
+//     copier with one JSON decode+encode per message (stdio), and mcp-proxy,
+//     supergateway and @civic/passthrough-mcp-server (HTTP).
+//
+// Each setup also reports cpu-µs/call, the CPU time its relay process (the
+// upstream's, when direct) spent per call.
 //
 // bench/run runs these with the other benchmarks of the repository and prints
 // one table. By hand, from the repository root:
