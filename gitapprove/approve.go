@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/plandiff"
 )
 
 // ApproveRequest asks for an approval pull request for one plan file.
@@ -121,7 +122,7 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 		if diags.HasErrors() {
 			fmt.Fprintf(&b, "## What changes\n\nThe version on %s does not parse as a plan, so there is no comparison: review the whole plan.\n", mdCode(base))
 		} else {
-			b.WriteString(FormatPowerDiff(base, PowerDiff(old, p)))
+			b.WriteString(plandiff.Format(base, plandiff.Diff(old, p)))
 		}
 	}
 	b.WriteString("\n---\nMerging this pull request approves the plan: CI signs the exact file bytes (`" + p.Digest + "`) and the proxy loads only signed plans.\n")
@@ -129,19 +130,17 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 }
 
 // ForgeFor picks the forge for the repository's remote: GitHub when a token
-// is given and the remote is on a GitHub host (see Credentials). Otherwise
-// it returns nil and why, so the caller can tell the person.
+// is given and the remote is on a GitHub host (see Credentials and
+// NewForge). Otherwise it returns nil and why, so the caller can tell the
+// person.
 func ForgeFor(repo *Repo, creds Credentials) (Forge, string) {
 	u, err := repo.RemoteURL()
 	if err != nil {
 		return nil, err.Error()
 	}
-	gh, why, err := creds.Forge(ForgeOptions{RemoteURL: u})
+	f, why, err := NewForge(creds, ForgeOptions{RemoteURL: u})
 	if err != nil {
 		return nil, err.Error()
 	}
-	if gh == nil {
-		return nil, why
-	}
-	return gh, ""
+	return f, why
 }

@@ -1,7 +1,7 @@
 package gitapprove
 
 import (
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +25,7 @@ func TestApproveIsIdempotentAndDiffsAgainstTheApprovedPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	repo := openRepo(t, f.work)
 
 	res, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), string(v1)))
@@ -114,7 +114,7 @@ func TestApproveFailures(t *testing.T) {
 	if _, err := Approve(ctx(t), req); err == nil || !strings.Contains(err.Error(), `base branch "release" does not exist`) {
 		t.Errorf("missing base: %v", err)
 	}
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	client := fakeClient(gh)
 	gh.SetToken("rotated") // the client's token is no longer valid
 	req = approveReq(t, openRepo(t, f.work), client, string(v1))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // The plan's tests travel in the approval pull request, beside the plan,
@@ -21,7 +21,7 @@ func TestApproveCommitsThePlansTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	repo := openRepo(t, f.work)
 	req := approveReq(t, repo, fakeClient(gh), string(v1))
 	req.TestsPath, req.Tests = "plans/refund_test.hcl", tests

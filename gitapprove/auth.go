@@ -133,13 +133,46 @@ type ForgeOptions struct {
 // or --github-repo).
 var ErrBadForgeOptions = errors.New("bad GitHub options")
 
+// NewForge is the forge planlock opens pull requests with for a plans
+// repository (approve, the proxy's hold pull requests, doctor): the GitHub
+// client, or a nil Forge and why Git alone is used (no token, or a remote
+// that is not on a GitHub host). An explicit o.APIURL declares its host
+// GitHub (WithGitHubAPI). Errors wrap ErrBadForgeOptions: they are the
+// caller's usage errors, found before any request is sent.
+func NewForge(c Credentials, o ForgeOptions) (Forge, string, error) {
+	gh, why, err := c.WithGitHubAPI(o.APIURL).Forge(o)
+	if err != nil || gh == nil {
+		return nil, why, err
+	}
+	return gh, "", nil
+}
+
 // Forge is the GitHub client for o, or nil with the reason when there is
 // none (no token, or a remote that is not on a GitHub host): then planlock
 // uses Git alone. Errors wrap ErrBadForgeOptions.
+//
+// The token is only ever sent over https: a remote on a GitHub host given
+// as plain http is refused (its pushes could not carry the token either),
+// and the API URL the client gets is checked to be https (plain http only
+// on a loopback address, for tests) whatever it was derived from.
 func (c Credentials) Forge(o ForgeOptions) (*GitHub, string, error) {
 	if c.GitHubToken == "" {
 		return nil, "no GH_TOKEN or GITHUB_TOKEN set", nil
 	}
+	if u, err := url.Parse(o.RemoteURL); err == nil && u.Scheme == "http" && c.IsGitHubHost(u.Hostname()) {
+		return nil, "", fmt.Errorf("%w: remote %s is plain http: the GitHub token is only ever sent over https; use the remote's https URL", ErrBadForgeOptions, redact(o.RemoteURL))
+	}
+	gh, why, err := c.forge(o)
+	if err != nil || gh == nil {
+		return gh, why, err
+	}
+	if u, err := url.Parse(gh.api); err != nil || !(u.Scheme == "https" || u.Scheme == "http" && isLoopback(u.Hostname())) {
+		return nil, "", fmt.Errorf("%w: GitHub API %q is not https: the token is only ever sent over https", ErrBadForgeOptions, redact(gh.api))
+	}
+	return gh, "", nil
+}
+
+func (c Credentials) forge(o ForgeOptions) (*GitHub, string, error) {
 	if o.APIURL == "" && o.Repo == "" {
 		rr, err := ParseRemoteURL(o.RemoteURL)
 		if err != nil {

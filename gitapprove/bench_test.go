@@ -2,7 +2,6 @@ package gitapprove
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 )
 
@@ -25,14 +24,6 @@ func BenchmarkParseHold(b *testing.B) {
 		if _, err := ParseHold(src); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-func BenchmarkPowerDiff(b *testing.B) {
-	old := parsePlanFile(b, filepath.Join("testdata", "powerdiff", "widen", "old.hcl"))
-	proposed := parsePlanFile(b, filepath.Join("testdata", "powerdiff", "widen", "new.hcl"))
-	for b.Loop() {
-		_ = FormatPowerDiff("main", PowerDiff(old, proposed))
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // squashMerge plays GitHub's "Squash and merge": the branch's content lands
@@ -37,7 +37,7 @@ func TestApproveAfterSquashMergeStartsAgain(t *testing.T) {
 	}{{"with GitHub", true}, {"Git alone", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "main", nil)
-			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh := githubtest.New(t, "acme", "plans", "tok")
 			var forge Forge
 			if tc.forge {
 				forge = fakeClient(gh)
@@ -80,7 +80,7 @@ func TestApproveAfterClosedPRStartsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	repo := openRepo(t, f.work)
 	if _, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), string(v1))); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestApproveRefusesToStackOnAnotherAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	repo := openRepo(t, f.work)
 	if _, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), string(v1))); err != nil {
 		t.Fatal(err)

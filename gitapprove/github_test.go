@@ -3,7 +3,7 @@ package gitapprove
 import (
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +12,7 @@ import (
 )
 
 func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	first, err := c.CreateOrUpdatePR(ctx(t), "planlock/approve/refund", "main", "Approve refund", "v1")
 	if err != nil {
@@ -41,7 +41,7 @@ func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {
 
 func TestCreatePRFailures(t *testing.T) {
 	t.Run("no commits", func(t *testing.T) {
-		gh := githubfake.New(t, "acme", "plans", "tok")
+		gh := githubtest.New(t, "acme", "plans", "tok")
 		gh.SetNoCommits(true)
 		_, err := fakeClient(gh).CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
 		var ae *APIError
@@ -53,7 +53,7 @@ func TestCreatePRFailures(t *testing.T) {
 		}
 	})
 	t.Run("bad credentials", func(t *testing.T) {
-		gh := githubfake.New(t, "acme", "plans", "tok")
+		gh := githubtest.New(t, "acme", "plans", "tok")
 		c := NewGitHub(GitHubOptions{APIURL: gh.URL(), Owner: "acme", Repo: "plans", Token: "wrong"})
 		_, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "401 Bad credentials") {
@@ -61,7 +61,7 @@ func TestCreatePRFailures(t *testing.T) {
 		}
 	})
 	t.Run("unknown repository", func(t *testing.T) {
-		gh := githubfake.New(t, "acme", "plans", "tok")
+		gh := githubtest.New(t, "acme", "plans", "tok")
 		c := NewGitHub(GitHubOptions{APIURL: gh.URL(), Owner: "acme", Repo: "nope", Token: "tok"})
 		_, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "")
 		var ae *APIError
@@ -70,7 +70,7 @@ func TestCreatePRFailures(t *testing.T) {
 		}
 	})
 	t.Run("server down", func(t *testing.T) {
-		gh := githubfake.New(t, "acme", "plans", "tok")
+		gh := githubtest.New(t, "acme", "plans", "tok")
 		c := fakeClient(gh)
 		gh.Close()
 		if _, err := c.GetPR(ctx(t), 1); !errors.Is(err, ErrUnavailable) {
@@ -92,7 +92,7 @@ func TestCreatePRFailures(t *testing.T) {
 }
 
 func TestGetPRStates(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	for i := 0; i < 3; i++ {
 		if _, err := c.CreateOrUpdatePR(ctx(t), fmt.Sprintf("b%d", i), "main", "t", ""); err != nil {
@@ -124,15 +124,15 @@ func TestGetPRStates(t *testing.T) {
 }
 
 func TestFindPRFollowsPagination(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	// GitHub allows one open pull request per head and base: a branch may
 	// have 130 open ones into other bases, and the one into main on page 2.
 	for i := 0; i < 130; i++ {
-		gh.AddPull(githubfake.Pull{Number: i + 1, Head: "planlock/x", Base: fmt.Sprintf("release-%d", i), State: "open"})
+		gh.AddPull(githubtest.Pull{Number: i + 1, Head: "planlock/x", Base: fmt.Sprintf("release-%d", i), State: "open"})
 	}
-	gh.AddPull(githubfake.Pull{Number: 131, Head: "planlock/x", Base: "main", State: "open", HeadSHA: strings.Repeat("d", 40)})
-	gh.AddPull(githubfake.Pull{Number: 132, Head: "planlock/y", Base: "main", State: "closed"})
+	gh.AddPull(githubtest.Pull{Number: 131, Head: "planlock/x", Base: "main", State: "open", HeadSHA: strings.Repeat("d", 40)})
+	gh.AddPull(githubtest.Pull{Number: 132, Head: "planlock/y", Base: "main", State: "closed"})
 
 	pr, ok, err := c.FindPR(ctx(t), "planlock/x")
 	if err != nil || !ok || pr.Number != 1 {
@@ -158,7 +158,7 @@ func TestFindPRFollowsPagination(t *testing.T) {
 }
 
 func TestReviewsFollowsLinkPagination(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	if _, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", ""); err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestPaginationNeverLeavesAPIHost(t *testing.T) {
 }
 
 func TestDefaultBranchAndCompareURL(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	if b, err := c.DefaultBranch(ctx(t)); err != nil || b != "main" {
 		t.Fatalf("DefaultBranch = %q, %v", b, err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // Each way GitHub refuses a request comes back as its own error type, and
@@ -16,42 +16,42 @@ func TestGitHubErrorsAreTyped(t *testing.T) {
 	reset := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name      string
-		setup     func(*githubfake.Server)
+		setup     func(*githubtest.Server)
 		body      string
 		check     func(t *testing.T, err error)
 		transient bool // errors.Is(err, ErrUnavailable); else ErrPermanent
 	}{
-		{"primary rate limit", func(g *githubfake.Server) { g.SetRateLimit(0, reset) }, "b", func(t *testing.T, err error) {
+		{"primary rate limit", func(g *githubtest.Server) { g.SetRateLimit(0, reset) }, "b", func(t *testing.T, err error) {
 			var e *RateLimitError
 			if !errors.As(err, &e) || !e.Reset.Equal(reset) || !strings.Contains(err.Error(), "resets at 2026-11-30T13:00:00Z") {
 				t.Fatalf("err = %v, want a RateLimitError resetting at %s", err, reset)
 			}
 		}, true},
-		{"secondary rate limit", func(g *githubfake.Server) { g.SetSecondaryRateLimit(1, 42) }, "b", func(t *testing.T, err error) {
+		{"secondary rate limit", func(g *githubtest.Server) { g.SetSecondaryRateLimit(1, 42) }, "b", func(t *testing.T, err error) {
 			var e *SecondaryRateLimitError
 			if !errors.As(err, &e) || e.RetryAfter != 42*time.Second {
 				t.Fatalf("err = %v, want a SecondaryRateLimitError retrying after 42s", err)
 			}
 		}, true},
-		{"private repository", func(g *githubfake.Server) { g.Deny(githubfake.DenyPrivate) }, "b", func(t *testing.T, err error) {
+		{"private repository", func(g *githubtest.Server) { g.Deny(githubtest.DenyPrivate) }, "b", func(t *testing.T, err error) {
 			var e *PermissionError
 			if !errors.As(err, &e) || e.Status != 404 || !strings.Contains(e.Hint, "private and not visible to this token") {
 				t.Fatalf("err = %v, want a 404 PermissionError about a private repository", err)
 			}
 		}, false},
-		{"read-only token", func(g *githubfake.Server) { g.Deny(githubfake.DenyWrite) }, "b", func(t *testing.T, err error) {
+		{"read-only token", func(g *githubtest.Server) { g.Deny(githubtest.DenyWrite) }, "b", func(t *testing.T, err error) {
 			var e *PermissionError
 			if !errors.As(err, &e) || e.Status != 403 || !strings.Contains(e.Hint, "pull-requests: write") {
 				t.Fatalf("err = %v, want a 403 PermissionError naming pull-requests: write", err)
 			}
 		}, false},
-		{"Actions may not open pull requests", func(g *githubfake.Server) { g.Deny(githubfake.DenyActionsPRs) }, "b", func(t *testing.T, err error) {
+		{"Actions may not open pull requests", func(g *githubtest.Server) { g.Deny(githubtest.DenyActionsPRs) }, "b", func(t *testing.T, err error) {
 			var e *PermissionError
 			if !errors.As(err, &e) || !strings.Contains(e.Hint, "Allow GitHub Actions to create and approve pull requests") {
 				t.Fatalf("err = %v, want the Actions setting as the hint", err)
 			}
 		}, false},
-		{"validation", func(g *githubfake.Server) { g.SetNoCommits(true) }, "b", func(t *testing.T, err error) {
+		{"validation", func(g *githubtest.Server) { g.SetNoCommits(true) }, "b", func(t *testing.T, err error) {
 			var e *ValidationError
 			if !errors.As(err, &e) || e.Status != 422 {
 				t.Fatalf("err = %v, want a ValidationError", err)
@@ -59,7 +59,7 @@ func TestGitHubErrorsAreTyped(t *testing.T) {
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh := githubtest.New(t, "acme", "plans", "tok")
 			tc.setup(gh)
 			_, err := fakeClient(gh).CreateOrUpdatePR(ctx(t), "planlock/approve/p", "main", "t", tc.body)
 			tc.check(t, err)
@@ -80,7 +80,7 @@ func TestGitHubErrorsAreTyped(t *testing.T) {
 // A body over GitHub's limit is cut to fit (the fake answers 422 otherwise);
 // a hold's long arguments are left to the hold file.
 func TestBodiesFitGitHubsLimit(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	huge := strings.Repeat("é", MaxPRBody+10)
 	if _, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", huge); err != nil {
@@ -115,7 +115,7 @@ func TestBodiesFitGitHubsLimit(t *testing.T) {
 // A repeated GET is conditional: GitHub's 304 (free of rate limit) gives
 // back the answer kept, and a change is still seen.
 func TestConditionalRequests(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
 	if _, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", "x"); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package gitapprove
 
 import (
 	"context"
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,6 +102,6 @@ func ctx(t *testing.T) context.Context {
 	return t.Context()
 }
 
-func fakeClient(gh *githubfake.Server) *GitHub {
+func fakeClient(gh *githubtest.Server) *GitHub {
 	return NewGitHub(GitHubOptions{APIURL: gh.URL(), WebURL: gh.WebURL(), Owner: "acme", Repo: "plans", Token: "tok"})
 }

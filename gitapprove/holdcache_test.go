@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // A status is kept StatusCache long per hold: repeated calls inside it cost
 // no request; after it GitHub is asked again.
 func TestHoldStatusCache(t *testing.T) {
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main", StatusCache: 15 * time.Second, Now: func() time.Time { return now }}
 	hold := sampleHold()

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -18,7 +18,7 @@ import (
 // to the held call. A bundle for other bytes does not verify.
 func TestHoldLoopVerifiesWithSign(t *testing.T) {
 	f := newFixture(t, "main", map[string]string{"plans/refund-4711.hcl": pinPlan})
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 	hold := sampleHold()
 

@@ -3,7 +3,7 @@ package gitapprove
 import (
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +42,7 @@ func reviewerMerges(t *testing.T, f fixture, branch string) string {
 
 func TestHoldPRFlowWithGitHub(t *testing.T) {
 	f := newFixture(t, "main", map[string]string{"plans/refund-4711.hcl": pinPlan})
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 	hold := sampleHold()
 	hold.Step = "refund"
@@ -106,7 +106,7 @@ func TestHoldPRFlowWithGitHub(t *testing.T) {
 
 func TestHoldPRClosedIsRejected(t *testing.T) {
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 	hold := sampleHold()
 	hold.ObservedPin = ""
@@ -170,7 +170,7 @@ func TestHoldUnreachableIsUnavailable(t *testing.T) {
 	})
 	t.Run("GitHub down", func(t *testing.T) {
 		f := newFixture(t, "main", nil)
-		gh := githubfake.New(t, "acme", "plans", "tok")
+		gh := githubtest.New(t, "acme", "plans", "tok")
 		holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 		opened, err := holds.Open(ctx(t), sampleHold(), nil)
 		if err != nil {

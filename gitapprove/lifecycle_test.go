@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // Approval and hold pull requests are labelled; a hold's pull request is
@@ -19,7 +19,7 @@ func TestHoldPullRequestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	repo := openRepo(t, f.work)
 	if _, err := Approve(ctx(t), approveReq(t, repo, fakeClient(gh), string(v1))); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestHoldPullRequestLifecycle(t *testing.T) {
 	}
 
 	// Labelling refused (read-only for issues here): the PR stands, with a warning.
-	gh.Deny(githubfake.DenyWrite)
+	gh.Deny(githubtest.DenyWrite)
 	p, err := Propose(ctx(t), repo, labelOnlyFails{fakeClient(gh)}, Proposal{Branch: "planlock/approve/x", Base: "main", Files: map[string][]byte{"x.hcl": []byte("x")}, Message: "m", Title: "t", Labels: []string{LabelPlan}})
 	if err != nil || p.PR == nil || !strings.Contains(p.Warning, "label pull request") {
 		t.Errorf("Propose = %+v, %v; want the PR and a labelling warning", p, err)
@@ -85,7 +85,7 @@ func (l labelOnlyFails) CreateOrUpdatePR(ctx2 context.Context, head, base, title
 // holds only the new hold's file, the body names it, a comment says why.
 func TestHoldReopenCarriesThePullRequestOver(t *testing.T) {
 	f := newFixture(t, "main", nil)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
 	old := sampleHold()
 	if _, err := holds.Open(ctx(t), old, nil); err != nil {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 func TestBranchRulesAndWarnings(t *testing.T) {
 	full := []map[string]any{
-		githubfake.PullRequestRule(1, true, true, true),
-		githubfake.SimpleRule("deletion"),
-		githubfake.SimpleRule("non_fast_forward"),
+		githubtest.PullRequestRule(1, true, true, true),
+		githubtest.SimpleRule("deletion"),
+		githubtest.SimpleRule("non_fast_forward"),
 		{"type": "required_status_checks", "ruleset_source_type": "Repository", "ruleset_source": "acme/plans", "ruleset_id": 42,
 			"parameters": map[string]any{"strict_required_status_checks_policy": false, "required_status_checks": []any{map[string]any{"context": CheckName, "integration_id": 15368}}}},
 	}
@@ -24,15 +24,15 @@ func TestBranchRulesAndWarnings(t *testing.T) {
 	}{
 		{"everything required", full, nil},
 		{"no rules at all", nil, []string{"does not require a pull request", "code-owner review", `"planlock check" check`}},
-		{"review but no code owners, stale kept", []map[string]any{githubfake.PullRequestRule(1, false, false, true)},
+		{"review but no code owners, stale kept", []map[string]any{githubtest.PullRequestRule(1, false, false, true)},
 			[]string{"code-owner review", "keeps approvals after new pushes", `"planlock check" check`}},
-		{"pull request without approvals", []map[string]any{githubfake.PullRequestRule(0, true, true, false)},
+		{"pull request without approvals", []map[string]any{githubtest.PullRequestRule(0, true, true, false)},
 			[]string{"requires no approving review", "most recent push", `"planlock check" check`}},
 		// Two rulesets: the strictest of each setting applies, as on GitHub.
-		{"strictest of two rulesets", append([]map[string]any{githubfake.PullRequestRule(0, false, false, false)}, full...), nil},
+		{"strictest of two rulesets", append([]map[string]any{githubtest.PullRequestRule(0, false, false, false)}, full...), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh := githubtest.New(t, "acme", "plans", "tok")
 			gh.SetBranchRules("main", tc.rules...)
 			rules, err := fakeClient(gh).BranchRules(ctx(t), "main")
 			if err != nil {
@@ -49,24 +49,24 @@ func TestBranchRulesAndWarnings(t *testing.T) {
 			}
 		})
 	}
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	gh.SetToken("other")
 	if _, err := fakeClient(gh).BranchRules(ctx(t), "main"); err == nil || !strings.Contains(err.Error(), "Bad credentials") {
 		t.Errorf("bad token: %v", err)
 	}
 	// A branch name with a slash stays one path segment sequence, as GitHub expects.
-	gh2 := githubfake.New(t, "acme", "plans", "tok")
-	gh2.SetBranchRules("release/v1", githubfake.PullRequestRule(2, true, true, true))
+	gh2 := githubtest.New(t, "acme", "plans", "tok")
+	gh2.SetBranchRules("release/v1", githubtest.PullRequestRule(2, true, true, true))
 	if r, err := fakeClient(gh2).BranchRules(ctx(t), "release/v1"); err != nil || r.RequiredApprovals != 2 {
 		t.Errorf("release/v1: %+v, %v", r, err)
 	}
 }
 
 func TestMergedPRAndApprovers(t *testing.T) {
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	merge := strings.Repeat("1", 40)
-	gh.AddPull(githubfake.Pull{Number: 1, Head: "feature", Base: "main", State: "open", HeadSHA: strings.Repeat("a", 40)})
-	gh.AddPull(githubfake.Pull{Number: 2, Head: "other", Base: "main", State: "open", HeadSHA: merge})
+	gh.AddPull(githubtest.Pull{Number: 1, Head: "feature", Base: "main", State: "open", HeadSHA: strings.Repeat("a", 40)})
+	gh.AddPull(githubtest.Pull{Number: 2, Head: "other", Base: "main", State: "open", HeadSHA: merge})
 	gh.Merge(1, merge)
 	review := func(login, state string) map[string]any {
 		return map[string]any{"id": 1, "user": map[string]any{"login": login}, "state": state, "commit_id": strings.Repeat("a", 40), "submitted_at": "2026-11-30T11:00:00Z"}

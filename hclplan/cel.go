@@ -322,10 +322,10 @@ func celNumber(s string) ref.Val {
 	if err != nil {
 		return types.NewErr("%q is not a JSON number", s)
 	}
-	if r := n.rat(); r.IsInt() && r.Num().IsInt64() {
+	if r := n.Rat(); r.IsInt() && r.Num().IsInt64() {
 		return types.Int(r.Num().Int64())
 	}
-	f, _ := new(big.Float).SetRat(n.rat()).Float64()
+	f, _ := new(big.Float).SetRat(n.Rat()).Float64()
 	if math.IsInf(f, 0) {
 		return types.NewErr("number %s is too large for an expression", s)
 	}

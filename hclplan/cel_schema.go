@@ -21,36 +21,8 @@ import (
 // are int when whole, so a `number` compares freely with ints but arithmetic
 // needs double(...).
 
-// jsonSchema is the part of a JSON Schema that gives types to expressions
-// and to nested constraints.
-type jsonSchema struct {
-	Type                 json.RawMessage        `json:"type"`
-	Properties           map[string]*jsonSchema `json:"properties"`
-	Items                json.RawMessage        `json:"items"`
-	AdditionalProperties json.RawMessage        `json:"additionalProperties"`
-}
-
-func (s *jsonSchema) types() []string {
-	if s == nil {
-		return nil
-	}
-	return propSchema{Type: s.Type}.types()
-}
-
-// items returns the schema of an array's elements, or nil.
-func (s *jsonSchema) items() *jsonSchema {
-	if s == nil || len(s.Items) == 0 {
-		return nil
-	}
-	var it jsonSchema
-	if json.Unmarshal(s.Items, &it) != nil {
-		return nil
-	}
-	return &it
-}
-
 // closed reports whether an object schema lists all the keys it allows.
-func (s *jsonSchema) closed() bool {
+func (s *Schema) closed() bool {
 	ap := strings.TrimSpace(string(s.AdditionalProperties))
 	return len(s.Properties) > 0 && (ap == "" || ap == "false")
 }
@@ -94,7 +66,7 @@ func (p *schemaProvider) FindStructFieldType(name, field string) (*types.FieldTy
 }
 
 // celType derives the CEL type of values the schema allows.
-func (p *schemaProvider) celType(s *jsonSchema) *types.Type {
+func (p *schemaProvider) celType(s *Schema) *types.Type {
 	ts := s.types()
 	if s != nil && len(ts) == 0 && len(s.Properties) > 0 {
 		ts = []string{"object"}
@@ -137,8 +109,8 @@ func (p *schemaProvider) celType(s *jsonSchema) *types.Type {
 // checkExprTypes type-checks the expressions of step s against the tool's
 // input schema.
 func (d *decoder) checkExprTypes(s *Step, schema json.RawMessage) {
-	var root jsonSchema
-	if len(schema) > 0 && json.Unmarshal(schema, &root) != nil {
+	var root Schema
+	if len(schema) > 0 && decodeSchema(schema, &root) != nil {
 		return
 	}
 	reg, err := types.NewRegistry()
@@ -160,9 +132,9 @@ func (d *decoder) checkExprTypes(s *Step, schema json.RawMessage) {
 
 // checkArgTypes checks one constraint set against its schema: the v2
 // constraints' JSON types, fields the schema does not have, and expressions.
-func (d *decoder) checkArgTypes(p *schemaProvider, s *Step, a *Arg, sch *jsonSchema, where string) {
+func (d *decoder) checkArgTypes(p *schemaProvider, s *Step, a *Arg, sch *Schema, where string) {
 	if sch == nil {
-		sch = &jsonSchema{}
+		sch = &Schema{}
 	}
 	allowed := sch.types()
 	if msg := contradictionV2(a, allowed); msg != "" {

@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"github.com/planlock/planlock/internal/canonjson"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -116,7 +118,7 @@ func (a *Arg) check(v any) string {
 		}
 	}
 	if a.Min != nil || a.Max != nil {
-		n, ok := toNumber(v)
+		n, ok := canonjson.ToNumber(v)
 		if !ok {
 			return fmt.Sprintf("= %s, want a number", describe(v))
 		}
@@ -170,8 +172,8 @@ func enumString(vals []Value) string {
 func describe(v any) string {
 	const max = 80
 	var b bytes.Buffer
-	err := writeCanonical(&b, v, 4*max)
-	if err != nil && !errors.Is(err, errCapped) {
+	err := canonjson.Write(&b, v, 4*max)
+	if err != nil && !errors.Is(err, canonjson.ErrCapped) {
 		return fmt.Sprintf("%T", v)
 	}
 	out := b.Bytes()

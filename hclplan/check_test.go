@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"github.com/planlock/planlock/internal/canonjson"
+
 	"encoding/json"
 	"errors"
 	"strings"
@@ -221,7 +223,7 @@ func TestNumberCmp(t *testing.T) {
 
 func TestCanonicalJSON(t *testing.T) {
 	in := decode(t, `{"b": [1.0, {"y": 2, "x": "<&>"}], "a": 30.0}`)
-	got, err := CanonicalJSON(in)
+	got, err := canonjson.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}

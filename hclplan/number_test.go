@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"github.com/planlock/planlock/internal/canonjson"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -66,7 +68,7 @@ arg "l" { enum = [1, [2]] }`)
 			if _, err := NewValue(n); err == nil || err.Error() != want.Error() {
 				t.Errorf("NewValue: %v", err)
 			}
-			if _, err := CanonicalJSON(map[string]any{"a": []any{n}}); err == nil || err.Error() != want.Error() {
+			if _, err := canonjson.Marshal(map[string]any{"a": []any{n}}); err == nil || err.Error() != want.Error() {
 				t.Errorf("CanonicalJSON: %v", err)
 			}
 			if MustNumber("5").Cmp(MustNumber("5")) != 0 || (Value{v: json.Number("5")}).Equal(n) {

@@ -215,9 +215,6 @@ type jsonPin struct {
 	Eq    Value  `json:"eq"`
 }
 
-// MarshalJSON writes a number as its exact canonical text.
-func (n Number) MarshalJSON() ([]byte, error) { return []byte(n.Canonical()), nil }
-
 // JSON returns the plan's canonical JSON form, indented, with a trailing
 // newline.
 func JSON(p *Plan) ([]byte, error) {

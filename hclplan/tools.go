@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"github.com/planlock/planlock/internal/canonjson"
+
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -10,10 +12,13 @@ import (
 	"github.com/planlock/planlock/internal/editdist"
 )
 
-// Tool is one entry of an MCP tools/list result: its name and the JSON
-// Schema of its arguments, as the upstream sent it.
+// Tool is one entry of an MCP tools/list result: its name, description and
+// the JSON Schema of its arguments, as the upstream sent it. It is the one
+// tool type of planlock: plan checks, the tool listing and plan skeletons
+// read it.
 type Tool struct {
 	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
@@ -46,33 +51,6 @@ func ParseToolList(data []byte) ([]Tool, error) {
 	return nil, fmt.Errorf("read tool list: no \"tools\" array (want the result of tools/list)")
 }
 
-// inputSchema is the part of a tool's JSON Schema the plan is checked against.
-type inputSchema struct {
-	Properties           map[string]propSchema `json:"properties"`
-	Required             []string              `json:"required"`
-	AdditionalProperties *json.RawMessage      `json:"additionalProperties"`
-}
-
-type propSchema struct {
-	Type json.RawMessage `json:"type"`
-}
-
-// types returns the JSON Schema types a property allows; nil means any.
-func (p propSchema) types() []string {
-	if len(p.Type) == 0 {
-		return nil
-	}
-	var one string
-	if json.Unmarshal(p.Type, &one) == nil {
-		return []string{one}
-	}
-	var many []string
-	if json.Unmarshal(p.Type, &many) == nil {
-		return many
-	}
-	return nil
-}
-
 // CheckTools checks the plan against an upstream's tools: tools that do not
 // exist, arguments the schema does not have (when it forbids others), required
 // arguments the plan never allows, and constraints whose type contradicts the
@@ -94,14 +72,14 @@ func CheckTools(p *Plan, tools []Tool) hcl.Diagnostics {
 				d.errorf(s.Pin.DeclRange, "Unknown pin tool", "The upstream has no tool %q to read the pin with.%s", s.Pin.Tool, suggest(s.Pin.Tool, byName))
 			}
 		}
-		var sch inputSchema
+		var sch Schema
 		if len(t.InputSchema) > 0 {
-			if err := json.Unmarshal(t.InputSchema, &sch); err != nil {
+			if err := decodeSchema(t.InputSchema, &sch); err != nil {
 				d.errorf(s.ToolRange, "Unreadable input schema", "The upstream's inputSchema of %q is not a JSON Schema object: %s.", s.Tool, err)
 				continue
 			}
 		}
-		closed := sch.AdditionalProperties != nil && strings.TrimSpace(string(*sch.AdditionalProperties)) == "false"
+		closed := strings.TrimSpace(string(sch.AdditionalProperties)) == "false"
 		for _, a := range s.Args {
 			prop, known := sch.Properties[a.Name]
 			if !known {
@@ -176,7 +154,7 @@ func valueHasType(v any, allowed []string) bool {
 			return true
 		}
 		if t == "number" && a == "integer" {
-			if n, ok := toNumber(v); ok && n.rat().IsInt() {
+			if n, ok := canonjson.ToNumber(v); ok && n.IsInt() {
 				return true
 			}
 		}
@@ -208,7 +186,7 @@ func suggest(name string, tools map[string]Tool) string {
 	return didYouMean(name, names)
 }
 
-func suggestProp(name string, props map[string]propSchema) string {
+func suggestProp(name string, props map[string]*Schema) string {
 	names := make([]string, 0, len(props))
 	for n := range props {
 		names = append(names, n)

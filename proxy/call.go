@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -40,11 +40,13 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}") // no arguments is {} (contract)
 	}
+	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
+	defer end()
 	call := ledger.Call{PlanDigest: st.plan.Digest, Tool: tool, Args: raw}
 	args, err := decodeArgs(raw)
 	if err != nil {
 		call.Args = nil
-		return p.block(ctx, call, fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
+		return p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
 	}
 	for n := 1; ; n++ {
 		d := st.gate.Decide(p.decideInput(st, call, args))
@@ -53,7 +55,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			return res, nil
 		}
 		if n == maxDecisions {
-			return p.block(ctx, call, again.reason), nil
+			return p.block(ctx, call, RuleStateChanged, again.reason), nil
 		}
 	}
 }
@@ -80,7 +82,7 @@ func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any
 		// Only a numbered pull request can be reopened; a local hold
 		// ("local", planlock holds reject) or a branch deleted without a
 		// forge has none.
-		if approvals.PRNumber(h.PRURL) > 0 {
+		if h.PR > 0 {
 			b.PRURL = h.PRURL
 		}
 		return b
@@ -112,13 +114,13 @@ func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		if d.Block.Step != nil {
 			call.Step, call.StepIndex = d.Block.Step.Name, d.Block.Step.Index
 		}
-		return p.block(ctx, call, d.Block.Reason), nil
+		return p.block(ctx, call, string(d.Block.Rule), d.Block.Reason), nil
 	case gate.KindHold:
 		return p.hold(ctx, st, call, d.Hold, nil)
 	case gate.KindForward:
 		return p.run(ctx, req, st, call, d.Forward)
 	}
-	return p.block(ctx, call, fmt.Sprintf("internal error: no decision for tool %q", call.Tool)), nil
+	return p.block(ctx, call, "internal", fmt.Sprintf("internal error: no decision for tool %q", call.Tool)), nil
 }
 
 // onErrorHeld marks the reason of a step held by on_error = "hold".
@@ -145,7 +147,8 @@ func errorResult(text string) *mcp.CallToolResult {
 }
 
 // block records a blocked call and answers it; nothing reaches the upstream.
-func (p *Proxy) block(ctx context.Context, call ledger.Call, reason string) *mcp.CallToolResult {
+func (p *Proxy) block(ctx context.Context, call ledger.Call, rule, reason string) *mcp.CallToolResult {
+	note(ctx, call.Step, OutcomeBlocked, rule, 0)
 	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}
@@ -193,8 +196,9 @@ func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gat
 	case holdApproved:
 		return nil, &redecide{reason: fmt.Sprintf("%s; the approval of this call could not be used now, repeat exactly the same call", d.Reason)}
 	case holdRefused:
-		return p.block(ctx, call, a.message), nil
+		return p.block(ctx, call, RuleHoldRefused, a.message), nil
 	}
+	note(ctx, call.Step, OutcomeHeld, causes.First(), 0)
 	return errorResult(a.message), nil
 }
 
@@ -208,7 +212,7 @@ func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gat
 func (p *Proxy) rejectedAgain(ctx context.Context, st *planState, call ledger.Call, d gate.Hold) (*mcp.CallToolResult, *redecide) {
 	keeper, ok := p.holds().(prHolds)
 	if !ok {
-		return p.block(ctx, call, d.RejectedBlock().Reason), nil
+		return p.block(ctx, call, string(gate.RuleRejected), d.RejectedBlock().Reason), nil
 	}
 	// The hold as recorded (its cause exactly as stored), and still the one
 	// the decision saw.
@@ -220,12 +224,13 @@ func (p *Proxy) rejectedAgain(ctx context.Context, st *planState, call ledger.Ca
 	a := keeper.Request(ctx, st.plan.Name, call, spec)
 	switch a.outcome {
 	case holdWaiting:
+		note(ctx, call.Step, OutcomeHeld, string(gate.RuleRejected), 0)
 		return errorResult(a.message), nil
 	case holdRefused:
-		return p.block(ctx, call, a.message), nil
+		return p.block(ctx, call, RuleHoldRefused, a.message), nil
 	}
 	// Approved cannot come of a rejected hold; fail closed.
-	return p.block(ctx, call, d.RejectedBlock().Reason), nil
+	return p.block(ctx, call, string(gate.RuleRejected), d.RejectedBlock().Reason), nil
 }
 
 // readPin re-reads the pinned value through the upstream. The pin's tool
@@ -246,7 +251,7 @@ func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 	if !ok {
 		return pinRead{reason: fmt.Sprintf("step %q: pin field %q is missing from the result of %s", step.Name, pin.Field, pin.Tool)}
 	}
-	b, _ := hclplan.CanonicalJSON(got)
+	b, _ := canonjson.Marshal(got)
 	r := pinRead{value: pinText(got, b), ok: true}
 	if !pin.Eq.Equal(got) {
 		r.reason = fmt.Sprintf("step %q: pin %s.%s = %s, want %s (it changed since the plan was approved)", step.Name, pin.Tool, pin.Field, b, pin.Eq.String())
@@ -331,6 +336,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 	}
 	if ok, why := p.up.Ready(); !ok {
 		// Not counted: nothing was sent.
+		note(ctx, call.Step, OutcomeNotSent, RuleUpstreamDown, 0)
 		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded and not counted: %v", why)), nil
 	}
 	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls}
@@ -361,6 +367,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 			return nil, &redecide{reason: "the approval of this call was used by an identical call"}
 		}
 		// Fail closed: without a durable count there is no call.
+		note(ctx, call.Step, OutcomeNotSent, RuleStateFailed, 0)
 		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error()))), nil
 	}
 	res := p.forward(ctx, req, st, grant{call: call, step: step, ticket: t})
@@ -387,6 +394,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 
 	var result *mcp.CallToolResult
 	var outcome ledger.Outcome
+	answered := false // the upstream answered a tool result (a tool error included)
 	switch {
 	case err != nil:
 		msg := ""
@@ -411,12 +419,20 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 			outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
 			result = errorResult(msg)
 		} else {
-			result = r
+			result, answered = r, true
 			outcome = ledger.Outcome{OK: !r.IsError, Latency: lat}
 			if r.IsError {
 				outcome.Err = "tool error: " + firstText(r)
 			}
 		}
+	}
+	switch {
+	case g.observed:
+		note(ctx, step.Name, OutcomeObserved, "", lat)
+	case answered:
+		note(ctx, step.Name, OutcomeForwarded, "", lat)
+	default:
+		note(ctx, step.Name, OutcomeFailed, "", lat)
 	}
 	if g.observed {
 		if g.shadow {

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // HoldApprover decides held calls through approval pull requests;
-// *approvals.Approvals has it.
+// the hold-PR backend (internal/approvals) has it.
 type HoldApprover interface {
-	Decide(ctx context.Context, r approvals.Request) approvals.Decision
+	Decide(ctx context.Context, r holdreq.Request) holdreq.Decision
 }
 
 // Holds is the one way the call path creates and looks up holds. Behind it
@@ -84,7 +84,7 @@ type prHolds struct {
 func (s prHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
 
 func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer {
-	d := s.approver.Decide(ctx, approvals.Request{
+	d := s.approver.Decide(ctx, holdreq.Request{
 		PlanName:    planName,
 		Call:        call,
 		Reason:      spec.Reason,
@@ -93,9 +93,9 @@ func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call,
 		Expires:     spec.Expires,
 	})
 	switch d.Outcome {
-	case approvals.Approved:
+	case holdreq.Approved:
 		return HoldAnswer{outcome: holdApproved}
-	case approvals.Refused:
+	case holdreq.Refused:
 		return HoldAnswer{outcome: holdRefused, message: d.Message}
 	}
 	return HoldAnswer{outcome: holdWaiting, message: d.Message}

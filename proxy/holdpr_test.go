@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -17,30 +17,30 @@ import (
 // real ledger so that the proxy's consumption is the real one.
 type scriptedApprover struct {
 	led     *ledger.Ledger
-	outcome approvals.Outcome
+	outcome holdreq.Outcome
 	message string
 
 	mu   sync.Mutex
-	reqs []approvals.Request
+	reqs []holdreq.Request
 }
 
-func (s *scriptedApprover) Decide(ctx context.Context, r approvals.Request) approvals.Decision {
+func (s *scriptedApprover) Decide(ctx context.Context, r holdreq.Request) holdreq.Decision {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
 	h, err := s.led.NewHold(ctx, r.Call, ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires})
 	if err != nil {
-		return approvals.Decision{Outcome: approvals.Refused, Message: err.Error()}
+		return holdreq.Decision{Outcome: holdreq.Refused, Message: err.Error()}
 	}
-	if s.outcome == approvals.Approved && h.State == ledger.HoldPending {
+	if s.outcome == holdreq.Approved && h.State == ledger.HoldPending {
 		if h, err = s.led.UpdateHold(ctx, h.ID, ledger.HoldUpdate{State: ledger.HoldApproved}); err != nil {
-			return approvals.Decision{Outcome: approvals.Refused, Message: err.Error()}
+			return holdreq.Decision{Outcome: holdreq.Refused, Message: err.Error()}
 		}
 	}
-	return approvals.Decision{Outcome: s.outcome, Hold: h, Message: s.message}
+	return holdreq.Decision{Outcome: s.outcome, Hold: h, Message: s.message}
 }
 
-func (s *scriptedApprover) last(t *testing.T) approvals.Request {
+func (s *scriptedApprover) last(t *testing.T) holdreq.Request {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,7 +59,7 @@ func TestHoldsGoThroughTheApprover(t *testing.T) {
 		badPin   bool
 		tool     string
 		args     string
-		outcome  approvals.Outcome
+		outcome  holdreq.Outcome
 		message  string
 		want     []string // fragments of the answer
 		isError  bool
@@ -67,19 +67,19 @@ func TestHoldsGoThroughTheApprover(t *testing.T) {
 		pin      string
 	}{
 		{name: "approval each, held", plan: anyOrder(refundPlan), tool: "send_email", args: `{"to":"customer-4711@example.com","body":"hi"}`,
-			outcome: approvals.Held, message: "held: needs approval: pull request https://github.example/acme/plans/pull/1", want: []string{"pull/1"}, isError: true},
+			outcome: holdreq.Held, message: "held: needs approval: pull request https://github.example/acme/plans/pull/1", want: []string{"pull/1"}, isError: true},
 		{name: "approval each, approved runs once", plan: anyOrder(refundPlan), tool: "send_email", args: `{"to":"customer-4711@example.com","body":"hi"}`,
-			outcome: approvals.Approved, want: []string{`"status":"sent"`}, upstream: 1},
+			outcome: holdreq.Approved, want: []string{`"status":"sent"`}, upstream: 1},
 		{name: "refused is a block", plan: anyOrder(refundPlan), tool: "send_email", args: `{"to":"customer-4711@example.com","body":"hi"}`,
-			outcome: approvals.Refused, message: "rejected: do not retry this call", want: []string{`blocked by plan "refund-4711": rejected: do not retry this call`}, isError: true},
+			outcome: holdreq.Refused, message: "rejected: do not retry this call", want: []string{`blocked by plan "refund-4711": rejected: do not retry this call`}, isError: true},
 		{name: "pin hold carries the observed value", plan: anyOrder(refundPlan), badPin: true, tool: "refund_customer", args: `{"order_id":"4711","amount":5,"currency":"EUR"}`,
-			outcome: approvals.Held, message: "held", want: []string{"held"}, isError: true, pin: "0c1f2e3d4b5a6978"},
+			outcome: holdreq.Held, message: "held", want: []string{"held"}, isError: true, pin: "0c1f2e3d4b5a6978"},
 		{name: "approved pin hold runs once", plan: anyOrder(refundPlan), badPin: true, tool: "refund_customer", args: `{"order_id":"4711","amount":5,"currency":"EUR"}`,
-			outcome: approvals.Approved, want: []string{`"status":"refunded"`}, upstream: 1, pin: "0c1f2e3d4b5a6978"},
+			outcome: holdreq.Approved, want: []string{`"status":"refunded"`}, upstream: 1, pin: "0c1f2e3d4b5a6978"},
 		{name: "approved violation passes its bound", plan: violation, tool: "get_order", args: `{"order_id":"9"}`,
-			outcome: approvals.Approved, want: []string{`not found`}, isError: true, upstream: 1},
+			outcome: holdreq.Approved, want: []string{`not found`}, isError: true, upstream: 1},
 		{name: "approved call of a tool in no step stays blocked", plan: violation, tool: "get_script_by_path", args: `{"path":"x"}`,
-			outcome: approvals.Approved, want: []string{"is in no step of the plan: it needs a new plan"}, isError: true},
+			outcome: holdreq.Approved, want: []string{"is in no step of the plan: it needs a new plan"}, isError: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,7 +139,7 @@ func TestRejectedHoldsWithAPullRequestAreAskedAgain(t *testing.T) {
 		tool      string
 		args      string
 		prURL     string
-		outcome   approvals.Outcome // the approver's second answer
+		outcome   holdreq.Outcome // the approver's second answer
 		message   string
 		want      []string
 		asked     bool // the approver is asked about the rejected hold
@@ -147,26 +147,26 @@ func TestRejectedHoldsWithAPullRequestAreAskedAgain(t *testing.T) {
 		pin       string
 	}{
 		{name: "reopened pull request waits again", approvals: true, tool: "send_email", args: email, prURL: prURL,
-			outcome: approvals.Held, message: "held: needs approval: pull request " + prURL + " (reopened)", want: []string{"(reopened)"}, asked: true, cause: "approval"},
+			outcome: holdreq.Held, message: "held: needs approval: pull request " + prURL + " (reopened)", want: []string{"(reopened)"}, asked: true, cause: "approval"},
 		{name: "reopened pin hold asks with the pin the approver saw", approvals: true, badPin: true, tool: "refund_customer", args: refund, prURL: prURL,
-			outcome: approvals.Held, message: "held: reopened", want: []string{"held: reopened"}, asked: true, cause: "pin", pin: "0c1f2e3d4b5a6978"},
+			outcome: holdreq.Held, message: "held: reopened", want: []string{"held: reopened"}, asked: true, cause: "pin", pin: "0c1f2e3d4b5a6978"},
 		{name: "still closed is refused", approvals: true, tool: "send_email", args: email, prURL: prURL,
-			outcome: approvals.Refused, message: "rejected: do not retry this call", want: []string{`blocked by plan "refund-4711": rejected: do not retry this call`}, asked: true, cause: "approval"},
+			outcome: holdreq.Refused, message: "rejected: do not retry this call", want: []string{`blocked by plan "refund-4711": rejected: do not retry this call`}, asked: true, cause: "approval"},
 		{name: "an approval cannot come of a rejected hold", approvals: true, tool: "send_email", args: email, prURL: prURL,
-			outcome: approvals.Approved, want: []string{"blocked", "was rejected; do not retry it"}, asked: true, cause: "approval"},
+			outcome: holdreq.Approved, want: []string{"blocked", "was rejected; do not retry it"}, asked: true, cause: "approval"},
 		{name: "rejected without a pull request stays blocked", approvals: true, tool: "send_email", args: email,
-			outcome: approvals.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
-		{name: "rejected locally (planlock holds reject) stays blocked", approvals: true, tool: "send_email", args: email, prURL: approvals.LocalPR,
-			outcome: approvals.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
+			outcome: holdreq.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
+		{name: "rejected locally (planlock holds reject) stays blocked", approvals: true, tool: "send_email", args: email, prURL: "local", // what a local approval records
+			outcome: holdreq.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
 		{name: "a branch deleted without a forge stays blocked", approvals: true, tool: "send_email", args: email, prURL: "https://github.example/acme/plans/compare/main...planlock/hold/x",
-			outcome: approvals.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
+			outcome: holdreq.Held, message: "held", want: []string{"blocked", "was rejected; do not retry it"}},
 		{name: "state holds: rejected with a pull request stays blocked", tool: "send_email", args: email, prURL: prURL,
 			want: []string{"blocked", "was rejected; do not retry it"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, anyOrder(refundPlan), harnessOpts{})
-			s := &scriptedApprover{led: h.ledger, outcome: approvals.Held, message: "held: first"}
+			s := &scriptedApprover{led: h.ledger, outcome: holdreq.Held, message: "held: first"}
 			if tc.approvals {
 				h.proxy.cfg.Approvals = s // before the first call
 			}
@@ -188,7 +188,7 @@ func TestRejectedHoldsWithAPullRequestAreAskedAgain(t *testing.T) {
 				id = hold.ID
 			}
 			if tc.prURL != "" {
-				if _, err := h.ledger.UpdateHold(h.ctx, id, ledger.HoldUpdate{PRURL: tc.prURL}); err != nil {
+				if _, err := h.ledger.UpdateHold(h.ctx, id, ledger.HoldUpdate{PRURL: tc.prURL, PR: prNumber(tc.prURL, prURL)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -226,4 +226,12 @@ func TestRejectedHoldsWithAPullRequestAreAskedAgain(t *testing.T) {
 			h.verifyAudit()
 		})
 	}
+}
+
+// prNumber is the number the forge gave the test's pull request.
+func prNumber(url, numbered string) int {
+	if url == numbered {
+		return 7
+	}
+	return 0
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // HoldRunReporter is told that an approved held call ran, so that its
-// pull request can say so; *approvals.Approvals has it.
+// pull request can say so; the hold-PR backend (internal/approvals) has it.
 type HoldRunReporter interface {
 	Ran(h ledger.Hold, planName string, auditSeq uint64, status string)
 }

@@ -152,6 +152,7 @@ func (p *Proxy) observes(d gate.Decision) bool {
 // would, so that a changed pin shows as would_hold.
 func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) *mcp.CallToolResult {
 	if ok, why := p.up.Ready(); !ok {
+		note(ctx, call.Step, OutcomeNotSent, RuleUpstreamDown, 0)
 		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded: %v", why))
 	}
 	var step *hclplan.Step

@@ -63,6 +63,9 @@ type Config struct {
 	// Observe is the operator's observe mode (observe.go); the zero value
 	// enforces the plan.
 	Observe Observe
+	// Observer, when set, is told what became of each tools/call
+	// (internal/telemetry: metrics and traces).
+	Observer CallObserver
 }
 
 // Proxy is one running gate. Create it with New, then Serve or ServeHTTP.
@@ -482,6 +485,9 @@ func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMetho
 		call.Args = req.Params.RawArguments
 	}
 	reason := fmt.Sprintf("tool %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, plan.Name)
+	ctx, end := p.startCall(ctx, plan.Name, req.Params.Name, req.Params.RawArguments)
+	defer end()
+	note(ctx, "", OutcomeBlocked, "unplanned", 0)
 	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}

@@ -112,6 +112,7 @@ type harnessOpts struct {
 	callTimeout time.Duration
 	command     []string // replaces the refund server
 	observe     Observe
+	observer    CallObserver
 }
 
 // newHarness runs the proxy in process in front of the refund server, with a
@@ -143,7 +144,7 @@ func newHarness(t *testing.T, planSrc string, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Config{Plan: plan, State: l, Now: o.now, CallTimeout: o.callTimeout, Observe: o.observe,
+	p, err := New(Config{Plan: plan, State: l, Now: o.now, CallTimeout: o.callTimeout, Observe: o.observe, Observer: o.observer,
 		Upstream: UpstreamConfig{Command: cmd, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)

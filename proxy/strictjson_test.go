@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/canonjson"
 )
 
 func TestDecodeArgs(t *testing.T) {
@@ -153,7 +154,7 @@ func BenchmarkStrictDecodeArgs(b *testing.B) {
 					continue
 				}
 				_ = step.Check(m) // the gate's arithmetic on the number
-				if _, err := hclplan.CanonicalJSON(m); err != nil {
+				if _, err := canonjson.Marshal(m); err != nil {
 					b.Fatal(err)
 				}
 			}

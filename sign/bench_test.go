@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 )
@@ -16,7 +16,7 @@ import (
 // built once, as the proxy does).
 func BenchmarkVerifyKeyless(b *testing.B) {
 	fs := newFake(b)
-	bun := signKeyless(b, fs, fakesigstore.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
+	bun := signKeyless(b, fs, sigstoretest.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
 	p := githubPolicy(b, fs, nil)
 	ctx := context.Background()
 	for b.Loop() {
@@ -31,7 +31,7 @@ func BenchmarkVerifyKeyless(b *testing.B) {
 // identity, nothing else. Compare with BenchmarkVerifyKeyless.
 func BenchmarkBareSigstoreGoKeyless(b *testing.B) {
 	fs := newFake(b)
-	bun := signKeyless(b, fs, fakesigstore.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
+	bun := signKeyless(b, fs, sigstoretest.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
 	tr, err := fs.TrustedRoot()
 	if err != nil {
 		b.Fatal(err)
@@ -40,7 +40,7 @@ func BenchmarkBareSigstoreGoKeyless(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, err := verify.NewShortCertificateIdentity(fakesigstore.GitHubIssuer, "", "https://github.com/"+testRepo+"/"+testWorkflow+"@"+testRef, "")
+	id, err := verify.NewShortCertificateIdentity(sigstoretest.GitHubIssuer, "", "https://github.com/"+testRepo+"/"+testWorkflow+"@"+testRef, "")
 	if err != nil {
 		b.Fatal(err)
 	}

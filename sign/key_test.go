@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // openssl runs the real openssl command in dir.
@@ -117,7 +117,7 @@ func TestKeyTamper(t *testing.T) {
 	p := keyPolicy(t, filepath.Join(dir, "key.pub"))
 
 	fs := newFake(t)
-	keylessBundle := signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
+	keylessBundle := signKeyless(t, fs, sigstoretest.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
 	changed := bytes.Replace(testPlan, []byte("4711"), []byte("4711 "), 1)
 
 	cases := []struct {

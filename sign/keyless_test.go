@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // The keyless tests sign with the real sigstore-go signing code against an
-// in-process fake Fulcio and Rekor (see package fakesigstore for what is
+// in-process fake Fulcio and Rekor (see package sigstoretest for what is
 // faithful and what is not), then verify against the trusted root it writes.
 
 const (
@@ -32,9 +32,9 @@ var testPlan = []byte(`plan "refund-4711" {
 }
 `)
 
-func newFake(t testing.TB) *fakesigstore.Sigstore {
+func newFake(t testing.TB) *sigstoretest.Sigstore {
 	t.Helper()
-	fs, err := fakesigstore.New()
+	fs, err := sigstoretest.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func newFake(t testing.TB) *fakesigstore.Sigstore {
 	return fs
 }
 
-func signKeyless(t testing.TB, fs *fakesigstore.Sigstore, c fakesigstore.Claims, content []byte, pred Predicate) []byte {
+func signKeyless(t testing.TB, fs *sigstoretest.Sigstore, c sigstoretest.Claims, content []byte, pred Predicate) []byte {
 	t.Helper()
 	s, err := Sign(context.Background(), content, pred, SignOptions{
 		IDToken:   c.Token(),
@@ -58,7 +58,7 @@ func signKeyless(t testing.TB, fs *fakesigstore.Sigstore, c fakesigstore.Claims,
 	return s.Bundle
 }
 
-func githubPolicy(t testing.TB, fs *fakesigstore.Sigstore, mod func(*PolicyOptions)) *Policy {
+func githubPolicy(t testing.TB, fs *sigstoretest.Sigstore, mod func(*PolicyOptions)) *Policy {
 	t.Helper()
 	tr, err := fs.TrustedRoot()
 	if err != nil {
@@ -66,7 +66,7 @@ func githubPolicy(t testing.TB, fs *fakesigstore.Sigstore, mod func(*PolicyOptio
 	}
 	o := PolicyOptions{
 		CertificateIdentity:   "https://github.com/" + testRepo + "/" + testWorkflow + "@" + testRef,
-		CertificateOIDCIssuer: fakesigstore.GitHubIssuer,
+		CertificateOIDCIssuer: sigstoretest.GitHubIssuer,
 		TrustedMaterial:       tr,
 	}
 	if mod != nil {
@@ -80,12 +80,12 @@ func githubPolicy(t testing.TB, fs *fakesigstore.Sigstore, mod func(*PolicyOptio
 }
 
 func planPredicate(path string) Predicate {
-	return Predicate{Kind: KindPlan, Path: path, Repository: testRepo, Ref: testRef, Commit: fakesigstore.GitHubSHA, PullRequest: 42, Approvers: []string{"alice"}}
+	return Predicate{Kind: KindPlan, Path: path, Repository: testRepo, Ref: testRef, Commit: sigstoretest.GitHubSHA, PullRequest: 42, Approvers: []string{"alice"}}
 }
 
 func TestKeylessRoundTrip(t *testing.T) {
 	fs := newFake(t)
-	claims := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	claims := sigstoretest.GitHub(testRepo, testWorkflow, testRef)
 	before := time.Now().Add(-time.Second).Truncate(time.Second)
 	bundle := signKeyless(t, fs, claims, testPlan, planPredicate(testPath))
 
@@ -117,7 +117,7 @@ func TestKeylessRoundTrip(t *testing.T) {
 			if a.Kind != KindPlan || a.Path != testPath || a.Digest != Digest(testPlan) {
 				t.Errorf("approval = %+v", a)
 			}
-			if a.Signer.Identity != claims.Identity() || a.Signer.Issuer != fakesigstore.GitHubIssuer ||
+			if a.Signer.Identity != claims.Identity() || a.Signer.Issuer != sigstoretest.GitHubIssuer ||
 				a.Signer.WorkflowRepository != testRepo || a.Signer.WorkflowRef != testRef {
 				t.Errorf("signer = %+v", a.Signer)
 			}
@@ -136,7 +136,7 @@ func TestKeylessHoldKind(t *testing.T) {
 	hold := []byte("hold \"h1\" {\n  plan_digest = \"sha256:00\"\n  tool = \"refund_customer\"\n}\n")
 	pred := planPredicate("holds/refund-4711/h1.hcl")
 	pred.Kind = KindHold
-	bundle := signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, testRef), hold, pred)
+	bundle := signKeyless(t, fs, sigstoretest.GitHub(testRepo, testWorkflow, testRef), hold, pred)
 	p := githubPolicy(t, fs, nil)
 	a, err := p.Verify(context.Background(), VerifyInput{Path: pred.Path, Content: hold, Bundle: bundle, Kind: KindHold})
 	if err != nil {
@@ -155,8 +155,8 @@ func TestKeylessHoldKind(t *testing.T) {
 // proxy re-verifies on file changes while serving); run with -race.
 func TestPolicyConcurrentUse(t *testing.T) {
 	fs := newFake(t)
-	good := signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
-	bad := signKeyless(t, fs, fakesigstore.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
+	good := signKeyless(t, fs, sigstoretest.GitHub(testRepo, testWorkflow, testRef), testPlan, planPredicate(testPath))
+	bad := signKeyless(t, fs, sigstoretest.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
 	p := githubPolicy(t, fs, nil)
 	errs := make(chan error, 16)
 	for i := range 16 {
@@ -188,7 +188,7 @@ func TestPolicyConcurrentUse(t *testing.T) {
 // and its integrated time is still the signing time.
 func TestKeylessWithTimestampAuthority(t *testing.T) {
 	fs := newFake(t)
-	c := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	c := sigstoretest.GitHub(testRepo, testWorkflow, testRef)
 	s, err := Sign(context.Background(), testPlan, planPredicate(testPath), SignOptions{
 		IDToken: c.Token(), FulcioURL: fs.Fulcio.URL, RekorURL: fs.Rekor.URL, TSAURL: fs.TSA.URL,
 	})

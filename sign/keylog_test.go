@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
 // Key-signed bundles with transparency log entries and RFC 3161 timestamps
 // are made with the real sigstore-go signing code against the fake Rekor and
-// TSA of package fakesigstore (the real services cannot run here; the fake
+// TSA of package sigstoretest (the real services cannot run here; the fake
 // signs SETs, checkpoints and timestamps exactly as they are verified).
 
 // testKeypair makes an ECDSA P-256 signing key and its trusted public key.
@@ -38,7 +38,7 @@ func testKeypair(t testing.TB) (*Keypair, PolicyOptions) {
 // from the real time, so the tests see which one Verify reports.
 var claimedAt = time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func signKeyLogged(t testing.TB, kp *Keypair, fs *fakesigstore.Sigstore, rekor, tsa bool, content []byte) []byte {
+func signKeyLogged(t testing.TB, kp *Keypair, fs *sigstoretest.Sigstore, rekor, tsa bool, content []byte) []byte {
 	t.Helper()
 	pred := planPredicate(testPath)
 	pred.SignedAt = claimedAt
@@ -59,7 +59,7 @@ func signKeyLogged(t testing.TB, kp *Keypair, fs *fakesigstore.Sigstore, rekor, 
 	return s.Bundle
 }
 
-func trustedRoot(t testing.TB, fs *fakesigstore.Sigstore) root.TrustedMaterial {
+func trustedRoot(t testing.TB, fs *sigstoretest.Sigstore) root.TrustedMaterial {
 	t.Helper()
 	tr, err := fs.TrustedRoot()
 	if err != nil {

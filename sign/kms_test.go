@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/sign/fakevault"
+	"github.com/planlock/planlock/internal/vaulttest"
 )
 
-// Vault cannot run here: these tests talk to fakevault, a faithful fake of
+// Vault cannot run here: these tests talk to vaulttest, a faithful fake of
 // Vault's transit HTTP API (read key, sign, verify; X-Vault-Token checked,
 // 403 otherwise), through sigstore's real hashivault provider and Vault's
 // real Go client.
@@ -32,7 +32,7 @@ func vaultEnv(t *testing.T, addr, token string) {
 func TestVaultTransitRoundTrip(t *testing.T) {
 	for _, typ := range []string{"ecdsa-p256", "ecdsa-p384", "ed25519"} {
 		t.Run(typ, func(t *testing.T) {
-			v := fakevault.New(vaultToken)
+			v := vaulttest.New(vaultToken)
 			defer v.Close()
 			pubPEM, err := v.CreateKey("planlock-ci", typ)
 			if err != nil {
@@ -95,7 +95,7 @@ func TestVaultTransitRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := fakevault.New(vaultToken)
+			v := vaulttest.New(vaultToken)
 			defer v.Close()
 			if _, err := v.CreateKey("planlock-ci", "ecdsa-p256"); err != nil {
 				t.Fatal(err)
@@ -137,7 +137,7 @@ func TestKMSProvidersCompiledIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	v := fakevault.New(vaultToken)
+	v := vaulttest.New(vaultToken)
 	defer v.Close()
 	if _, err := v.CreateKey("planlock-ci", "ecdsa-p256"); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -36,7 +36,7 @@ func editBundle(t *testing.T, b []byte, edit func(m map[string]any)) []byte {
 // should not be, and must fail closed with its own error and message.
 func TestKeylessTamperMatrix(t *testing.T) {
 	fs := newFake(t)
-	good := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	good := sigstoretest.GitHub(testRepo, testWorkflow, testRef)
 	goodBundle := signKeyless(t, fs, good, testPlan, planPredicate(testPath))
 	otherPlan := bytes.Replace(testPlan, []byte("4711"), []byte("4712"), 1)
 
@@ -72,14 +72,14 @@ func TestKeylessTamperMatrix(t *testing.T) {
 		{
 			name: "right repository, other branch", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, "refs/heads/feature"), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub(testRepo, testWorkflow, "refs/heads/feature"), testPlan, planPredicate(testPath))
 			},
 			want: ErrIdentityNotAllowed, msg: "identity https://github.com/acme/plans/.github/workflows/sign.yml@refs/heads/feature not allowed by policy",
 		},
 		{
 			name: "other branch under a repository-wide regexp and --certificate-github-workflow-ref", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, "refs/heads/feature"), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub(testRepo, testWorkflow, "refs/heads/feature"), testPlan, planPredicate(testPath))
 			},
 			mod: func(o *PolicyOptions) {
 				o.CertificateIdentity = ""
@@ -91,14 +91,14 @@ func TestKeylessTamperMatrix(t *testing.T) {
 		{
 			name: "other repository", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
 			},
 			want: ErrIdentityNotAllowed, msg: "identity https://github.com/acme/other/",
 		},
 		{
 			name: "other repository under --certificate-github-workflow-repository", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub("acme/other", testWorkflow, testRef), testPlan, planPredicate(testPath))
 			},
 			mod: func(o *PolicyOptions) {
 				o.CertificateIdentity = ""
@@ -110,7 +110,7 @@ func TestKeylessTamperMatrix(t *testing.T) {
 		{
 			name: "other workflow file", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub(testRepo, ".github/workflows/evil.yml", testRef), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub(testRepo, ".github/workflows/evil.yml", testRef), testPlan, planPredicate(testPath))
 			},
 			want: ErrIdentityNotAllowed, msg: "workflows/evil.yml@refs/heads/main not allowed by policy",
 		},
@@ -122,7 +122,7 @@ func TestKeylessTamperMatrix(t *testing.T) {
 		{
 			name: "regexp suffix trick acme/plans-evil", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub("acme/plans-evil", testWorkflow, testRef), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub("acme/plans-evil", testWorkflow, testRef), testPlan, planPredicate(testPath))
 			},
 			mod: func(o *PolicyOptions) {
 				o.CertificateIdentity = ""
@@ -148,7 +148,7 @@ func TestKeylessTamperMatrix(t *testing.T) {
 		{
 			name: "regexp suffix trick on the branch", content: testPlan,
 			bundle: func() []byte {
-				return signKeyless(t, fs, fakesigstore.GitHub(testRepo, testWorkflow, "refs/heads/main-evil"), testPlan, planPredicate(testPath))
+				return signKeyless(t, fs, sigstoretest.GitHub(testRepo, testWorkflow, "refs/heads/main-evil"), testPlan, planPredicate(testPath))
 			},
 			mod: func(o *PolicyOptions) {
 				o.CertificateIdentity = ""
@@ -289,7 +289,7 @@ func TestAnchoringDiffersFromSigstoreGo(t *testing.T) {
 // signStatement signs an arbitrary statement keyless, as a trusted signer
 // would if tricked (or a compromised workflow): the planlock checks that
 // sigstore-go leaves out must still refuse it.
-func signStatement(t *testing.T, fs *fakesigstore.Sigstore, st map[string]any) []byte {
+func signStatement(t *testing.T, fs *sigstoretest.Sigstore, st map[string]any) []byte {
 	t.Helper()
 	payload, err := json.Marshal(st)
 	if err != nil {
@@ -299,7 +299,7 @@ func signStatement(t *testing.T, fs *fakesigstore.Sigstore, st map[string]any) [
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	c := sigstoretest.GitHub(testRepo, testWorkflow, testRef)
 	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: payload, PayloadType: InTotoPayloadType}, kp, sgsign.BundleOptions{
 		CertificateProvider:        sgsign.NewFulcio(&sgsign.FulcioOptions{BaseURL: fs.Fulcio.URL}),
 		CertificateProviderOptions: &sgsign.CertificateProviderOptions{IDToken: c.Token()},

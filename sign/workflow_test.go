@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 )
 
@@ -15,12 +15,12 @@ import (
 // cosign does; only the extension under test differs from the policy.
 func TestWorkflowFlagMatrix(t *testing.T) {
 	fs := newFake(t)
-	good := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
+	good := sigstoretest.GitHub(testRepo, testWorkflow, testRef)
 	broad := func(o *PolicyOptions) {
 		o.CertificateIdentity = ""
 		o.CertificateIdentityRegexp = `https://github\.com/acme/[a-z-]+/\.github/workflows/sign\.yml@refs/heads/.+`
 	}
-	pred := func(c fakesigstore.Claims) Predicate {
+	pred := func(c sigstoretest.Claims) Predicate {
 		p := planPredicate(testPath)
 		p.Repository, p.Ref, p.Commit = c.Repository, c.Ref, c.SHA
 		return p
@@ -28,32 +28,32 @@ func TestWorkflowFlagMatrix(t *testing.T) {
 	type row struct {
 		name   string
 		policy func(*PolicyOptions)
-		claims func(*fakesigstore.Claims)
+		claims func(*sigstoretest.Claims)
 		msg    string // "" accepts
 	}
 	rows := []row{
 		{"trigger matches", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push" }, nil, ""},
 		{"trigger in list", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push,schedule" },
-			func(c *fakesigstore.Claims) { c.EventName = "schedule" }, ""},
+			func(c *sigstoretest.Claims) { c.EventName = "schedule" }, ""},
 		{"trigger not in list", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push,schedule" },
-			func(c *fakesigstore.Claims) { c.EventName = "pull_request_target" }, "workflow trigger is pull_request_target, want push,schedule"},
+			func(c *sigstoretest.Claims) { c.EventName = "pull_request_target" }, "workflow trigger is pull_request_target, want push,schedule"},
 		{"trigger list only for trigger", func(o *PolicyOptions) { o.GitHubWorkflowRef = "refs/heads/main,refs/heads/evil" }, nil, "workflow ref is refs/heads/main, want refs/heads/main,refs/heads/evil"},
 		{"trigger differs", func(o *PolicyOptions) { o.GitHubWorkflowTrigger = "push" },
-			func(c *fakesigstore.Claims) { c.EventName = "pull_request_target" }, "workflow trigger is pull_request_target, want push"},
-		{"sha matches", func(o *PolicyOptions) { o.GitHubWorkflowSHA = fakesigstore.GitHubSHA }, nil, ""},
-		{"sha differs", func(o *PolicyOptions) { o.GitHubWorkflowSHA = fakesigstore.GitHubSHA },
-			func(c *fakesigstore.Claims) { c.SHA = strings.Repeat("e", 40) }, "workflow sha is eeee"},
+			func(c *sigstoretest.Claims) { c.EventName = "pull_request_target" }, "workflow trigger is pull_request_target, want push"},
+		{"sha matches", func(o *PolicyOptions) { o.GitHubWorkflowSHA = sigstoretest.GitHubSHA }, nil, ""},
+		{"sha differs", func(o *PolicyOptions) { o.GitHubWorkflowSHA = sigstoretest.GitHubSHA },
+			func(c *sigstoretest.Claims) { c.SHA = strings.Repeat("e", 40) }, "workflow sha is eeee"},
 		{"name matches", func(o *PolicyOptions) { o.GitHubWorkflowName = "sign" }, nil, ""},
 		{"name differs", func(o *PolicyOptions) { o.GitHubWorkflowName = "sign" },
-			func(c *fakesigstore.Claims) { c.Workflow = "sign (fork)" }, "workflow name is sign (fork), want sign"},
+			func(c *sigstoretest.Claims) { c.Workflow = "sign (fork)" }, "workflow name is sign (fork), want sign"},
 		{"repository matches", func(o *PolicyOptions) { o.GitHubWorkflowRepository = testRepo }, nil, ""},
 		{"repository differs", func(o *PolicyOptions) { o.GitHubWorkflowRepository = testRepo },
-			func(c *fakesigstore.Claims) { *c = fakesigstore.GitHub("acme/other", testWorkflow, testRef) }, "workflow repository is acme/other, want acme/plans"},
+			func(c *sigstoretest.Claims) { *c = sigstoretest.GitHub("acme/other", testWorkflow, testRef) }, "workflow repository is acme/other, want acme/plans"},
 		{"ref matches", func(o *PolicyOptions) { o.GitHubWorkflowRef = testRef }, nil, ""},
 		{"ref differs", func(o *PolicyOptions) { o.GitHubWorkflowRef = testRef },
-			func(c *fakesigstore.Claims) { *c = fakesigstore.GitHub(testRepo, testWorkflow, "refs/heads/feature") }, "workflow ref is refs/heads/feature, want refs/heads/main"},
+			func(c *sigstoretest.Claims) { *c = sigstoretest.GitHub(testRepo, testWorkflow, "refs/heads/feature") }, "workflow ref is refs/heads/feature, want refs/heads/main"},
 		{"all five match", func(o *PolicyOptions) {
-			o.GitHubWorkflowTrigger, o.GitHubWorkflowSHA, o.GitHubWorkflowName = "push", fakesigstore.GitHubSHA, "sign"
+			o.GitHubWorkflowTrigger, o.GitHubWorkflowSHA, o.GitHubWorkflowName = "push", sigstoretest.GitHubSHA, "sign"
 			o.GitHubWorkflowRepository, o.GitHubWorkflowRef = testRepo, testRef
 		}, nil, ""},
 	}
@@ -86,11 +86,11 @@ func TestWorkflowFlagMatrix(t *testing.T) {
 // repository, ref or commit than the run its certificate was issued to.
 func TestPredicateMustMatchCertificate(t *testing.T) {
 	fs := newFake(t)
-	good := fakesigstore.GitHub(testRepo, testWorkflow, testRef)
-	email := fakesigstore.Claims{Issuer: "https://accounts.example.com", Subject: "alice", Email: "alice@example.com", EmailVerified: true}
+	good := sigstoretest.GitHub(testRepo, testWorkflow, testRef)
+	email := sigstoretest.Claims{Issuer: "https://accounts.example.com", Subject: "alice", Email: "alice@example.com", EmailVerified: true}
 	cases := []struct {
 		name   string
-		claims fakesigstore.Claims
+		claims sigstoretest.Claims
 		pred   func(*Predicate)
 		msg    string // "" accepts
 	}{
@@ -99,7 +99,7 @@ func TestPredicateMustMatchCertificate(t *testing.T) {
 		{"commit in upper case", good, func(p *Predicate) { p.Commit = strings.ToUpper(p.Commit) }, ""},
 		{"other repository", good, func(p *Predicate) { p.Repository = "acme/other" }, "the predicate names repository acme/other, the certificate acme/plans"},
 		{"other ref", good, func(p *Predicate) { p.Ref = "refs/heads/release" }, "the predicate names ref refs/heads/release, the certificate refs/heads/main"},
-		{"other commit", good, func(p *Predicate) { p.Commit = strings.Repeat("0", 40) }, "the predicate names commit 0000000000000000000000000000000000000000, the certificate " + fakesigstore.GitHubSHA},
+		{"other commit", good, func(p *Predicate) { p.Commit = strings.Repeat("0", 40) }, "the predicate names commit 0000000000000000000000000000000000000000, the certificate " + sigstoretest.GitHubSHA},
 		{"pull request merge ref", good, func(p *Predicate) { p.Ref = "refs/pull/17/merge" }, "the predicate names ref refs/pull/17/merge"},
 		{"certificate without a repository", email, nil, "the predicate names repository acme/plans, the certificate names no repository"},
 		{"certificate without a repository, predicate without one", email, func(p *Predicate) { p.Repository, p.Ref, p.Commit = "", "", "" }, ""},

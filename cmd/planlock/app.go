@@ -93,7 +93,8 @@ func usageErrors(cmds []*cli.Command) {
 	}
 }
 
-// commands lists the top-level commands; each lives in its own file.
+// commands lists the top-level commands; each lives in its own file, with
+// an options struct and a runX function (options.go says how to add one).
 func commands() []*cli.Command {
 	return []*cli.Command{
 		in(catAuthor, planCommand()),

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"os"
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
@@ -12,6 +11,7 @@ import (
 )
 
 func approveCommand() *cli.Command {
+	o := &approveOptions{}
 	return &cli.Command{
 		Name:      "approve",
 		Usage:     "open (or update) the pull request that approves a plan",
@@ -38,108 +38,101 @@ Examples:
    planlock approve plans/refund.hcl
    planlock approve --base release plans/refund.hcl
    GH_HOST=ghe.example.com planlock approve plans/refund.hcl`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "base", Usage: "branch the plan is approved into (default: the remote's default branch)"},
-			&cli.StringFlag{Name: "remote", Value: "origin", Usage: "Git remote to push to"},
-			&cli.StringFlag{Name: "github-api", Usage: "GitHub API base URL, e.g. https://ghe.example.com/api/v3 (default: from the remote URL)"},
-			&cli.StringFlag{Name: "github-repo", Usage: "OWNER/REPO on GitHub (default: from the remote URL)"},
-			&cli.BoolFlag{Name: "allow-other-author", Usage: "add the commit on top of an approval branch whose last commit someone else made (refused otherwise)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErrorf("approve: give exactly one plan file")
-			}
-			path := c.Args().First()
-			src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
-			if err != nil {
-				return failf("approve: %v", err)
-			}
-			plan, diags := hclplan.Parse(path, src)
-			if diags.HasErrors() {
-				files := sources{}
-				files.add(path, src)
-				writeDiagnostics(c.App.ErrWriter, files, diags)
-				return failf("approve: %s is not a valid plan", path)
-			}
-			creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
-			repo, err := gitapprove.Open(path, gitapprove.Options{Remote: c.String("remote"), Credentials: creds})
-			if err != nil {
-				return failf("approve: %v", err)
-			}
-			rel, err := repo.RelPath(path)
-			if err != nil {
-				return failf("approve: %v", err)
-			}
-			remoteURL, err := repo.RemoteURL()
-			if err != nil {
-				return failf("approve: %v", err)
-			}
-			forge, why, err := forgeFromFlags(c, "approve", creds, remoteURL)
-			if err != nil {
-				return err
-			}
-			if forge == nil {
-				fmt.Fprintf(c.App.ErrWriter, "planlock: %s: pushing the branch only\n", why)
-			}
-			if gh, ok := forge.(*gitapprove.GitHub); ok {
-				_, _ = checkProtection(c.Context, gh, c.String("base"), func(s string) { fmt.Fprintln(c.App.ErrWriter, s) })
-			}
-			req := gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: c.String("base"), AllowOtherAuthor: c.Bool("allow-other-author")}
-			if err := approveTests(path, repo, &req); err != nil { // plan_tests.go
-				return err
-			}
-			res, err := gitapprove.Approve(c.Context, req)
-			if err != nil {
-				return failf("approve: %v", err)
-			}
-			if res.Restarted != "" {
-				fmt.Fprintf(c.App.ErrWriter, "planlock: branch %s started again from %s: %s\n", res.Branch, res.Base, res.Restarted)
-			}
-			if res.Warning != "" {
-				fmt.Fprintf(c.App.ErrWriter, "planlock: warning: %s\n", res.Warning)
-			}
-			if c.Bool("json") {
-				return writeApproveJSON(c, plan, res)
-			}
-			switch {
-			case res.AlreadyApproved:
-				fmt.Fprintf(c.App.Writer, "Plan %s is already approved on %s: nothing to do.\n", plan.Name, res.Base)
-			case res.PR != nil:
-				fmt.Fprintln(c.App.Writer, res.PR.URL)
-			default:
-				fmt.Fprintln(c.App.Writer, res.Next)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runApprove),
 	}
 }
 
-func writeApproveJSON(c *cli.Context, plan *hclplan.Plan, res gitapprove.ApproveResult) error {
-	type jpr struct {
-		Number int    `json:"number"`
-		URL    string `json:"url"`
-		State  string `json:"state"`
+// approveOptions are the flags of planlock approve.
+type approveOptions struct {
+	cmdline
+	githubOptions
+	Base             string
+	Remote           string
+	AllowOtherAuthor bool
+	JSON             bool
+}
+
+func (o *approveOptions) flags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "base", Usage: "branch the plan is approved into (default: the remote's default branch)", Destination: &o.Base},
+		&cli.StringFlag{Name: "remote", Value: "origin", Usage: "Git remote to push to", Destination: &o.Remote},
 	}
-	out := struct {
-		Plan            string `json:"plan"`
-		Digest          string `json:"digest"`
-		Branch          string `json:"branch,omitempty"`
-		Base            string `json:"base"`
-		AlreadyApproved bool   `json:"already_approved"`
-		Changed         bool   `json:"changed"`
-		PR              *jpr   `json:"pull_request"`
-		Next            string `json:"next,omitempty"`
-	}{Plan: plan.Name, Digest: plan.Digest, Branch: res.Branch, Base: res.Base, AlreadyApproved: res.AlreadyApproved, Changed: res.Changed, Next: res.Next}
-	if res.PR != nil {
-		out.PR = &jpr{Number: res.PR.Number, URL: res.PR.URL, State: string(res.PR.State)}
+	flags = append(flags, o.githubOptions.flags("", "GitHub API base URL, e.g. https://ghe.example.com/api/v3 (default: from the remote URL)", "OWNER/REPO on GitHub (default: from the remote URL)")...)
+	return append(flags,
+		&cli.BoolFlag{Name: "allow-other-author", Usage: "add the commit on top of an approval branch whose last commit someone else made (refused otherwise)", Destination: &o.AllowOtherAuthor},
+		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output", Destination: &o.JSON},
+	)
+}
+
+func runApprove(ctx context.Context, o *approveOptions) error {
+	if len(o.Args) != 1 {
+		return usageErrorf("approve: give exactly one plan file")
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	path := o.Args[0]
+	src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 	if err != nil {
 		return failf("approve: %v", err)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
-	return err
+	plan, diags := hclplan.Parse(path, src)
+	if diags.HasErrors() {
+		files := sources{}
+		files.add(path, src)
+		writeDiagnostics(o.IO.err, files, diags)
+		return failf("approve: %s is not a valid plan", path)
+	}
+	creds := o.credentials()
+	repo, err := gitapprove.Open(path, gitapprove.Options{Remote: o.Remote, Credentials: creds})
+	if err != nil {
+		return failf("approve: %v", err)
+	}
+	rel, err := repo.RelPath(path)
+	if err != nil {
+		return failf("approve: %v", err)
+	}
+	remoteURL, err := repo.RemoteURL()
+	if err != nil {
+		return failf("approve: %v", err)
+	}
+	forge, why, err := o.forge("approve", creds, remoteURL)
+	if err != nil {
+		return err
+	}
+	if forge == nil {
+		o.errw("planlock: " + why + ": pushing the branch only")
+	}
+	if gh, ok := forge.(*gitapprove.GitHub); ok {
+		_, _ = checkProtection(ctx, gh, o.Base, o.errw)
+	}
+	req := gitapprove.ApproveRequest{Repo: repo, Forge: forge, Path: rel, Src: src, Plan: plan, Base: o.Base, AllowOtherAuthor: o.AllowOtherAuthor}
+	if err := approveTests(path, repo, &req); err != nil { // plan_tests.go
+		return err
+	}
+	res, err := gitapprove.Approve(ctx, req)
+	if err != nil {
+		return failf("approve: %v", err)
+	}
+	if res.Restarted != "" {
+		fmt.Fprintf(o.IO.err, "planlock: branch %s started again from %s: %s\n", res.Branch, res.Base, res.Restarted)
+	}
+	if res.Warning != "" {
+		fmt.Fprintf(o.IO.err, "planlock: warning: %s\n", res.Warning)
+	}
+	if o.JSON {
+		if err := writeJSONEscaped(o.IO.out, newApproveJSON(plan, res)); err != nil {
+			return failf("approve: %v", err)
+		}
+		return nil
+	}
+	switch {
+	case res.AlreadyApproved:
+		fmt.Fprintf(o.IO.out, "Plan %s is already approved on %s: nothing to do.\n", plan.Name, res.Base)
+	case res.PR != nil:
+		fmt.Fprintln(o.IO.out, res.PR.URL)
+	default:
+		fmt.Fprintln(o.IO.out, res.Next)
+	}
+	return nil
 }
 
 // approveEnv are the variables approve reads.

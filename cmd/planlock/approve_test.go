@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // gitRun runs the real git, isolated from the machine's configuration.
@@ -68,7 +72,7 @@ func TestApproveCommand(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	work, _ := approveRepo(t)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	plan := filepath.Join(work, "plans", "refund.hcl")
 	args := []string{"approve", "--github-api", gh.URL(), "--github-repo", "acme/plans", plan}
 
@@ -193,5 +197,33 @@ func TestApproveCommandOtherAuthor(t *testing.T) {
 	}
 	if got := gitRun(t, origin, "log", "-1", "--format=%an", "planlock/approve/refund-4711"); got != "planlock" {
 		t.Errorf("tip author %q, want planlock on top of theirs", got)
+	}
+}
+
+// A GitHub token is never sent over plain http: approve refuses an http://
+// remote on a GitHub host as a usage error before any request is made.
+func TestApproveRefusesTokenOverHTTP(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	t.Setenv("GH_TOKEN", "s3cret")
+	t.Setenv("GH_HOST", u.Hostname())
+	work, _ := approveRepo(t)
+	remote := "http://" + u.Host + "/acme/plans.git"
+	gitRun(t, work, "remote", "set-url", "origin", remote)
+
+	code, out, errOut := runCLI(t, "approve", filepath.Join(work, "plans", "refund.hcl"))
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "approve: remote "+remote+" is plain http: the GitHub token is only ever sent over https") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming the http remote", code, out, errOut)
+	}
+	if strings.Contains(errOut, "s3cret") {
+		t.Fatalf("stderr leaks the token: %q", errOut)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached %s; want none", n, srv.URL)
 	}
 }

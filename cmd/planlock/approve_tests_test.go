@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // approve puts the plan's tests in the approval pull request, and refuses
@@ -15,7 +15,7 @@ func TestApproveCommandWithTests(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	work, origin := approveRepo(t)
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	plan := filepath.Join(work, "plans", "refund.hcl")
 	tests := filepath.Join(work, "plans", "refund_test.hcl")
 	args := []string{"approve", "--github-api", gh.URL(), "--github-repo", "acme/plans", plan}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +23,7 @@ func auditCommand() *cli.Command {
 }
 
 func auditVerifyCommand() *cli.Command {
+	o := &auditVerifyOptions{}
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check the hash chain of an audit log",
@@ -50,109 +51,120 @@ Examples:
    planlock audit verify --head 0f13b09a...7ae4 --json audit.jsonl
 
 Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
-			&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true},
-			&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it"},
-			&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErrorf("audit verify: give exactly one audit log file")
-			}
-			wantHash := c.String("head")
-			if c.IsSet("head") && !isHexHash(wantHash) {
-				return usageErrorf("audit verify: --head %q is not a record hash (64 lowercase hex digits)", wantHash)
-			}
-			var anchor *ledger.Head
-			if p := c.String("anchor"); p != "" {
-				h, err := readHeadFile(p)
-				if err != nil {
-					return failf("audit verify: --anchor %s: %v", p, err)
-				}
-				anchor = &h
-			}
-			path := c.Args().First()
-			f, err := os.Open(path)
-			if err != nil {
-				return failf("audit verify: %v", err)
-			}
-			defer f.Close()
-			max := c.Int64("max-line-bytes")
-			if max <= 0 {
-				return usageErrorf("audit verify: --max-line-bytes must be positive")
-			}
-			// Read line by line, never more than max bytes of one line.
-			res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
-			var ve *ledger.VerifyError
-			if err != nil && !errors.As(err, &ve) {
-				return failf("audit verify: %s: %v", path, err)
-			}
-			// The chain holds: now its end against the heads kept elsewhere.
-			var headErr error
-			var found uint64
-			if ve == nil && anchor != nil {
-				headErr = ledger.VerifyHead(f, res, *anchor)
-			}
-			if ve == nil && headErr == nil && wantHash != "" {
-				if _, err := f.Seek(0, 0); err != nil {
-					return failf("audit verify: %s: %v", path, err)
-				}
-				var ok bool
-				if found, ok, err = ledger.FindHash(f, wantHash); err != nil {
-					return failf("audit verify: %s: %v", path, err)
-				} else if !ok {
-					headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
-				}
-			}
-			if c.Bool("json") {
-				out := struct {
-					OK        bool   `json:"ok"`
-					Records   int    `json:"records"`
-					Head      string `json:"head,omitempty"`
-					Line      int    `json:"line,omitempty"`
-					Torn      bool   `json:"torn,omitempty"`
-					Truncated bool   `json:"truncated,omitempty"`
-					Reason    string `json:"reason,omitempty"`
-				}{OK: ve == nil && headErr == nil, Records: res.Records}
-				switch {
-				case ve != nil:
-					out.Line, out.Torn, out.Reason = ve.Line, ve.Torn, ve.Reason
-				case headErr != nil:
-					out.Head, out.Reason = res.Head, headErr.Error()
-					out.Truncated = errors.Is(headErr, ledger.ErrTruncated)
-				default:
-					out.Head = res.Head
-				}
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
-					return failf("audit verify: %v", err)
-				}
-				if !out.OK {
-					return silentExit(exitFailure)
-				}
-				return nil
-			}
-			if ve != nil {
-				return failf("%s: %v", path, ve)
-			}
-			if headErr != nil {
-				return failf("%s: %v", path, headErr)
-			}
-			fmt.Fprintf(c.App.Writer, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
-			if anchor != nil {
-				fmt.Fprintf(c.App.Writer, "anchor: record %d matches\n", anchor.Seq)
-			}
-			if wantHash != "" {
-				fmt.Fprintf(c.App.Writer, "head %s: record %d\n", wantHash[:12], found)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runAuditVerify),
+	}
+}
+
+// auditVerifyOptions are the flags of planlock audit verify.
+type auditVerifyOptions struct {
+	cmdline
+	JSON         bool
+	Anchor       string
+	Head         string
+	MaxLineBytes int64
+}
+
+func (o *auditVerifyOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output", Destination: &o.JSON},
+		&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true, Destination: &o.Anchor},
+		&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it", Destination: &o.Head},
+		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
+	}
+}
+
+func runAuditVerify(_ context.Context, o *auditVerifyOptions) error {
+	if len(o.Args) != 1 {
+		return usageErrorf("audit verify: give exactly one audit log file")
+	}
+	wantHash := o.Head
+	if o.given("head") && !isHexHash(wantHash) {
+		return usageErrorf("audit verify: --head %q is not a record hash (64 lowercase hex digits)", wantHash)
+	}
+	var anchor *ledger.Head
+	if p := o.Anchor; p != "" {
+		h, err := readHeadFile(p)
+		if err != nil {
+			return failf("audit verify: --anchor %s: %v", p, err)
+		}
+		anchor = &h
+	}
+	path := o.Args[0]
+	f, err := os.Open(path)
+	if err != nil {
+		return failf("audit verify: %v", err)
+	}
+	defer f.Close()
+	max := o.MaxLineBytes
+	if max <= 0 {
+		return usageErrorf("audit verify: --max-line-bytes must be positive")
+	}
+	// Read line by line, never more than max bytes of one line.
+	res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
+	var ve *ledger.VerifyError
+	if err != nil && !errors.As(err, &ve) {
+		return failf("audit verify: %s: %v", path, err)
+	}
+	// The chain holds: now its end against the heads kept elsewhere.
+	var headErr error
+	var found uint64
+	if ve == nil && anchor != nil {
+		headErr = ledger.VerifyHead(f, res, *anchor)
+	}
+	if ve == nil && headErr == nil && wantHash != "" {
+		if _, err := f.Seek(0, 0); err != nil {
+			return failf("audit verify: %s: %v", path, err)
+		}
+		var ok bool
+		if found, ok, err = ledger.FindHash(f, wantHash); err != nil {
+			return failf("audit verify: %s: %v", path, err)
+		} else if !ok {
+			headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
+		}
+	}
+	if o.JSON {
+		out := newAuditVerifyJSON(res, ve, headErr)
+		if err := writeJSONEscaped(o.IO.out, out); err != nil {
+			return failf("audit verify: %v", err)
+		}
+		if !out.OK {
+			return silentExit(exitFailure)
+		}
+		return nil
+	}
+	if ve != nil {
+		return failf("%s: %v", path, ve)
+	}
+	if headErr != nil {
+		return failf("%s: %v", path, headErr)
+	}
+	fmt.Fprintf(o.IO.out, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+	if anchor != nil {
+		fmt.Fprintf(o.IO.out, "anchor: record %d matches\n", anchor.Seq)
+	}
+	if wantHash != "" {
+		fmt.Fprintf(o.IO.out, "head %s: record %d\n", wantHash[:12], found)
+	}
+	return nil
+}
+
+// auditHeadOptions are the flags of planlock audit head.
+type auditHeadOptions struct {
+	cmdline
+	State string
+	JSON  bool
+}
+
+func (o *auditHeadOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), or an audit log FILE", TakesFile: true, Destination: &o.State},
+		&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output", Destination: &o.JSON},
 	}
 }
 
 func auditHeadCommand() *cli.Command {
+	o := &auditHeadOptions{}
 	return &cli.Command{
 		Name:  "head",
 		Usage: "print the audit log's head (seq and hash) to keep elsewhere",
@@ -171,25 +183,24 @@ Examples:
    planlock audit head --state audit.jsonl --json
 
 Exit status: 0 when a head was printed, 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), or an audit log FILE", TakesFile: true},
-			&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErrorf("audit head: unexpected argument %q", c.Args().First())
-			}
-			h, err := auditHead(c.String("state"))
-			if err != nil {
-				return failf("audit head: %v", err)
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, h)
-			}
-			fmt.Fprintln(c.App.Writer, h)
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runAuditHead),
 	}
+}
+
+func runAuditHead(_ context.Context, o *auditHeadOptions) error {
+	if len(o.Args) != 0 {
+		return usageErrorf("audit head: unexpected argument %q", o.Args[0])
+	}
+	h, err := auditHead(o.State)
+	if err != nil {
+		return failf("audit head: %v", err)
+	}
+	if o.JSON {
+		return writeJSON(o.IO.out, auditHeadJSON(h))
+	}
+	fmt.Fprintln(o.IO.out, h)
+	return nil
 }
 
 // auditHead is the anchored head of a state directory, or the head of an

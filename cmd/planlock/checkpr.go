@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 
@@ -12,6 +13,7 @@ import (
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 func checkPRCommand() *cli.Command {
+	o := &checkPROptions{}
 	return &cli.Command{
 		Name:  "check-pr",
 		Usage: "refuse a hold pull request that changes more than its hold",
@@ -26,39 +28,56 @@ Examples:
    planlock check-pr --base "$BASE_SHA" --head "$HEAD_SHA" --head-ref "$HEAD_REF"
 
 Exit status: 0 when the pull request passes, 1 when it does not, 2 on usage errors.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Value: ".", Usage: "the checkout (both commits must be fetched)", TakesFile: true},
-			&cli.StringFlag{Name: "base", Usage: "the base branch commit `SHA`"},
-			&cli.StringFlag{Name: "head", Usage: "the pull request head commit `SHA`"},
-			&cli.StringFlag{Name: "head-ref", Usage: "the pull request's branch `NAME`"},
-			&cli.StringFlag{Name: "plans-glob", Value: "plans/**/*.hcl", Usage: "plan files"},
-			&cli.StringFlag{Name: "holds-glob", Value: "holds/**/*.hcl", Usage: "hold request files"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErrorf("check-pr: takes no arguments")
-			}
-			for _, f := range []string{"base", "head"} {
-				if !shaRE.MatchString(c.String(f)) {
-					return usageErrorf("check-pr: --%s must be a full commit SHA (40 lowercase hex digits)", f)
-				}
-			}
-			if c.String("head-ref") == "" {
-				return usageErrorf("check-pr: give --head-ref, the pull request's branch")
-			}
-			repo, err := gitapprove.Open(c.String("dir"), gitapprove.Options{})
-			if err != nil {
-				return failf("check-pr: %v", err)
-			}
-			changes, err := repo.PRChanges(plumbing.NewHash(c.String("base")), plumbing.NewHash(c.String("head")))
-			if err != nil {
-				return failf("check-pr: %v", err)
-			}
-			if err := gitapprove.CheckPR(c.String("head-ref"), changes, c.String("plans-glob"), c.String("holds-glob")); err != nil {
-				return failf("check-pr: %v", err)
-			}
-			fmt.Fprintf(c.App.Writer, "%s: %s changed, allowed.\n", c.String("head-ref"), plural(len(changes), "file", "files"))
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runCheckPR),
 	}
+}
+
+// checkPROptions are the flags of planlock check-pr.
+type checkPROptions struct {
+	cmdline
+	Dir       string
+	Base      string
+	Head      string
+	HeadRef   string
+	PlansGlob string
+	HoldsGlob string
+}
+
+func (o *checkPROptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "dir", Value: ".", Usage: "the checkout (both commits must be fetched)", TakesFile: true, Destination: &o.Dir},
+		&cli.StringFlag{Name: "base", Usage: "the base branch commit `SHA`", Destination: &o.Base},
+		&cli.StringFlag{Name: "head", Usage: "the pull request head commit `SHA`", Destination: &o.Head},
+		&cli.StringFlag{Name: "head-ref", Usage: "the pull request's branch `NAME`", Destination: &o.HeadRef},
+		&cli.StringFlag{Name: "plans-glob", Value: "plans/**/*.hcl", Usage: "plan files", Destination: &o.PlansGlob},
+		&cli.StringFlag{Name: "holds-glob", Value: "holds/**/*.hcl", Usage: "hold request files", Destination: &o.HoldsGlob},
+	}
+}
+
+func runCheckPR(_ context.Context, o *checkPROptions) error {
+	if len(o.Args) != 0 {
+		return usageErrorf("check-pr: takes no arguments")
+	}
+	for _, f := range []struct{ name, sha string }{{"base", o.Base}, {"head", o.Head}} {
+		if !shaRE.MatchString(f.sha) {
+			return usageErrorf("check-pr: --%s must be a full commit SHA (40 lowercase hex digits)", f.name)
+		}
+	}
+	if o.HeadRef == "" {
+		return usageErrorf("check-pr: give --head-ref, the pull request's branch")
+	}
+	repo, err := gitapprove.Open(o.Dir, gitapprove.Options{})
+	if err != nil {
+		return failf("check-pr: %v", err)
+	}
+	changes, err := repo.PRChanges(plumbing.NewHash(o.Base), plumbing.NewHash(o.Head))
+	if err != nil {
+		return failf("check-pr: %v", err)
+	}
+	if err := gitapprove.CheckPR(o.HeadRef, changes, o.PlansGlob, o.HoldsGlob); err != nil {
+		return failf("check-pr: %v", err)
+	}
+	fmt.Fprintf(o.IO.out, "%s: %s changed, allowed.\n", o.HeadRef, plural(len(changes), "file", "files"))
+	return nil
 }

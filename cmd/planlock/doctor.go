@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,7 +15,27 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// doctorOptions are the flags of planlock doctor.
+type doctorOptions struct {
+	cmdline
+	githubOptions
+	Dir             string
+	Branch          string
+	ApprovalsBranch string
+	Remote          string
+}
+
+func (o *doctorOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "dir", Value: ".", Usage: "the plans repository checkout", TakesFile: true, Destination: &o.Dir},
+		&cli.StringFlag{Name: "branch", Usage: "the protected branch (default: the repository's default branch)", Destination: &o.Branch},
+		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "the branch bundles are published on", Destination: &o.ApprovalsBranch},
+		&cli.StringFlag{Name: "remote", Value: "origin", Usage: "Git remote of the repository", Destination: &o.Remote},
+	}, o.githubOptions.flags("", "GitHub API `URL` (default: from the remote)", "GitHub `OWNER/REPO` (default: from the remote)")...)
+}
+
 func doctorCommand() *cli.Command {
+	o := &doctorOptions{}
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "check the repository protection and workflow planlock's approvals rely on",
@@ -37,23 +58,16 @@ Examples:
    GH_TOKEN=$(gh auth token) planlock doctor --dir ../plans --branch main
 
 Exit status: 0 when every check passes, 1 when one does not, 2 on usage errors.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Value: ".", Usage: "the plans repository checkout", TakesFile: true},
-			&cli.StringFlag{Name: "branch", Usage: "the protected branch (default: the repository's default branch)"},
-			&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "the branch bundles are published on"},
-			&cli.StringFlag{Name: "remote", Value: "origin", Usage: "Git remote of the repository"},
-			&cli.StringFlag{Name: "github-api", Usage: "GitHub API `URL` (default: from the remote)"},
-			&cli.StringFlag{Name: "github-repo", Usage: "GitHub `OWNER/REPO` (default: from the remote)"},
-		},
-		Action: runDoctor,
+		Flags:  o.flags(),
+		Action: action(o, runDoctor),
 	}
 }
 
-func runDoctor(c *cli.Context) error {
-	if c.NArg() != 0 {
+func runDoctor(ctx context.Context, o *doctorOptions) error {
+	if len(o.Args) != 0 {
 		return usageErrorf("doctor: takes no arguments (use --dir)")
 	}
-	w := c.App.Writer
+	w := o.IO.out
 	bad := 0
 	report := func(ok bool, format string, a ...any) {
 		mark := "ok  "
@@ -63,8 +77,8 @@ func runDoctor(c *cli.Context) error {
 		}
 		fmt.Fprintf(w, "%s %s\n", mark, fmt.Sprintf(format, a...))
 	}
-	creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
-	repo, err := gitapprove.Open(c.String("dir"), gitapprove.Options{Remote: c.String("remote"), Credentials: creds})
+	creds := o.credentials()
+	repo, err := gitapprove.Open(o.Dir, gitapprove.Options{Remote: o.Remote, Credentials: creds})
 	if err != nil {
 		return failf("doctor: %v", err)
 	}
@@ -75,16 +89,16 @@ func runDoctor(c *cli.Context) error {
 	if err != nil {
 		return failf("doctor: %v", err)
 	}
-	forge, why, err := forgeFromFlags(c, "doctor", creds, remoteURL)
+	forge, why, err := o.forge("doctor", creds, remoteURL)
 	if err != nil {
 		return err
 	}
-	branch := c.String("branch")
+	branch := o.Branch
 	slug := "OWNER/REPO"
 	if gh, ok := forge.(*gitapprove.GitHub); ok {
 		slug = gh.Slug()
 		var warnings []string
-		rules, err := checkProtection(c.Context, gh, branch, func(s string) { warnings = append(warnings, s) })
+		rules, err := checkProtection(ctx, gh, branch, func(s string) { warnings = append(warnings, s) })
 		if err != nil {
 			report(false, "branch rules: %v", err)
 		} else {
@@ -122,11 +136,11 @@ func runDoctor(c *cli.Context) error {
 	report(err == nil && bytes.Contains(owners, []byte(gitapprove.CodeownersMarker)), "%s names owners for plans, holds and workflows", gitapprove.CodeownersPath)
 
 	// The approvals branch.
-	if err := repo.Fetch(c.Context); err != nil {
+	if err := repo.Fetch(ctx); err != nil {
 		report(false, "fetch %s: %v", repo.RemoteName(), err)
 	} else {
-		_, ok, err := repo.RemoteBranchHash(c.String("approvals-branch"))
-		report(ok && err == nil, "branch %s exists on %s (it appears after the first signing run)", c.String("approvals-branch"), repo.RemoteName())
+		_, ok, err := repo.RemoteBranchHash(o.ApprovalsBranch)
+		report(ok && err == nil, "branch %s exists on %s (it appears after the first signing run)", o.ApprovalsBranch, repo.RemoteName())
 	}
 
 	fmt.Fprintln(w)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // planlock doctor against the GitHub fake: with the ruleset planlock init
@@ -17,7 +17,7 @@ func TestDoctor(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	full := []map[string]any{
-		githubfake.PullRequestRule(1, true, true, true),
+		githubtest.PullRequestRule(1, true, true, true),
 		{"type": "required_status_checks", "ruleset_source_type": "Repository", "ruleset_source": "acme/plans", "ruleset_id": 42,
 			"parameters": map[string]any{"required_status_checks": []any{map[string]any{"context": gitapprove.CheckName}}}},
 	}
@@ -39,13 +39,13 @@ func TestDoctor(t *testing.T) {
 			"FAIL branch main requires the \"planlock check\" check", "FAIL .github/workflows/planlock.yml is missing",
 			"FAIL branch planlock/approvals exists",
 		}, nil},
-		{"review without code owners", []map[string]any{githubfake.PullRequestRule(1, false, true, true)}, true, 1, []string{
+		{"review without code owners", []map[string]any{githubtest.PullRequestRule(1, false, true, true)}, true, 1, []string{
 			"ok   branch main requires a pull request", "FAIL branch main requires code-owner review",
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work, _ := approveRepo(t)
-			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh := githubtest.New(t, "acme", "plans", "tok")
 			gh.SetBranchRules("main", tc.rules...)
 			if tc.setup {
 				if code, _, e := runCLI(t, "init", "github", "--dir", work, "--planlock-version", "v0.4.0", "--go-version", "1.26.8", "--owner", "@acme/approvers"); code != 0 {
@@ -85,12 +85,12 @@ func TestApproveWarnsAboutMissingProtection(t *testing.T) {
 		warn  bool
 	}{
 		{"no rules", nil, true},
-		{"full rules", []map[string]any{githubfake.PullRequestRule(1, true, true, true),
+		{"full rules", []map[string]any{githubtest.PullRequestRule(1, true, true, true),
 			{"type": "required_status_checks", "parameters": map[string]any{"required_status_checks": []any{map[string]any{"context": gitapprove.CheckName}}}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work, _ := approveRepo(t)
-			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh := githubtest.New(t, "acme", "plans", "tok")
 			gh.SetBranchRules("main", tc.rules...)
 			code, out, errOut := runCLI(t, "approve", "--github-api", gh.URL(), "--github-repo", "acme/plans", filepath.Join(work, "plans", "refund.hcl"))
 			if code != 0 || !strings.Contains(out, "/pull/1") {
@@ -118,12 +118,12 @@ func TestProxyWarnsAboutMissingProtection(t *testing.T) {
 		warn  bool
 	}{
 		{"no rules", nil, true},
-		{"code owners required", []map[string]any{githubfake.PullRequestRule(1, true, true, true),
+		{"code owners required", []map[string]any{githubtest.PullRequestRule(1, true, true, true),
 			{"type": "required_status_checks", "parameters": map[string]any{"required_status_checks": []any{map[string]any{"context": gitapprove.CheckName}}}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work, _ := approveRepo(t)
-			gh := githubfake.New(t, "acme", "plans", "tok")
+			gh := githubtest.New(t, "acme", "plans", "tok")
 			gh.SetBranchRules("main", tc.rules...)
 			plan := filepath.Join(work, "plans", "p.hcl")
 			if err := os.WriteFile(plan, []byte("plan \"p\" {\n  goal = \"echo once\"\n  step \"a\" {\n    tool = \"echo\"\n  }\n}\n"), 0o644); err != nil {

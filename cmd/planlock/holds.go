@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,13 +16,30 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// holdStateOptions name the state the holds commands read.
+type holdStateOptions struct {
+	stateOptions
+	Audit string
+}
+
+func (o *holdStateOptions) auditFlag() cli.Flag {
+	return &cli.StringFlag{Name: "audit", Usage: "the audit log holding the state (default: the one the state directory is bound to)", TakesFile: true, Destination: &o.Audit}
+}
+
+// holdsReadOptions are the flags of planlock holds list and holds show.
+type holdsReadOptions struct {
+	cmdline
+	holdStateOptions
+	JSON bool
+}
+
+func (o *holdsReadOptions) flags() []cli.Flag {
+	return append(o.stateOptions.flags(), o.auditFlag(),
+		&cli.BoolFlag{Name: "json", Usage: "print JSON on standard output", Destination: &o.JSON})
+}
+
 func holdsCommand() *cli.Command {
-	flags := func() []cli.Flag {
-		return append(stateFlags(), []cli.Flag{
-			&cli.StringFlag{Name: "audit", Usage: "the audit log holding the state (default: the one the state directory is bound to)", TakesFile: true},
-			&cli.BoolFlag{Name: "json", Usage: "print JSON on standard output"},
-		}...)
-	}
+	list, show := &holdsReadOptions{}, &holdsReadOptions{}
 	return &cli.Command{
 		Name:  "holds",
 		Usage: "list, show, approve and reject held calls",
@@ -40,41 +57,8 @@ trust policy) or reject it with planlock holds reject.`,
 				Description: `Examples:
    planlock holds list
    planlock holds list --state /var/lib/planlock --json`,
-				Flags: flags(),
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 0 {
-						return usageErrorf("holds list: unexpected argument %q", c.Args().First())
-					}
-					snaps, err := inspectStates(c)
-					if err != nil {
-						return err
-					}
-					var all []ledger.Hold
-					for _, snap := range snaps {
-						all = append(all, snap.ListHolds()...)
-					}
-					if c.Bool("json") {
-						if all == nil {
-							all = []ledger.Hold{}
-						}
-						return writeJSON(c.App.Writer, all)
-					}
-					for i, snap := range snaps {
-						holds := snap.ListHolds()
-						if len(snaps) > 1 {
-							if i > 0 {
-								fmt.Fprintln(c.App.Writer)
-							}
-							fmt.Fprintf(c.App.Writer, "%s:\n", snap.AuditPath())
-						}
-						if len(holds) == 0 {
-							fmt.Fprintf(c.App.Writer, "no holds in %s\n", snap.AuditPath())
-							continue
-						}
-						writeHoldTable(c.App.Writer, holds)
-					}
-					return nil
-				},
+				Flags:  list.flags(),
+				Action: action(list, runHoldsList),
 			},
 			{
 				Name:      "show",
@@ -83,21 +67,8 @@ trust policy) or reject it with planlock holds reject.`,
 				Description: `Examples:
    planlock holds show 6f1c0d2a9b8e7f60
    planlock holds show --json 6f1c0d2a9b8e7f60`,
-				Flags: flags(),
-				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return usageErrorf("holds show: give exactly one hold id")
-					}
-					_, h, err := findHold(c, c.Args().First())
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return writeJSON(c.App.Writer, h)
-					}
-					writeHold(c.App.Writer, h)
-					return nil
-				},
+				Flags:  show.flags(),
+				Action: action(show, runHoldsShow),
 			},
 			holdsApproveCommand(), // holds_approve.go
 			holdsRejectCommand(),
@@ -105,19 +76,70 @@ trust policy) or reject it with planlock holds reject.`,
 	}
 }
 
-// inspectStates reads the state --state (or --audit) names, else every
-// plan's state directory under the state root (and the root itself, where
-// a proxy given --state-root's directory as --state keeps its state).
-func inspectStates(c *cli.Context) ([]*ledger.Snapshot, error) {
-	fail := func(err error) error { return failf("holds %s: %v", c.Command.Name, err) }
-	if c.String("state") != "" || c.String("audit") != "" {
-		snap, err := ledger.Inspect(c.Context, ledger.Options{Dir: c.String("state"), AuditPath: c.String("audit")})
+func runHoldsList(ctx context.Context, o *holdsReadOptions) error {
+	if len(o.Args) != 0 {
+		return usageErrorf("holds list: unexpected argument %q", o.Args[0])
+	}
+	snaps, err := o.inspect(ctx, "list")
+	if err != nil {
+		return err
+	}
+	var all []holdJSON
+	for _, snap := range snaps {
+		all = append(all, snap.ListHolds()...)
+	}
+	w := o.IO.out
+	if o.JSON {
+		if all == nil {
+			all = []holdJSON{}
+		}
+		return writeJSON(w, all)
+	}
+	for i, snap := range snaps {
+		holds := snap.ListHolds()
+		if len(snaps) > 1 {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "%s:\n", snap.AuditPath())
+		}
+		if len(holds) == 0 {
+			fmt.Fprintf(w, "no holds in %s\n", snap.AuditPath())
+			continue
+		}
+		writeHoldTable(w, holds)
+	}
+	return nil
+}
+
+func runHoldsShow(ctx context.Context, o *holdsReadOptions) error {
+	if len(o.Args) != 1 {
+		return usageErrorf("holds show: give exactly one hold id")
+	}
+	_, h, err := o.findHold(ctx, "show", o.Args[0])
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return writeJSON(o.IO.out, holdJSON(h))
+	}
+	writeHold(o.IO.out, h)
+	return nil
+}
+
+// inspect reads the state --state (or --audit) names, else every plan's
+// state directory under the state root (and the root itself, where a proxy
+// given --state-root's directory as --state keeps its state).
+func (o *holdStateOptions) inspect(ctx context.Context, cmd string) ([]*ledger.Snapshot, error) {
+	fail := func(err error) error { return failf("holds %s: %v", cmd, err) }
+	if o.State != "" || o.Audit != "" {
+		snap, err := ledger.Inspect(ctx, ledger.Options{Dir: o.State, AuditPath: o.Audit})
 		if err != nil {
 			return nil, fail(err)
 		}
 		return []*ledger.Snapshot{snap}, nil
 	}
-	root, err := stateRoot(c)
+	root, err := o.root()
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +158,7 @@ func inspectStates(c *cli.Context) ([]*ledger.Snapshot, error) {
 		if _, err := os.Stat(filepath.Join(d, "audit.jsonl")); err != nil {
 			continue
 		}
-		snap, err := ledger.Inspect(c.Context, ledger.Options{Dir: d})
+		snap, err := ledger.Inspect(ctx, ledger.Options{Dir: d})
 		if err != nil {
 			return nil, fail(err)
 		}
@@ -148,10 +170,10 @@ func inspectStates(c *cli.Context) ([]*ledger.Snapshot, error) {
 	return snaps, nil
 }
 
-// findHold finds hold id in the states inspectStates reads; it returns the
+// findHold finds hold id in the states inspect reads; it returns the
 // state directory holding it.
-func findHold(c *cli.Context, id string) (string, ledger.Hold, error) {
-	snaps, err := inspectStates(c)
+func (o *holdStateOptions) findHold(ctx context.Context, cmd, id string) (string, ledger.Hold, error) {
+	snaps, err := o.inspect(ctx, cmd)
 	if err != nil {
 		return "", ledger.Hold{}, err
 	}
@@ -162,17 +184,7 @@ func findHold(c *cli.Context, id string) (string, ledger.Hold, error) {
 		}
 		where = append(where, snap.AuditPath())
 	}
-	return "", ledger.Hold{}, failf("holds %s: no hold %q in %s", c.Command.Name, id, strings.Join(where, ", "))
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return failf("%v", err)
-	}
-	return nil
+	return "", ledger.Hold{}, failf("holds %s: no hold %q in %s", cmd, id, strings.Join(where, ", "))
 }
 
 func shortDigest(d string) string {

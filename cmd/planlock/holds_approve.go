@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"github.com/planlock/planlock/internal/boundedio"
@@ -12,12 +13,27 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
 
+// holdsApproveOptions are the flags of planlock holds approve.
+type holdsApproveOptions struct {
+	cmdline
+	holdStateOptions
+	Key string
+}
+
+func (o *holdsApproveOptions) flags() []cli.Flag {
+	return append(o.stateOptions.flags(),
+		&cli.StringFlag{Name: "key", EnvVars: []string{"PLANLOCK_SIGNING_KEY"}, Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME", TakesFile: true, Destination: &o.Key},
+		o.auditFlag(),
+	)
+}
+
 func holdsApproveCommand() *cli.Command {
+	o := &holdsApproveOptions{}
 	return &cli.Command{
 		Name:      "approve",
 		Usage:     "approve one held call: sign its hold request as a hold approval",
@@ -33,50 +49,62 @@ leaves the call held. The hold's call is printed first.
 Examples:
    planlock holds approve 6f1c0d2a9b8e7f60 --key ~/.config/planlock/approver.key
    planlock holds approve --state /var/lib/planlock/refund 6f1c0d2a9b8e7f60 --key hashivault://planlock`,
-		Flags: append(stateFlags(),
-			&cli.StringFlag{Name: "key", EnvVars: []string{"PLANLOCK_SIGNING_KEY"}, Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME", TakesFile: true},
-			&cli.StringFlag{Name: "audit", Usage: "the audit log holding the state (default: the one the state directory is bound to)", TakesFile: true},
-		),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErrorf("holds approve: give exactly one hold id")
-			}
-			if c.String("key") == "" {
-				return usageErrorf("holds approve: give --key PRIVATE_KEY (its public key must be in the proxy's trust policy)")
-			}
-			dir, h, req, err := pendingHold(c, c.Args().First())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.ErrWriter, "Approving hold %s: %s %s (step %q, plan %s), expires %s.\n",
-				h.ID, req.Tool, req.Args, req.Step, req.PlanName, formatTime(req.Expires))
-			kp, err := sign.LoadSigningKey(c.Context, c.String("key"), func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
-			if err != nil {
-				return failf("holds approve: %v", err)
-			}
-			content, err := boundedio.ReadFile(approvals.LocalRequestPath(dir, h.ID), boundedio.MaxHoldBytes)
-			if err != nil {
-				return failf("holds approve: %v", err)
-			}
-			pred := sign.Predicate{Kind: sign.KindHold, Path: req.Path()}
-			if u, err := user.Current(); err == nil && u.Username != "" {
-				pred.Approvers = []string{u.Username}
-			}
-			signed, err := sign.Sign(c.Context, content, pred, sign.SignOptions{Keypair: kp})
-			if err != nil {
-				return failf("holds approve: %v", err)
-			}
-			bundlePath := sign.BundlePath(approvals.LocalRequestPath(dir, h.ID))
-			if err := approvals.WriteFileAtomic(bundlePath, signed.Bundle); err != nil {
-				return failf("holds approve: %v", err)
-			}
-			fmt.Fprintf(c.App.Writer, "Approved hold %s (signed by %s) -> %s\nThe agent's next identical call runs once.\n", h.ID, signed.Signer.Identity, bundlePath)
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runHoldsApprove),
 	}
 }
 
+func runHoldsApprove(ctx context.Context, o *holdsApproveOptions) error {
+	if len(o.Args) != 1 {
+		return usageErrorf("holds approve: give exactly one hold id")
+	}
+	if o.Key == "" {
+		return usageErrorf("holds approve: give --key PRIVATE_KEY (its public key must be in the proxy's trust policy)")
+	}
+	dir, h, req, err := o.pendingHold(ctx, "approve", o.Args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.err, "Approving hold %s: %s %s (step %q, plan %s), expires %s.\n",
+		h.ID, req.Tool, req.Args, req.Step, req.PlanName, formatTime(req.Expires))
+	kp, err := sign.LoadSigningKey(ctx, o.Key, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
+	if err != nil {
+		return failf("holds approve: %v", err)
+	}
+	content, err := boundedio.ReadFile(approvals.LocalRequestPath(dir, h.ID), boundedio.MaxHoldBytes)
+	if err != nil {
+		return failf("holds approve: %v", err)
+	}
+	pred := sign.Predicate{Kind: sign.KindHold, Path: req.Path()}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		pred.Approvers = []string{u.Username}
+	}
+	signed, err := sign.Sign(ctx, content, pred, sign.SignOptions{Keypair: kp})
+	if err != nil {
+		return failf("holds approve: %v", err)
+	}
+	bundlePath := sign.BundlePath(approvals.LocalRequestPath(dir, h.ID))
+	if err := approvals.WriteFileAtomic(bundlePath, signed.Bundle); err != nil {
+		return failf("holds approve: %v", err)
+	}
+	fmt.Fprintf(o.IO.out, "Approved hold %s (signed by %s) -> %s\nThe agent's next identical call runs once.\n", h.ID, signed.Signer.Identity, bundlePath)
+	return nil
+}
+
+// holdsRejectOptions are the flags of planlock holds reject.
+type holdsRejectOptions struct {
+	cmdline
+	holdStateOptions
+	Reason string
+}
+
+func (o *holdsRejectOptions) flags() []cli.Flag {
+	return append(o.stateOptions.flags(), o.auditFlag(),
+		&cli.StringFlag{Name: "reason", Usage: "why, recorded in the rejection `TEXT`", Destination: &o.Reason})
+}
+
 func holdsRejectCommand() *cli.Command {
+	o := &holdsRejectOptions{}
 	return &cli.Command{
 		Name:      "reject",
 		Usage:     "reject one held call for good",
@@ -88,45 +116,44 @@ only stop a call.
 
 Examples:
    planlock holds reject 6f1c0d2a9b8e7f60`,
-		Flags: append(stateFlags(),
-			&cli.StringFlag{Name: "audit", Usage: "the audit log holding the state (default: the one the state directory is bound to)", TakesFile: true},
-			&cli.StringFlag{Name: "reason", Usage: "why, recorded in the rejection `TEXT`"},
-		),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErrorf("holds reject: give exactly one hold id")
-			}
-			dir, h, _, err := pendingHold(c, c.Args().First())
-			if err != nil {
-				return err
-			}
-			who := "unknown"
-			if u, err := user.Current(); err == nil && u.Username != "" {
-				who = u.Username
-			}
-			note := fmt.Sprintf("rejected by %s at %s", who, time.Now().UTC().Format(time.RFC3339))
-			if r := c.String("reason"); r != "" {
-				note += ": " + oneLine(r)
-			}
-			path := approvals.LocalRejectionPath(dir, h.ID)
-			if err := approvals.WriteFileAtomic(path, []byte(note+"\n")); err != nil {
-				return failf("holds reject: %v", err)
-			}
-			fmt.Fprintf(c.App.Writer, "Rejected hold %s -> %s\nThe agent's next identical call is blocked.\n", h.ID, path)
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runHoldsReject),
 	}
+}
+
+func runHoldsReject(ctx context.Context, o *holdsRejectOptions) error {
+	if len(o.Args) != 1 {
+		return usageErrorf("holds reject: give exactly one hold id")
+	}
+	dir, h, _, err := o.pendingHold(ctx, "reject", o.Args[0])
+	if err != nil {
+		return err
+	}
+	who := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	note := fmt.Sprintf("rejected by %s at %s", who, time.Now().UTC().Format(time.RFC3339))
+	if r := o.Reason; r != "" {
+		note += ": " + oneLine(r)
+	}
+	path := approvals.LocalRejectionPath(dir, h.ID)
+	if err := approvals.WriteFileAtomic(path, []byte(note+"\n")); err != nil {
+		return failf("holds reject: %v", err)
+	}
+	fmt.Fprintf(o.IO.out, "Rejected hold %s -> %s\nThe agent's next identical call is blocked.\n", h.ID, path)
+	return nil
 }
 
 // pendingHold finds a hold that is still waiting, and the request file the
 // proxy wrote for it, checked against the state's record of the hold.
-func pendingHold(c *cli.Context, id string) (string, ledger.Hold, *gitapprove.HoldRequest, error) {
-	cmd := "holds " + c.Command.Name
-	dir, h, err := findHold(c, id)
+func (o *holdStateOptions) pendingHold(ctx context.Context, name, id string) (string, ledger.Hold, *gitapprove.HoldRequest, error) {
+	cmd := "holds " + name
+	dir, h, err := o.findHold(ctx, name, id)
 	if err != nil {
 		return "", h, nil, err
 	}
-	if s := c.String("state"); s != "" {
+	if s := o.State; s != "" {
 		dir = s
 	}
 	switch h.State {

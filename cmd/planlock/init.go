@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,7 +21,7 @@ import (
 // writeTrustBlock prints the operator config that trusts what the workflow
 // signs: its keyless identity on the protected branch. The repository comes
 // from the checkout's origin when there is one.
-func writeTrustBlock(c *cli.Context, dir, branch string) {
+func writeTrustBlock(w io.Writer, dir, branch string) {
 	repo := "OWNER/REPO"
 	note := "  # replace OWNER/REPO with the repository on GitHub"
 	if r, err := gitapprove.Open(dir, gitapprove.Options{}); err == nil {
@@ -29,7 +31,7 @@ func writeTrustBlock(c *cli.Context, dir, branch string) {
 			}
 		}
 	}
-	fmt.Fprintf(c.App.Writer, `
+	fmt.Fprintf(w, `
 Trust what this workflow signs: put this in the operator config of every
 machine that runs planlock proxy ($XDG_CONFIG_HOME/planlock/config.hcl,
 default ~/.config/planlock/config.hcl; see planlock config):
@@ -41,6 +43,7 @@ certificate_github_workflow_trigger = "push,schedule"
 }
 
 func initCommand() *cli.Command {
+	o := &initGitHubOptions{}
 	return &cli.Command{
 		Name:  "init",
 		Usage: "set a repository up for planlock approvals",
@@ -71,21 +74,40 @@ bypass it. See docs/approvals.md.
 Examples:
    planlock init github --owner @acme/plan-approvers
    planlock init github --dir ../plans-repo --plans-glob 'agents/**/*.hcl' --branch release --planlock-version v0.4.0`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "dir", Value: ".", Usage: "repository root to write into"},
-					&cli.StringFlag{Name: "plans-glob", Value: "plans/**/*.hcl", Usage: "plan files (GitHub paths filter and bash globstar syntax)"},
-					&cli.StringFlag{Name: "holds-glob", Value: "holds/**/*.hcl", Usage: "hold request files"},
-					&cli.StringFlag{Name: "branch", Value: "main", Usage: "the protected branch approvals are merged into"},
-					&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "branch the workflow publishes bundles on"},
-					&cli.StringFlag{Name: "planlock-version", Usage: "exact planlock `VERSION` (vX.Y.Z) the workflow installs (default: this binary's version)"},
-					&cli.BoolFlag{Name: "from-source", Usage: "build planlock from the checked-out repository at the same commit (for the planlock repository itself)"},
-					&cli.StringFlag{Name: "go-version", Value: defaultGoVersion(), Usage: "exact Go `VERSION` for actions/setup-go"},
-					&cli.StringSliceFlag{Name: "owner", Usage: "code `OWNER` (@org/team, @user) of plans, holds and workflows in CODEOWNERS (repeatable; without it no CODEOWNERS is written)"},
-					&cli.BoolFlag{Name: "force", Usage: "overwrite a workflow file that differs"},
-				},
-				Action: runInitGitHub,
+				Flags:  o.flags(),
+				Action: action(o, runInitGitHub),
 			},
 		},
+	}
+}
+
+// initGitHubOptions are the flags of planlock init github.
+type initGitHubOptions struct {
+	cmdline
+	Dir             string
+	PlansGlob       string
+	HoldsGlob       string
+	Branch          string
+	ApprovalsBranch string
+	PlanlockVersion string
+	FromSource      bool
+	GoVersion       string
+	Owner           cli.StringSlice
+	Force           bool
+}
+
+func (o *initGitHubOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "dir", Value: ".", Usage: "repository root to write into", Destination: &o.Dir},
+		&cli.StringFlag{Name: "plans-glob", Value: "plans/**/*.hcl", Usage: "plan files (GitHub paths filter and bash globstar syntax)", Destination: &o.PlansGlob},
+		&cli.StringFlag{Name: "holds-glob", Value: "holds/**/*.hcl", Usage: "hold request files", Destination: &o.HoldsGlob},
+		&cli.StringFlag{Name: "branch", Value: "main", Usage: "the protected branch approvals are merged into", Destination: &o.Branch},
+		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "branch the workflow publishes bundles on", Destination: &o.ApprovalsBranch},
+		&cli.StringFlag{Name: "planlock-version", Usage: "exact planlock `VERSION` (vX.Y.Z) the workflow installs (default: this binary's version)", Destination: &o.PlanlockVersion},
+		&cli.BoolFlag{Name: "from-source", Usage: "build planlock from the checked-out repository at the same commit (for the planlock repository itself)", Destination: &o.FromSource},
+		&cli.StringFlag{Name: "go-version", Value: defaultGoVersion(), Usage: "exact Go `VERSION` for actions/setup-go", Destination: &o.GoVersion},
+		&cli.StringSliceFlag{Name: "owner", Usage: "code `OWNER` (@org/team, @user) of plans, holds and workflows in CODEOWNERS (repeatable; without it no CODEOWNERS is written)", Destination: &o.Owner},
+		&cli.BoolFlag{Name: "force", Usage: "overwrite a workflow file that differs", Destination: &o.Force},
 	}
 }
 
@@ -108,43 +130,44 @@ func buildVersion() string {
 	return ""
 }
 
-func runInitGitHub(c *cli.Context) error {
-	if c.NArg() != 0 {
+func runInitGitHub(_ context.Context, o *initGitHubOptions) error {
+	w := o.IO.out
+	if len(o.Args) != 0 {
 		return usageErrorf("init github: takes no arguments (use --dir)")
 	}
-	pv := c.String("planlock-version")
-	if pv == "" && !c.Bool("from-source") {
+	pv := o.PlanlockVersion
+	if pv == "" && !o.FromSource {
 		pv = buildVersion()
 		if pv == "" || pv == "(devel)" {
 			return usageErrorf("init github: this planlock is a development build, so the workflow cannot install the same version: give --planlock-version vX.Y.Z or --from-source")
 		}
 	}
 	wf, err := gitapprove.GitHubWorkflow(gitapprove.WorkflowOptions{
-		PlansGlob: c.String("plans-glob"), HoldsGlob: c.String("holds-glob"),
-		Branch: c.String("branch"), Approvals: c.String("approvals-branch"),
-		PlanlockVersion: pv, FromSource: c.Bool("from-source"),
-		GoVersion: c.String("go-version"),
+		PlansGlob: o.PlansGlob, HoldsGlob: o.HoldsGlob,
+		Branch: o.Branch, Approvals: o.ApprovalsBranch,
+		PlanlockVersion: pv, FromSource: o.FromSource,
+		GoVersion: o.GoVersion,
 	})
 	if err != nil {
 		return usageErrorf("init github: %v", err)
 	}
-	ruleset, err := gitapprove.Ruleset(c.String("branch"))
+	ruleset, err := gitapprove.Ruleset(o.Branch)
 	if err != nil {
 		return usageErrorf("init github: %v", err)
 	}
 	var stanza string
-	if owners := c.StringSlice("owner"); len(owners) > 0 {
-		if stanza, err = gitapprove.CodeownersStanza(c.String("plans-glob"), c.String("holds-glob"), owners); err != nil {
+	if owners := o.Owner.Value(); len(owners) > 0 {
+		if stanza, err = gitapprove.CodeownersStanza(o.PlansGlob, o.HoldsGlob, owners); err != nil {
 			return usageErrorf("init github: %v", err)
 		}
 	}
-	dir := c.String("dir")
+	dir := o.Dir
 	path := filepath.Join(dir, filepath.FromSlash(gitapprove.WorkflowPath))
 	old, err := boundedio.ReadFile(path, boundedio.MaxConfigBytes)
 	switch {
 	case err == nil && bytes.Equal(old, wf):
-		fmt.Fprintf(c.App.Writer, "%s is up to date.\n", path)
-	case err == nil && !c.Bool("force"):
+		fmt.Fprintf(w, "%s is up to date.\n", path)
+	case err == nil && !o.Force:
 		return failf("init github: %s exists and differs; use --force to overwrite it", path)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return failf("init github: %v", err)
@@ -152,13 +175,13 @@ func runInitGitHub(c *cli.Context) error {
 		if err := writeRepoFile(path, wf); err != nil {
 			return failf("init github: %v", err)
 		}
-		fmt.Fprintf(c.App.Writer, "Wrote %s.\n", path)
+		fmt.Fprintf(w, "Wrote %s.\n", path)
 	}
 	rpath := filepath.Join(dir, filepath.FromSlash(gitapprove.RulesetPath))
 	if err := writeRepoFile(rpath, ruleset); err != nil {
 		return failf("init github: %v", err)
 	}
-	fmt.Fprintf(c.App.Writer, "Wrote %s: import it as a branch ruleset (Settings → Rules → Rulesets → New ruleset → Import a ruleset).\n", rpath)
+	fmt.Fprintf(w, "Wrote %s: import it as a branch ruleset (Settings → Rules → Rulesets → New ruleset → Import a ruleset).\n", rpath)
 	if stanza != "" {
 		cpath := filepath.Join(dir, filepath.FromSlash(gitapprove.CodeownersPath))
 		cur, err := boundedio.ReadFile(cpath, boundedio.MaxConfigBytes)
@@ -172,16 +195,16 @@ func runInitGitHub(c *cli.Context) error {
 			if err := writeRepoFile(cpath, append(cur, stanza...)); err != nil {
 				return failf("init github: %v", err)
 			}
-			fmt.Fprintf(c.App.Writer, "Wrote the planlock stanza into %s.\n", cpath)
+			fmt.Fprintf(w, "Wrote the planlock stanza into %s.\n", cpath)
 		} else {
-			fmt.Fprintf(c.App.Writer, "%s already has the planlock stanza.\n", cpath)
+			fmt.Fprintf(w, "%s already has the planlock stanza.\n", cpath)
 		}
 	} else {
-		fmt.Fprintf(c.App.Writer, "No --owner given: add code owners for %s, %s and .github/workflows/** to %s yourself.\n", c.String("plans-glob"), c.String("holds-glob"), gitapprove.CodeownersPath)
+		fmt.Fprintf(w, "No --owner given: add code owners for %s, %s and .github/workflows/** to %s yourself.\n", o.PlansGlob, o.HoldsGlob, gitapprove.CodeownersPath)
 	}
-	fmt.Fprintf(c.App.Writer, "Commit them, import the ruleset for %s, and see docs/approvals.md.\n", c.String("branch"))
-	fmt.Fprintln(c.App.Writer, initTrustFlags(c.String("branch")))
-	writeTrustBlock(c, dir, c.String("branch"))
+	fmt.Fprintf(w, "Commit them, import the ruleset for %s, and see docs/approvals.md.\n", o.Branch)
+	fmt.Fprintln(w, initTrustFlags(o.Branch))
+	writeTrustBlock(w, dir, o.Branch)
 	return nil
 }
 

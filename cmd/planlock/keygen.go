@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 )
 
 func keygenCommand() *cli.Command {
+	o := &keygenOptions{}
 	return &cli.Command{
 		Name:  "keygen",
 		Usage: "write a key pair for key-based signing",
@@ -25,52 +27,67 @@ Examples:
    planlock keygen --out-dir ~/.planlock --name release --type ed25519
    planlock sign --key planlock.key plans/refund.hcl
    planlock verify --key planlock.pub plans/refund.hcl`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out-dir", Value: ".", Usage: "write the keys in `DIR`", TakesFile: true},
-			&cli.StringFlag{Name: "name", Value: "planlock", Usage: "base file `NAME` of the keys"},
-			&cli.StringFlag{Name: "type", Value: sign.KeyTypes[0], Usage: "key `TYPE`: " + strings.Join(sign.KeyTypes, ", ")},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite existing key files"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("keygen: unexpected argument %q", c.Args().First())
-			}
-			name := c.String("name")
-			if name == "" || strings.ContainsAny(name, `/\`) {
-				return usageErrorf("keygen: --name must be a file name, not a path")
-			}
-			priv, pub, err := sign.GenerateKeyPair(c.String("type"))
-			if err != nil {
-				return usageErrorf("keygen: %v", err)
-			}
-			dir := c.String("out-dir")
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return failf("keygen: %v", err)
-			}
-			keyFile := filepath.Join(dir, name+".key")
-			pubFile := filepath.Join(dir, name+".pub")
-			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-			if c.Bool("force") {
-				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-			}
-			if err := writeKeyFile(keyFile, priv, 0o600, flags); err != nil {
-				return err
-			}
-			if err := writeKeyFile(pubFile, pub, 0o644, flags); err != nil {
-				return err
-			}
-			pk, err := sign.ParsePublicKey(pub)
-			if err != nil {
-				return failf("keygen: %v", err)
-			}
-			id, err := sign.KeyID(pk)
-			if err != nil {
-				return failf("keygen: %v", err)
-			}
-			fmt.Fprintf(c.App.Writer, "private key: %s (keep it secret)\npublic key:  %s\nkey id:      %s\n", keyFile, pubFile, id)
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runKeygen),
 	}
+}
+
+// keygenOptions are the flags of planlock keygen.
+type keygenOptions struct {
+	cmdline
+	OutDir string
+	Name   string
+	Type   string
+	Force  bool
+}
+
+func (o *keygenOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "out-dir", Value: ".", Usage: "write the keys in `DIR`", TakesFile: true, Destination: &o.OutDir},
+		&cli.StringFlag{Name: "name", Value: "planlock", Usage: "base file `NAME` of the keys", Destination: &o.Name},
+		&cli.StringFlag{Name: "type", Value: sign.KeyTypes[0], Usage: "key `TYPE`: " + strings.Join(sign.KeyTypes, ", "), Destination: &o.Type},
+		&cli.BoolFlag{Name: "force", Usage: "overwrite existing key files", Destination: &o.Force},
+	}
+}
+
+func runKeygen(_ context.Context, o *keygenOptions) error {
+	if len(o.Args) > 0 {
+		return usageErrorf("keygen: unexpected argument %q", o.Args[0])
+	}
+	name := o.Name
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return usageErrorf("keygen: --name must be a file name, not a path")
+	}
+	priv, pub, err := sign.GenerateKeyPair(o.Type)
+	if err != nil {
+		return usageErrorf("keygen: %v", err)
+	}
+	dir := o.OutDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return failf("keygen: %v", err)
+	}
+	keyFile := filepath.Join(dir, name+".key")
+	pubFile := filepath.Join(dir, name+".pub")
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if o.Force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	if err := writeKeyFile(keyFile, priv, 0o600, flags); err != nil {
+		return err
+	}
+	if err := writeKeyFile(pubFile, pub, 0o644, flags); err != nil {
+		return err
+	}
+	pk, err := sign.ParsePublicKey(pub)
+	if err != nil {
+		return failf("keygen: %v", err)
+	}
+	id, err := sign.KeyID(pk)
+	if err != nil {
+		return failf("keygen: %v", err)
+	}
+	fmt.Fprintf(o.IO.out, "private key: %s (keep it secret)\npublic key:  %s\nkey id:      %s\n", keyFile, pubFile, id)
+	return nil
 }
 
 // writeKeyFile writes data with perm; the mode is forced even when

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,10 +16,41 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/proxy/catalog"
+	"github.com/planlock/planlock/internal/catalog"
 )
 
+// mcpConfigOptions are the flags of planlock mcp-config.
+type mcpConfigOptions struct {
+	cmdline
+	planOptions // passed on to the proxy
+	stateOptions
+	Name     string
+	Client   string
+	Write    bool
+	File     string
+	Listen   string
+	Planlock string
+}
+
+func (o *mcpConfigOptions) flags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "plan", Usage: "plan `FILE`", Required: true, Destination: &o.Plan},
+		&cli.StringFlag{Name: "name", Usage: "server `NAME` in the client (default: the plan's name)", Destination: &o.Name},
+		&cli.StringFlag{Name: "client", Usage: "print the shape of `CLIENT`: " + clientNames(), Destination: &o.Client},
+		&cli.BoolFlag{Name: "write", Usage: "merge the entry into the client's configuration file (a .bak copy is kept)", Destination: &o.Write},
+		&cli.StringFlag{Name: "file", Usage: "the client configuration `FILE` --write merges into", TakesFile: true, Destination: &o.File},
+		&cli.StringFlag{Name: "listen", Usage: "the HTTP form: the proxy serves streamable HTTP on `ADDR` (the URL is http://ADDR/mcp)", Destination: &o.Listen},
+		&cli.StringFlag{Name: "planlock", Usage: "the planlock `COMMAND` the client runs (default: this executable)", Destination: &o.Planlock},
+		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "pass --insecure-skip-verify to the proxy (unsafe)", Destination: &o.InsecureSkipVerify},
+		&cli.StringFlag{Name: "bundle", Usage: "the plan's bundle `FILE`, passed to the proxy", TakesFile: true, Destination: &o.Bundle},
+		&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, passed to the proxy (default: relative to the Git checkout)", Destination: &o.Path},
+	}
+	flags = append(flags, o.stateOptions.flags()...)
+	return append(flags, o.trustOptions.flags()...)
+}
+
 func mcpConfigCommand() *cli.Command {
+	o := &mcpConfigOptions{}
 	return &cli.Command{
 		Name:      "mcp-config",
 		Usage:     "print (or write) the MCP client configuration that runs an upstream behind planlock",
@@ -53,41 +85,30 @@ Examples:
    planlock mcp-config --client claude-code --plan plans/read-docs.hcl --key plan-signing.pub
    planlock mcp-config --client vscode --write --plan plans/read-docs.hcl
    planlock mcp-config --client cursor --listen 127.0.0.1:3001 --plan plans/read-docs.hcl`,
-		Flags: append(append([]cli.Flag{
-			&cli.StringFlag{Name: "plan", Usage: "plan `FILE`", Required: true},
-			&cli.StringFlag{Name: "name", Usage: "server `NAME` in the client (default: the plan's name)"},
-			&cli.StringFlag{Name: "client", Usage: "print the shape of `CLIENT`: " + clientNames()},
-			&cli.BoolFlag{Name: "write", Usage: "merge the entry into the client's configuration file (a .bak copy is kept)"},
-			&cli.StringFlag{Name: "file", Usage: "the client configuration `FILE` --write merges into", TakesFile: true},
-			&cli.StringFlag{Name: "listen", Usage: "the HTTP form: the proxy serves streamable HTTP on `ADDR` (the URL is http://ADDR/mcp)"},
-			&cli.StringFlag{Name: "planlock", Usage: "the planlock `COMMAND` the client runs (default: this executable)"},
-			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "pass --insecure-skip-verify to the proxy (unsafe)"},
-			&cli.StringFlag{Name: "bundle", Usage: "the plan's bundle `FILE`, passed to the proxy", TakesFile: true},
-			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, passed to the proxy (default: relative to the Git checkout)"},
-		}, stateFlags()...), trustFlags()...),
-		Action: runMCPConfig,
+		Flags:  o.flags(),
+		Action: action(o, runMCPConfig),
 	}
 }
 
-func runMCPConfig(c *cli.Context) error {
-	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
-	client, ok := mcpClients[c.String("client")]
-	if !ok && c.String("client") != "" {
-		return usageErrorf("mcp-config: unknown --client %q (one of %s)", c.String("client"), clientNames())
+func runMCPConfig(_ context.Context, o *mcpConfigOptions) error {
+	errw := o.errw
+	client, ok := mcpClients[o.Client]
+	if !ok && o.Client != "" {
+		return usageErrorf("mcp-config: unknown --client %q (one of %s)", o.Client, clientNames())
 	}
-	if c.Bool("write") && !ok {
+	if o.Write && !ok {
 		return usageErrorf("mcp-config: --write needs --client")
 	}
-	if c.String("file") != "" && !c.Bool("write") {
+	if o.File != "" && !o.Write {
 		return usageErrorf("mcp-config: --file goes with --write")
 	}
-	if c.String("listen") != "" && !ok {
+	if o.Listen != "" && !ok {
 		return usageErrorf("mcp-config: --listen needs --client (the HTTP form differs per client)")
 	}
-	if c.String("listen") != "" && client.http == nil {
+	if o.Listen != "" && client.http == nil {
 		return usageErrorf("mcp-config: %s starts stdio servers only; drop --listen", client.name)
 	}
-	planPath, err := filepath.Abs(c.String("plan"))
+	planPath, err := filepath.Abs(o.Plan)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -99,7 +120,7 @@ func runMCPConfig(c *cli.Context) error {
 	if diags.HasErrors() {
 		return failf("plan %s is not valid: %s", planPath, oneLineDiags(diags.Error()))
 	}
-	upstream := c.Args().Slice()
+	upstream := o.Args
 	if plan.Upstream != nil && len(upstream) > 0 {
 		// The plan's upstream is part of what was approved and signed:
 		// the command line never overrides it. Repeating it is harmless.
@@ -107,13 +128,13 @@ func runMCPConfig(c *cli.Context) error {
 			return usageErrorf("the plan's upstream block names %s; -- gives %s: the signed plan decides the upstream, so drop -- COMMAND (or change the plan's upstream and approve it again)",
 				upstreamWords(plan.Upstream), strings.Join(upstream, " "))
 		}
-		fmt.Fprintln(c.App.ErrWriter, "planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
+		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
 		upstream = nil
 	}
 	if plan.Upstream == nil && len(upstream) == 0 {
 		return usageErrorf("no upstream: give -- COMMAND ARGS... or an upstream block in the plan")
 	}
-	self := c.String("planlock")
+	self := o.Planlock
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
 			return failf("find the planlock executable: %v", err)
@@ -124,29 +145,29 @@ func runMCPConfig(c *cli.Context) error {
 	}
 	var extra []string
 	switch {
-	case c.Bool("insecure-skip-verify") && trustGiven(c) != "":
+	case o.InsecureSkipVerify && o.trustGiven() != "":
 		return usageErrorf("give either --insecure-skip-verify or the trust flags, not both")
-	case c.Bool("insecure-skip-verify"):
+	case o.InsecureSkipVerify:
 		extra = append(extra, "--insecure-skip-verify")
-	case trustGiven(c) == "":
+	case o.trustGiven() == "":
 		return usageErrorf("%s", noTrustPolicy)
 	default:
-		args, err := trustArgs(c, c.String("plan"))
+		args, err := o.trustArgs(&o.cmdline, o.Plan)
 		if err != nil {
 			return err
 		}
 		extra = append(extra, args...)
 	}
-	for _, f := range []string{"state", "state-root"} {
-		if d := c.String(f); d != "" && !fromConfig(c, f) {
+	for _, f := range []struct{ name, dir string }{{"state", o.State}, {"state-root", o.StateRoot}} {
+		if d := f.dir; d != "" && o.typed(f.name) {
 			abs, err := filepath.Abs(d)
 			if err != nil {
 				return failf("%v", err)
 			}
-			extra = append(extra, "--"+f, abs)
+			extra = append(extra, "--"+f.name, abs)
 		}
 	}
-	name := c.String("name")
+	name := o.Name
 	if name == "" {
 		name = plan.Name
 	}
@@ -155,13 +176,13 @@ func runMCPConfig(c *cli.Context) error {
 		if err != nil {
 			return failf("%v", err)
 		}
-		_, err = c.App.Writer.Write(out)
+		_, err = o.IO.out.Write(out)
 		return err
 	}
 
 	args := append([]string{"proxy", "--plan", planPath}, extra...)
 	var entry serverEntry
-	if addr := c.String("listen"); addr != "" {
+	if addr := o.Listen; addr != "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return usageErrorf("--listen %q: %v", addr, err)
@@ -183,8 +204,8 @@ func runMCPConfig(c *cli.Context) error {
 		entry = client.stdio(self, args, nil)
 	}
 
-	if c.Bool("write") {
-		path := c.String("file")
+	if o.Write {
+		path := o.File
 		if path == "" {
 			if path, err = client.path(); err != nil {
 				return failf("mcp-config: the %s configuration file: %v (give --file)", client.name, err)
@@ -198,7 +219,7 @@ func runMCPConfig(c *cli.Context) error {
 		if backup != "" {
 			msg += " (the previous file is " + backup + ")"
 		}
-		fmt.Fprintln(c.App.Writer, msg+".")
+		fmt.Fprintln(o.IO.out, msg+".")
 		return nil
 	}
 	if client.name == "claude-code" {
@@ -208,14 +229,14 @@ func runMCPConfig(c *cli.Context) error {
 		if err := enc.Encode(entry); err != nil {
 			return failf("%v", err)
 		}
-		_, err = fmt.Fprintf(c.App.Writer, "claude mcp add-json %s %s\n", shellQuote(name), shellQuote(strings.TrimSpace(b.String())))
+		_, err = fmt.Fprintf(o.IO.out, "claude mcp add-json %s %s\n", shellQuote(name), shellQuote(strings.TrimSpace(b.String())))
 		return err
 	}
 	out, err := marshalEntry(map[string]any{client.key: map[string]any{name: entry}}, "")
 	if err != nil {
 		return failf("%v", err)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "%s\n", out)
+	_, err = fmt.Fprintf(o.IO.out, "%s\n", out)
 	return err
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 )
 
 func planFmtCommand() *cli.Command {
+	o := &planFmtOptions{}
 	return &cli.Command{
 		Name:      "fmt",
 		Usage:     "rewrite plan files in canonical format",
@@ -33,42 +35,50 @@ Examples:
 
 Exit status: 0 when done, 3 when --check found files to format, 1 on a
 syntax error or an unreadable file.`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "check", Usage: "change nothing; list files that are not formatted and exit 3 if any"},
-			&cli.BoolFlag{Name: "diff", Usage: "print the changes as a unified diff"},
-			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "also format the .hcl files of subdirectories"},
-		},
-		Action: func(c *cli.Context) error {
-			f := &fmtRun{
-				check:     c.Bool("check"),
-				diff:      c.Bool("diff"),
-				recursive: c.Bool("recursive"),
-				stdout:    c.App.Writer,
-				stderr:    c.App.ErrWriter,
-			}
-			args := c.Args().Slice()
-			if len(args) == 0 {
-				args = []string{"."}
-			}
-			for _, a := range args {
-				if a == "-" {
-					if len(args) > 1 {
-						return usageErrorf("plan fmt: \"-\" (standard input) cannot be combined with other paths")
-					}
-					f.stdin(c.App.Reader)
-					continue
-				}
-				f.path(a)
-			}
-			switch {
-			case f.failed:
-				return silentExit(exitFailure)
-			case f.check && f.unformatted:
-				return silentExit(exitUnformat)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runPlanFmt),
 	}
+}
+
+// planFmtOptions are the flags of planlock plan fmt.
+type planFmtOptions struct {
+	cmdline
+	Check     bool
+	Diff      bool
+	Recursive bool
+}
+
+func (o *planFmtOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "check", Usage: "change nothing; list files that are not formatted and exit 3 if any", Destination: &o.Check},
+		&cli.BoolFlag{Name: "diff", Usage: "print the changes as a unified diff", Destination: &o.Diff},
+		&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "also format the .hcl files of subdirectories", Destination: &o.Recursive},
+	}
+}
+
+func runPlanFmt(_ context.Context, o *planFmtOptions) error {
+	f := &fmtRun{check: o.Check, diff: o.Diff, recursive: o.Recursive, stdout: o.IO.out, stderr: o.IO.err}
+	args := o.Args
+	if len(args) == 0 {
+		args = []string{"."}
+	}
+	for _, a := range args {
+		if a == "-" {
+			if len(args) > 1 {
+				return usageErrorf("plan fmt: \"-\" (standard input) cannot be combined with other paths")
+			}
+			f.stdin(o.IO.in)
+			continue
+		}
+		f.path(a)
+	}
+	switch {
+	case f.failed:
+		return silentExit(exitFailure)
+	case f.check && f.unformatted:
+		return silentExit(exitUnformat)
+	}
+	return nil
 }
 
 type fmtRun struct {

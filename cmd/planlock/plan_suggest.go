@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,13 +10,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/plandiff"
 	"github.com/planlock/planlock/internal/plantest"
 	"github.com/planlock/planlock/internal/suggest"
 )
 
 func planSuggestCommand() *cli.Command {
+	o := &planSuggestOptions{}
 	return &cli.Command{
 		Name:  "suggest",
 		Usage: "write the tightest plan (and its tests) that allows the calls an audit log records",
@@ -42,37 +44,52 @@ Examples:
 
 Exit status: 0 when the files were written, 1 on a failure, 2 on a usage
 error. Existing files are never overwritten.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from-audit", Usage: "the audit log `FILE` to learn from", Required: true, TakesFile: true},
-			&cli.StringFlag{Name: "plan", Usage: "the current plan `FILE`: keep its name and goal, print the power diff against it", TakesFile: true},
-			&cli.StringFlag{Name: "margin", Value: "0%", Usage: "add `N%` to each observed max_calls (rounded up)"},
-			&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: --plan's, else \"suggested\")"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` (default NAME.hcl, or PLAN.suggested.hcl with --plan); its tests go beside it"},
-			&cli.StringSliceFlag{Name: "pattern", Usage: "a pattern hint `TOOL.ARG=REGEX` (repeatable); every observed value must match it"},
-		},
-		Action: runPlanSuggest,
+		Flags:  o.flags(),
+		Action: action(o, runPlanSuggest),
 	}
 }
 
-func runPlanSuggest(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageErrorf("plan suggest: unexpected argument %q (give the audit log with --from-audit)", c.Args().First())
+// planSuggestOptions are the flags of planlock plan suggest.
+type planSuggestOptions struct {
+	cmdline
+	FromAudit string
+	Plan      string
+	Margin    string
+	Name      string
+	Output    string
+	Pattern   cli.StringSlice
+}
+
+func (o *planSuggestOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "from-audit", Usage: "the audit log `FILE` to learn from", Required: true, TakesFile: true, Destination: &o.FromAudit},
+		&cli.StringFlag{Name: "plan", Usage: "the current plan `FILE`: keep its name and goal, print the power diff against it", TakesFile: true, Destination: &o.Plan},
+		&cli.StringFlag{Name: "margin", Value: "0%", Usage: "add `N%` to each observed max_calls (rounded up)", Destination: &o.Margin},
+		&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: --plan's, else \"suggested\")", Destination: &o.Name},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` (default NAME.hcl, or PLAN.suggested.hcl with --plan); its tests go beside it", Destination: &o.Output},
+		&cli.StringSliceFlag{Name: "pattern", Usage: "a pattern hint `TOOL.ARG=REGEX` (repeatable); every observed value must match it", Destination: &o.Pattern},
 	}
-	margin, err := parseMargin(c.String("margin"))
+}
+
+func runPlanSuggest(_ context.Context, opts *planSuggestOptions) error {
+	if len(opts.Args) > 0 {
+		return usageErrorf("plan suggest: unexpected argument %q (give the audit log with --from-audit)", opts.Args[0])
+	}
+	margin, err := parseMargin(opts.Margin)
 	if err != nil {
 		return err
 	}
 	hints := map[string]string{}
-	for _, h := range c.StringSlice("pattern") {
+	for _, h := range opts.Pattern.Value() {
 		k, re, ok := strings.Cut(h, "=")
 		if !ok || k == "" {
 			return usageErrorf("--pattern %q: give TOOL.ARG=REGEX", h)
 		}
 		hints[k] = re
 	}
-	o := suggest.Options{MarginPercent: margin, Patterns: hints, Source: filepath.Base(c.String("from-audit"))}
+	o := suggest.Options{MarginPercent: margin, Patterns: hints, Source: filepath.Base(opts.FromAudit)}
 	var current *hclplan.Plan
-	if path := c.String("plan"); path != "" {
+	if path := opts.Plan; path != "" {
 		p, diags := readPlanFile(path, sources{})
 		if p == nil {
 			return failf("plan suggest: %s is not a valid plan: %s", path, oneLineDiags(diags.Error()))
@@ -87,17 +104,17 @@ func runPlanSuggest(c *cli.Context) error {
 			}
 		}
 	}
-	if n := c.String("name"); n != "" {
+	if n := opts.Name; n != "" {
 		o.Name = n
 	}
 	if o.Name == "" {
 		o.Name = "suggested"
 	}
-	out := c.String("output")
+	out := opts.Output
 	switch {
 	case out != "":
 	case current != nil:
-		out = strings.TrimSuffix(c.String("plan"), ".hcl") + ".suggested.hcl"
+		out = strings.TrimSuffix(opts.Plan, ".hcl") + ".suggested.hcl"
 	default:
 		out = o.Name + ".hcl"
 	}
@@ -105,13 +122,13 @@ func runPlanSuggest(c *cli.Context) error {
 		return usageErrorf("--output %q: a plan file ends in .hcl (and not _test.hcl)", out)
 	}
 	o.Filename = out
-	src, err := os.ReadFile(c.String("from-audit"))
+	src, err := os.ReadFile(opts.FromAudit)
 	if err != nil {
 		return failf("plan suggest: %v", err)
 	}
 	calls, err := suggest.ReadAudit(src)
 	if err != nil {
-		return failf("plan suggest: %s: %v", c.String("from-audit"), err)
+		return failf("plan suggest: %s: %v", opts.FromAudit, err)
 	}
 	res, err := suggest.Suggest(calls, o)
 	if err != nil {
@@ -129,10 +146,10 @@ func runPlanSuggest(c *cli.Context) error {
 	if err := writeNew(testOut, res.Tests); err != nil {
 		return failf("plan suggest: %v", err)
 	}
-	fmt.Fprintf(c.App.ErrWriter, "planlock: wrote %s and %s, learned from %s; review every line before approving it\n",
+	fmt.Fprintf(opts.IO.err, "planlock: wrote %s and %s, learned from %s; review every line before approving it\n",
 		out, testOut, plural(len(calls), "call", "calls"))
 	if current != nil {
-		fmt.Fprint(c.App.Writer, gitapprove.FormatPowerDiff(c.String("plan"), gitapprove.PowerDiff(current, res.Parsed)))
+		fmt.Fprint(opts.IO.out, plandiff.Format(opts.Plan, plandiff.Diff(current, res.Parsed)))
 	}
 	return nil
 }

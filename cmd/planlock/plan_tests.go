@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +18,7 @@ import (
 )
 
 func planTestCommand() *cli.Command {
+	o := &planTestOptions{}
 	return &cli.Command{
 		Name:      "test",
 		Usage:     "run a plan's tests (<plan>_test.hcl) against the real gate",
@@ -56,54 +57,58 @@ Examples:
 
 Exit status: 0 when every test passes, 1 when one fails or a file is
 invalid, 2 on a usage error.`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on standard output"},
-			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "in a directory PATH, also test the plans of subdirectories"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return usageErrorf("plan test: give at least one plan file or directory")
-			}
-			var plans []string
-			for _, arg := range c.Args().Slice() {
-				found, err := plantest.Files(arg, c.Bool("recursive"))
-				if err != nil {
-					return failf("plan test: %v", err)
-				}
-				if len(found) == 0 {
-					return failf("plan test: no plan files in %s", arg)
-				}
-				plans = append(plans, found...)
-			}
-			reports, files, diags := runPlanTests(plans, time.Now())
-			failed := false
-			for _, r := range reports {
-				failed = failed || r.Status == "FAIL"
-			}
-			failed = failed || diags.HasErrors()
-			if c.Bool("json") {
-				if err := writePlanTestJSON(c.App.Writer, reports, diags); err != nil {
-					return failf("plan test: %v", err)
-				}
-			} else {
-				writeDiagnostics(c.App.ErrWriter, files, diags)
-				writePlanTestText(c.App.Writer, reports, failed)
-			}
-			if failed {
-				return silentExit(exitFailure)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runPlanTest),
 	}
 }
 
-// planTestReport is the result of one plan file's tests.
-type planTestReport struct {
-	Plan   string                `json:"plan"`
-	Tests  string                `json:"tests"`           // the test file
-	Status string                `json:"status"`          // "ok", "FAIL" or "no tests"
-	Error  string                `json:"error,omitempty"` // the plan or test file is invalid
-	Result []plantest.TestResult `json:"results"`
+// planTestOptions are the flags of planlock plan test.
+type planTestOptions struct {
+	cmdline
+	JSON      bool
+	Recursive bool
+}
+
+func (o *planTestOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on standard output", Destination: &o.JSON},
+		&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "in a directory PATH, also test the plans of subdirectories", Destination: &o.Recursive},
+	}
+}
+
+func runPlanTest(_ context.Context, o *planTestOptions) error {
+	if len(o.Args) == 0 {
+		return usageErrorf("plan test: give at least one plan file or directory")
+	}
+	var plans []string
+	for _, arg := range o.Args {
+		found, err := plantest.Files(arg, o.Recursive)
+		if err != nil {
+			return failf("plan test: %v", err)
+		}
+		if len(found) == 0 {
+			return failf("plan test: no plan files in %s", arg)
+		}
+		plans = append(plans, found...)
+	}
+	reports, files, diags := runPlanTests(plans, time.Now())
+	failed := false
+	for _, r := range reports {
+		failed = failed || r.Status == "FAIL"
+	}
+	failed = failed || diags.HasErrors()
+	if o.JSON {
+		if err := writeJSON(o.IO.out, newPlanTestJSON(reports, diags)); err != nil {
+			return failf("plan test: %v", err)
+		}
+	} else {
+		writeDiagnostics(o.IO.err, files, diags)
+		writePlanTestText(o.IO.out, reports, failed)
+	}
+	if failed {
+		return silentExit(exitFailure)
+	}
+	return nil
 }
 
 func runPlanTests(plans []string, now time.Time) ([]planTestReport, sources, hcl.Diagnostics) {
@@ -204,37 +209,6 @@ func failedTests(rs []plantest.TestResult) int {
 		}
 	}
 	return n
-}
-
-func writePlanTestJSON(w io.Writer, reports []planTestReport, diags hcl.Diagnostics) error {
-	out := struct {
-		Pass        bool             `json:"pass"`
-		Plans       []planTestReport `json:"plans"`
-		Diagnostics []jsonDiagnostic `json:"diagnostics"`
-	}{Pass: !diags.HasErrors(), Plans: reports, Diagnostics: []jsonDiagnostic{}}
-	if out.Plans == nil {
-		out.Plans = []planTestReport{}
-	}
-	for _, r := range reports {
-		if r.Status == "FAIL" {
-			out.Pass = false
-		}
-	}
-	for _, d := range diags {
-		jd := jsonDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
-			jd.Severity = "warning"
-		}
-		if d.Subject != nil {
-			jd.File, jd.Line, jd.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
-			jd.EndLine, jd.EndColumn = d.Subject.End.Line, d.Subject.End.Column
-		}
-		out.Diagnostics = append(out.Diagnostics, jd)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }
 
 // approveTests adds the plan's test file, when there is one, to the

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -14,6 +14,7 @@ import (
 )
 
 func planValidateCommand() *cli.Command {
+	o := &planValidateOptions{}
 	return &cli.Command{
 		Name:      "validate",
 		Usage:     "check plan files against the plan language (and an upstream's tools)",
@@ -37,69 +38,83 @@ Examples:
    planlock plan validate --tools tools.json refund.hcl
 
 Exit status: 0 when every file is valid, 1 otherwise.`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output"},
-			&cli.StringFlag{Name: "tools", Usage: "an MCP tools/list result (JSON) to check tools and arguments against", TakesFile: true},
-			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "in a directory PATH, also check the .hcl files of subdirectories"},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return usageErrorf("plan validate: give at least one plan file")
-			}
-			var tools []hclplan.Tool
-			if path := c.String("tools"); path != "" {
-				data, err := boundedio.ReadFile(path, boundedio.MaxToolsBytes)
-				if err != nil {
-					return failf("plan validate: %v", err)
-				}
-				tools, err = hclplan.ParseToolList(data)
-				if err != nil {
-					return failf("plan validate: %s: %v", path, err)
-				}
-			}
-			var paths []string
-			for _, arg := range c.Args().Slice() {
-				found, skipped, err := planFiles(arg, c.Bool("recursive"))
-				if err != nil {
-					// Reported with the other problems, as "Cannot read file".
-					paths = append(paths, arg)
-					continue
-				}
-				if len(found) == 0 {
-					return failf("plan validate: %s", noPlanFiles(arg, skipped))
-				}
-				paths = append(paths, found...)
-			}
-			files := sources{}
-			var all hcl.Diagnostics
-			invalid := 0
-			for _, path := range paths {
-				diags := validateFile(path, files, tools, c.IsSet("tools"))
-				if diags.HasErrors() {
-					invalid++
-				}
-				all = append(all, diags...)
-			}
-			sortDiagnostics(all)
-			if c.Bool("json") {
-				if err := writeValidateJSON(c.App.Writer, all); err != nil {
-					return failf("plan validate: %v", err)
-				}
-			} else {
-				writeDiagnostics(c.App.ErrWriter, files, all)
-				if invalid == 0 {
-					fmt.Fprintf(c.App.Writer, "%s valid.\n", plural(len(paths), "plan file is", "plan files are"))
-				}
-			}
-			if invalid > 0 {
-				if !c.Bool("json") {
-					return failf("%d of %s invalid", invalid, plural(len(paths), "plan file", "plan files"))
-				}
-				return silentExit(exitFailure)
-			}
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runPlanValidate),
 	}
+}
+
+// planValidateOptions are the flags of planlock plan validate.
+type planValidateOptions struct {
+	cmdline
+	JSON      bool
+	Tools     string
+	Recursive bool
+}
+
+func (o *planValidateOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output", Destination: &o.JSON},
+		&cli.StringFlag{Name: "tools", Usage: "an MCP tools/list result (JSON) to check tools and arguments against", TakesFile: true, Destination: &o.Tools},
+		&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "in a directory PATH, also check the .hcl files of subdirectories", Destination: &o.Recursive},
+	}
+}
+
+func runPlanValidate(_ context.Context, o *planValidateOptions) error {
+	if len(o.Args) == 0 {
+		return usageErrorf("plan validate: give at least one plan file")
+	}
+	var tools []hclplan.Tool
+	if path := o.Tools; path != "" {
+		data, err := boundedio.ReadFile(path, boundedio.MaxToolsBytes)
+		if err != nil {
+			return failf("plan validate: %v", err)
+		}
+		tools, err = hclplan.ParseToolList(data)
+		if err != nil {
+			return failf("plan validate: %s: %v", path, err)
+		}
+	}
+	var paths []string
+	for _, arg := range o.Args {
+		found, skipped, err := planFiles(arg, o.Recursive)
+		if err != nil {
+			// Reported with the other problems, as "Cannot read file".
+			paths = append(paths, arg)
+			continue
+		}
+		if len(found) == 0 {
+			return failf("plan validate: %s", noPlanFiles(arg, skipped))
+		}
+		paths = append(paths, found...)
+	}
+	files := sources{}
+	var all hcl.Diagnostics
+	invalid := 0
+	for _, path := range paths {
+		diags := validateFile(path, files, tools, o.given("tools"))
+		if diags.HasErrors() {
+			invalid++
+		}
+		all = append(all, diags...)
+	}
+	sortDiagnostics(all)
+	if o.JSON {
+		if err := writeJSON(o.IO.out, newValidateJSON(all)); err != nil {
+			return failf("plan validate: %v", err)
+		}
+	} else {
+		writeDiagnostics(o.IO.err, files, all)
+		if invalid == 0 {
+			fmt.Fprintf(o.IO.out, "%s valid.\n", plural(len(paths), "plan file is", "plan files are"))
+		}
+	}
+	if invalid > 0 {
+		if !o.JSON {
+			return failf("%d of %s invalid", invalid, plural(len(paths), "plan file", "plan files"))
+		}
+		return silentExit(exitFailure)
+	}
+	return nil
 }
 
 func plural(n int, one, many string) string {
@@ -134,46 +149,6 @@ func validateFile(path string, files sources, tools []hclplan.Tool, withTools bo
 		diags = append(diags, hclplan.CheckTools(p, tools)...)
 	}
 	return diags
-}
-
-type jsonDiagnostic struct {
-	File      string `json:"file"`
-	Line      int    `json:"line"`
-	Column    int    `json:"column"`
-	EndLine   int    `json:"end_line"`
-	EndColumn int    `json:"end_column"`
-	Severity  string `json:"severity"`
-	Summary   string `json:"summary"`
-	Detail    string `json:"detail"`
-}
-
-func writeValidateJSON(w interface{ Write([]byte) (int, error) }, diags hcl.Diagnostics) error {
-	out := struct {
-		Valid        bool             `json:"valid"`
-		ErrorCount   int              `json:"error_count"`
-		WarningCount int              `json:"warning_count"`
-		Diagnostics  []jsonDiagnostic `json:"diagnostics"`
-	}{Diagnostics: []jsonDiagnostic{}}
-	for _, d := range diags {
-		jd := jsonDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
-			jd.Severity = "warning"
-			out.WarningCount++
-		} else {
-			out.ErrorCount++
-		}
-		if d.Subject != nil {
-			jd.File = d.Subject.Filename
-			jd.Line, jd.Column = d.Subject.Start.Line, d.Subject.Start.Column
-			jd.EndLine, jd.EndColumn = d.Subject.End.Line, d.Subject.End.Column
-		}
-		out.Diagnostics = append(out.Diagnostics, jd)
-	}
-	out.Valid = out.ErrorCount == 0
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }
 
 // noTestsWarning warns (never fails) when a plan has no test file beside

@@ -20,6 +20,7 @@ import (
 )
 
 func proxyCommand() *cli.Command {
+	o := &proxyOptions{}
 	return &cli.Command{
 		Name:      "proxy",
 		Usage:     "run the MCP gate between an agent and an upstream MCP server",
@@ -58,34 +59,69 @@ unsigned plan still needs --insecure-skip-verify.
 Examples:
    planlock proxy --plan plans/refund.hcl --key planlock.pub
    PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`,
-		Flags: withHoldFlags(append([]cli.Flag{
-			&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true},
-			&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)"},
-			&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true},
-			&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)"},
-			&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for a changed plan or bundle every `DURATION` (0: never reload)"},
-			&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback"},
-			&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --listen, also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address"},
-			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)"},
-			&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
-			&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-			&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)"},
-			&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true},
-			&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true},
-			&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments"},
-			&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere"},
-			&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)"},
-			&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call"},
-			&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error"},
-		}, append(append(append(stateFlags(), observeFlags()...), repoFlags()...), trustFlags()...)...)),
-		Action: runProxy,
+		Flags:  o.flags(),
+		Action: action(o, runProxy),
 	}
 }
 
+// proxyOptions are the flags of planlock proxy.
+type proxyOptions struct {
+	cmdline
+	planOptions // the plan and its trust policy
+	stateOptions
+	observeOptions
+	repoOptions
+	holdOptions
+	telemetryOptions
+	ReloadInterval      time.Duration
+	Listen              string
+	AllowOrigin         cli.StringSlice
+	InsecureNoAuth      bool
+	UpstreamURL         string
+	Env                 cli.StringSlice
+	Audit               string
+	LogFile             string
+	TokenFile           string
+	AuditRedact         bool
+	AcceptMissingAnchor bool
+	SyncEachCall        bool
+	CallTimeout         time.Duration
+	MaxMessageBytes     int
+}
+
+func (o *proxyOptions) flags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "plan", Usage: "plan `FILE` (HCL), verified against the trust policy", Required: true, Destination: &o.Plan},
+		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "run the plan without verifying its signature (unsafe; local experiments only)", Destination: &o.InsecureSkipVerify},
+		&cli.StringFlag{Name: "bundle", Usage: "the plan's sigstore bundle `FILE` (default PLAN.sigstore.json)", TakesFile: true, Destination: &o.Bundle},
+		&cli.StringFlag{Name: "path", Usage: "the plan's `PATH` in the repository, as signed (default: relative to the Git checkout)", Destination: &o.Path},
+		&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "look for a changed plan or bundle every `DURATION` (0: never reload)", Destination: &o.ReloadInterval},
+		&cli.StringFlag{Name: "listen", Usage: "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:3001, path /mcp) instead of stdio; a bare :PORT means loopback", Destination: &o.Listen},
+		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --listen, also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.AllowOrigin},
+		&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)", Destination: &o.InsecureNoAuth},
+		&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream", Destination: &o.UpstreamURL},
+		&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)", Destination: &o.Env},
+		&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)", Destination: &o.Audit},
+		&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true, Destination: &o.LogFile},
+		&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true, Destination: &o.TokenFile},
+		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
+		&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere", Destination: &o.AcceptMissingAnchor},
+		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)", Destination: &o.SyncEachCall},
+		&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.CallTimeout},
+		&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error", Destination: &o.MaxMessageBytes},
+	}
+	flags = append(flags, o.stateOptions.flags()...)
+	flags = append(flags, o.observeOptions.flags()...)
+	flags = append(flags, o.repoOptions.flags()...)
+	flags = append(flags, o.trustOptions.flags()...)
+	flags = append(flags, o.telemetryOptions.flags()...)
+	return append(flags, o.holdOptions.flags()...)
+}
+
 // listenToken is the HTTP bearer token: PLANLOCK_LISTEN_TOKEN or --token-file.
-func listenToken(c *cli.Context) (string, error) {
+func (o *proxyOptions) listenToken() (string, error) {
 	token := os.Getenv("PLANLOCK_LISTEN_TOKEN")
-	f := c.String("token-file")
+	f := o.TokenFile
 	if f == "" {
 		return token, nil
 	}
@@ -158,26 +194,26 @@ func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*pla
 
 func oneLineDiags(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 
-func runProxy(c *cli.Context) error {
+func runProxy(ctx context.Context, o *proxyOptions) error {
 	started := false
-	err := serveProxy(c, &started)
+	err := serveProxy(ctx, o, &started)
 	if err != nil && !started {
-		reportStartFailure(c, err) // proxy_start.go
+		reportStartFailure(o, err) // proxy_start.go
 	}
 	return err
 }
 
 // serveProxy sets *started once it serves the client.
-func serveProxy(c *cli.Context, started *bool) error {
-	errw := func(s string) { fmt.Fprintln(c.App.ErrWriter, s) }
-	if c.Int("max-message-bytes") < 1024 {
-		return usageErrorf("--max-message-bytes must be at least 1024, got %d", c.Int("max-message-bytes"))
+func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
+	errw := o.errw
+	if o.MaxMessageBytes < 1024 {
+		return usageErrorf("--max-message-bytes must be at least 1024, got %d", o.MaxMessageBytes)
 	}
-	src, repoSync, err := proxyPlanSource(c, errw) // proxy_repo.go
+	src, repoSync, err := o.planSource(ctx) // proxy_repo.go
 	if err != nil {
 		return err
 	}
-	loaded, err := loadPlan(c.Context, src, errw)
+	loaded, err := loadPlan(ctx, src, errw)
 	if err != nil {
 		return err
 	}
@@ -186,28 +222,28 @@ func serveProxy(c *cli.Context, started *bool) error {
 		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
 			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
-	observe, err := observeFromFlags(c, plan, errw) // proxy_observe.go
+	observe, err := o.observe(plan, errw) // proxy_observe.go
 	if err != nil {
 		return err
 	}
-	args := c.Args().Slice()
+	args := o.Args
 	if plan.Upstream != nil && len(args) > 0 && slices.Equal(plan.Upstream.Command, args) {
 		// As mcp-config: the signed plan decides; repeating it is harmless.
 		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
 		args = nil
 	}
-	up, err := upstreamFrom(plan, args, c.String("upstream-url"), c.StringSlice("env"))
+	up, err := upstreamFrom(plan, args, o.UpstreamURL, o.Env.Value())
 	if err != nil {
 		return err
 	}
-	up.Stderr = c.App.ErrWriter
+	up.Stderr = o.IO.err
 	var ln net.Listener
-	token, err := listenToken(c)
+	token, err := o.listenToken()
 	if err != nil {
 		return err
 	}
 	front := proxy.HTTPOptions{}
-	if addr := c.String("listen"); addr != "" {
+	if addr := o.Listen; addr != "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return usageErrorf("--listen %q: %v", addr, err)
@@ -215,14 +251,14 @@ func serveProxy(c *cli.Context, started *bool) error {
 		if host == "" {
 			host = "127.0.0.1" // loopback unless an address is given explicitly
 		}
-		for _, o := range c.StringSlice("allow-origin") {
-			n, err := proxy.NormalizeOrigin(o)
+		for _, origin := range o.AllowOrigin.Value() {
+			n, err := proxy.NormalizeOrigin(origin)
 			if err != nil {
 				return usageErrorf("--allow-origin: %v", err)
 			}
 			front.AllowOrigins = append(front.AllowOrigins, n)
 		}
-		if err := checkListenAuth(host, token, c.Bool("insecure-no-auth"), errw); err != nil {
+		if err := checkListenAuth(host, token, o.InsecureNoAuth, errw); err != nil {
 			return err
 		}
 		if token != "" {
@@ -233,16 +269,20 @@ func serveProxy(c *cli.Context, started *bool) error {
 			return failf("listen: %v", err)
 		}
 		defer ln.Close()
-	} else if len(c.StringSlice("allow-origin")) > 0 || c.Bool("insecure-no-auth") {
+	} else if len(o.AllowOrigin.Value()) > 0 || o.InsecureNoAuth {
 		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
-	ctx := c.Context
-	stateDir, err := planStateDir(c, plan.Name) // proxy_start.go
+	stateDir, err := o.planDir(plan.Name) // proxy_start.go
 	if err != nil {
 		return err
 	}
-	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: c.String("audit"), Redact: c.Bool("audit-redact"),
-		SyncEachCall: c.Bool("sync-each-call"), AcceptMissingAnchor: c.Bool("accept-missing-anchor"),
+	tel, err := o.telemetryOptions.start(ctx, errw) // telemetry.go
+	if err != nil {
+		return err
+	}
+	defer tel.Close()
+	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: tel.OnSync(),
+		SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
 		// One line per checkpoint and at shutdown, for a log shipper to
 		// keep: planlock audit verify --anchor reads it back.
 		OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }})
@@ -253,19 +293,23 @@ func serveProxy(c *cli.Context, started *bool) error {
 	if err := planload.Admit(ctx, l, loaded); err != nil {
 		return failf("%v", err)
 	}
-	appr, err := holdApprovals(c, c.String("plan"), l, errw) // proxy_holds.go
+	appr, err := o.holdApprovals(ctx, l) // proxy_holds.go
 	if err != nil {
 		return err
 	}
 	if appr != nil {
 		defer appr.Close() // before the ledger closes
 	}
-	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: c.Duration("call-timeout"),
-		MaxMessageBytes: c.Int("max-message-bytes"), Log: c.App.ErrWriter, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe})
+	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: o.CallTimeout,
+		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe, Observer: tel.Observer})
 	if err != nil {
 		return failf("%v", err)
 	}
-	if iv := c.Duration("reload-interval"); iv > 0 {
+	if tel.Metrics != nil {
+		tel.Metrics.SetPlans(1, 0)
+		defer tel.Metrics.WatchHolds(plan.Name, func() int { return pendingHolds(l) })()
+	}
+	if iv := o.ReloadInterval; iv > 0 {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -277,7 +321,7 @@ func serveProxy(c *cli.Context, started *bool) error {
 			// Copies what the repository's branches hold next to the
 			// reloader, which verifies it as any changed plan file.
 			rdone := make(chan struct{})
-			go func() { defer close(rdone); repoSync.Run(rctx, c.Duration("repo-interval")) }()
+			go func() { defer close(rdone); repoSync.Run(rctx, o.RepoInterval) }()
 			defer func() { cancel(); <-rdone }()
 		}
 	} else if repoSync != nil {
@@ -288,7 +332,7 @@ func serveProxy(c *cli.Context, started *bool) error {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
 		err = p.ServeHTTPWith(ctx, ln, front)
 	} else {
-		err = p.ServeStdio(ctx, c.App.Reader, c.App.Writer)
+		err = p.ServeStdio(ctx, o.IO.in, o.IO.out)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return failf("%v", err)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,40 +12,41 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/approvals"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
 
 const holdsCategory = "Holds as pull requests"
 
-// withHoldFlags adds the hold pull request flags to the proxy's flags, once
-// each. The trust policy flags that verify plans also verify hold approvals.
-func withHoldFlags(flags []cli.Flag) []cli.Flag {
-	have := map[string]bool{}
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			have[n] = true
-		}
+// holdOptions are the proxy's flags for holds as pull requests. The trust
+// policy flags that verify plans also verify hold approvals.
+type holdOptions struct {
+	githubOptions
+	PlansRepo       string
+	GitRemote       string
+	HoldsBase       string
+	ApprovalsBranch string
+	HoldOpenWait    time.Duration
+	HoldStatusCache time.Duration
+	NoHoldPRs       bool
+}
+
+func (o *holdOptions) flags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "plans-repo", Usage: "Git checkout `DIR` the plan lives in (default: the one containing --plan)", TakesFile: true, Category: holdsCategory, Destination: &o.PlansRepo},
+		&cli.StringFlag{Name: "git-remote", Usage: "push hold requests to this remote `URL` (default: the checkout's origin)", Category: holdsCategory, Destination: &o.GitRemote},
+		&cli.StringFlag{Name: "holds-base", Usage: "`BRANCH` hold pull requests merge into (default: the remote's default branch)", Category: holdsCategory, Destination: &o.HoldsBase},
+		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "`BRANCH` where CI publishes approval bundles", Category: holdsCategory, Destination: &o.ApprovalsBranch},
 	}
-	extra := []cli.Flag{
-		&cli.StringFlag{Name: "plans-repo", Usage: "Git checkout `DIR` the plan lives in (default: the one containing --plan)", TakesFile: true, Category: holdsCategory},
-		&cli.StringFlag{Name: "git-remote", Usage: "push hold requests to this remote `URL` (default: the checkout's origin)", Category: holdsCategory},
-		&cli.StringFlag{Name: "holds-base", Usage: "`BRANCH` hold pull requests merge into (default: the remote's default branch)", Category: holdsCategory},
-		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "`BRANCH` where CI publishes approval bundles", Category: holdsCategory},
-		&cli.StringFlag{Name: "github-api", Usage: "GitHub API base `URL` for hold pull requests (default: from the remote URL)", Category: holdsCategory},
-		&cli.StringFlag{Name: "github-repo", Usage: "`OWNER/REPO` on GitHub (default: from the remote URL)", Category: holdsCategory},
-		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory},
-		&cli.DurationFlag{Name: "hold-status-cache", Value: 15 * time.Second, Usage: "a repeated held call re-uses its hold's pending status for `DURATION` (one fetch and one GitHub request per period; 0: ask every time)", Category: holdsCategory},
-		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state, approved with planlock holds approve (no Git, no pull requests)", Category: holdsCategory},
-	}
-	for _, f := range extra {
-		if !have[f.Names()[0]] {
-			flags = append(flags, f)
-		}
-	}
-	return flags
+	flags = append(flags, o.githubOptions.flags(holdsCategory, "GitHub API base `URL` for hold pull requests (default: from the remote URL)", "`OWNER/REPO` on GitHub (default: from the remote URL)")...)
+	return append(flags,
+		&cli.DurationFlag{Name: "hold-open-wait", Value: 5 * time.Second, Usage: "a held call waits at most `DURATION` for its pull request to open (it goes on in the background)", Category: holdsCategory, Destination: &o.HoldOpenWait},
+		&cli.DurationFlag{Name: "hold-status-cache", Value: 15 * time.Second, Usage: "a repeated held call re-uses its hold's pending status for `DURATION` (one fetch and one GitHub request per period; 0: ask every time)", Category: holdsCategory, Destination: &o.HoldStatusCache},
+		&cli.BoolFlag{Name: "no-hold-prs", Usage: "keep holds in the state, approved with planlock holds approve (no Git, no pull requests)", Category: holdsCategory, Destination: &o.NoHoldPRs},
+	)
 }
 
 // holdApprovals sets up approval pull requests for holds: the plan's Git
@@ -54,18 +54,19 @@ func withHoldFlags(flags []cli.Flag) []cli.Flag {
 // a token and a GitHub remote are there, and the trust policy that verifies
 // merged holds. Without a remote (or with --no-hold-prs) holds are approved
 // in the state directory with planlock holds approve (localApprovals).
-func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(string)) (holdGate, error) {
-	if c.Bool("no-hold-prs") {
-		return localApprovals(c, l)
+func (o *proxyOptions) holdApprovals(ctx context.Context, l *ledger.Ledger) (holdGate, error) {
+	planFile, errw := o.Plan, o.errw
+	if o.NoHoldPRs {
+		return o.localApprovals(ctx, l)
 	}
-	remote := c.String("git-remote")
+	remote := o.GitRemote
 	var planPath string
-	dir := c.String("plans-repo")
+	dir := o.PlansRepo
 	explicit := dir != ""
 	if dir == "" {
 		dir = filepath.Dir(planFile)
 	}
-	if u := c.String("repo"); u != "" && !explicit {
+	if u := o.Repo; u != "" && !explicit {
 		// GitOps: holds go to the repository the plan comes from.
 		if remote == "" {
 			remote = u
@@ -85,37 +86,37 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	} else if explicit {
 		return nil, failf("--plans-repo: %v", err)
 	}
-	if p := c.String("path"); p != "" {
+	if p := o.Path; p != "" {
 		planPath = p // the plan's path in the repository, as signed
 	}
 	if remote == "" {
 		errw("planlock: holds are approved with planlock holds approve (kept in the state only): the plan is not in a Git checkout with a remote (give --plans-repo or --git-remote to make them pull requests)")
-		return localApprovals(c, l)
+		return o.localApprovals(ctx, l)
 	}
-	policy, err := holdPolicy(c)
+	policy, err := o.holdPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if policy == nil {
 		errw("planlock: WARNING: no trust policy (--insecure-skip-verify): hold pull requests are opened, but no merged hold can run")
 	}
-	creds := gitapprove.CredentialsFromEnv(os.Getenv).WithGitHubAPI(c.String("github-api"))
-	forge, why, err := forgeFromFlags(c, "proxy", creds, remote)
+	creds := o.credentials()
+	forge, why, err := o.forge("proxy", creds, remote)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(remote))
 	cache := filepath.Join(l.Dir(), "git", hex.EncodeToString(sum[:8]))
-	base, approvalsBranch := c.String("holds-base"), c.String("approvals-branch")
-	lazy := approvals.Lazy(func(ctx context.Context) (approvals.Forge, error) {
+	base, approvalsBranch, statusCache := o.HoldsBase, o.ApprovalsBranch, o.HoldStatusCache
+	lazy := approvals.Lazy(func(ctx context.Context) (approvals.PRBackend, error) {
 		repo, err := gitapprove.OpenCache(ctx, remote, cache, gitapprove.Options{Credentials: creds})
 		if err != nil {
 			return nil, err
 		}
-		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch, StatusCache: c.Duration("hold-status-cache")}, nil
+		return &gitapprove.Holds{Repo: repo, Forge: forge, Base: base, Approvals: approvalsBranch, StatusCache: statusCache}, nil
 	})
-	a, err := approvals.New(approvals.Config{Store: l, Forge: lazy, Policy: policy, PlanPath: planPath,
-		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
+	a, err := approvals.New(approvals.Config{Store: l, PRs: lazy, Policy: policy, PlanPath: planPath,
+		OpenWait: o.HoldOpenWait, Log: o.IO.err})
 	if err != nil {
 		return nil, failf("%v", err)
 	}
@@ -125,23 +126,9 @@ func holdApprovals(c *cli.Context, planFile string, l *ledger.Ledger, errw func(
 	}
 	errw(fmt.Sprintf("planlock: holds become approval pull requests on %s (%s; approvals from %s)", redactURL(remote), where, approvalsBranch))
 	if gh, ok := forge.(*gitapprove.GitHub); ok {
-		_, _ = checkProtection(c.Context, gh, base, errw)
+		_, _ = checkProtection(ctx, gh, base, errw)
 	}
 	return a, nil
-}
-
-// forgeFromFlags is the GitHub client for the remote (nil with the reason
-// when Git alone is used): --github-api and --github-repo first, else from
-// the remote URL, by the token rules of gitapprove.Credentials.
-func forgeFromFlags(c *cli.Context, cmd string, creds gitapprove.Credentials, remote string) (gitapprove.Forge, string, error) {
-	gh, why, err := creds.Forge(gitapprove.ForgeOptions{RemoteURL: remote, APIURL: c.String("github-api"), Repo: c.String("github-repo")})
-	if err != nil {
-		return nil, "", usageErrorf("%s: %v", cmd, strings.TrimPrefix(err.Error(), gitapprove.ErrBadForgeOptions.Error()+": "))
-	}
-	if gh == nil {
-		return nil, why, nil
-	}
-	return gh, "", nil
 }
 
 // redactURL drops any user information from a remote URL before it is logged.
@@ -175,20 +162,20 @@ func holdApprover(a holdGate) proxy.HoldApprover {
 // localApprovals decides holds from the state directory: the proxy writes
 // each hold's request file there and honours the hold approval that
 // planlock holds approve signs, once the operator's trust policy verifies it.
-func localApprovals(c *cli.Context, l *ledger.Ledger) (holdGate, error) {
-	policy, err := holdPolicy(c)
+func (o *proxyOptions) localApprovals(ctx context.Context, l *ledger.Ledger) (holdGate, error) {
+	policy, err := o.holdPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a, err := approvals.New(approvals.Config{Store: l, Forge: &approvals.Local{StateDir: l.Dir()}, Policy: policy,
-		OpenWait: c.Duration("hold-open-wait"), Log: c.App.ErrWriter})
+	a, err := approvals.New(approvals.Config{Store: l, PRs: &approvals.Local{StateDir: l.Dir()}, Policy: policy,
+		OpenWait: o.HoldOpenWait, Log: o.IO.err})
 	if err != nil {
 		return nil, failf("%v", err)
 	}
 	// The holds commands read the same config file; a directory given on
 	// the command line or in the environment must be passed on.
 	where := ""
-	if (c.IsSet("state") && !fromConfig(c, "state")) || (c.IsSet("state-root") && !fromConfig(c, "state-root")) {
+	if o.typed("state") || o.typed("state-root") {
 		where = " --state " + shellQuote(l.Dir())
 	}
 	return &localApprover{Approvals: a, where: where}, nil
@@ -201,16 +188,16 @@ type localApprover struct {
 	where string // the --state flag the holds commands need, if any
 }
 
-func (la *localApprover) Decide(ctx context.Context, r approvals.Request) approvals.Decision {
+func (la *localApprover) Decide(ctx context.Context, r holdreq.Request) holdreq.Decision {
 	d := la.Approvals.Decide(ctx, r)
 	h := d.Hold
 	switch {
-	case d.Outcome == approvals.Held && h.ID != "":
+	case d.Outcome == holdreq.Held && h.ID != "":
 		d.Message = fmt.Sprintf("held: %s; needs approval (hold %s, expires %s). Ask the user to approve exactly this call with `planlock holds approve%s --key KEY %s` (or to reject it with `planlock holds reject%s %s`), then repeat exactly the same call.",
 			h.Reason, h.ID, h.Expires.UTC().Format(time.RFC3339), la.where, h.ID, la.where, h.ID)
-	case d.Outcome == approvals.Refused && h.State == ledger.HoldRejected:
+	case d.Outcome == holdreq.Refused && h.State == ledger.HoldRejected:
 		d.Message = fmt.Sprintf("rejected: hold %s for exactly this call was refused (planlock holds reject); do not retry this call", h.ID)
-	case d.Outcome == approvals.Refused:
+	case d.Outcome == holdreq.Refused:
 		d.Message = strings.Replace(d.Message, " was merged, but ", " was approved, but ", 1)
 	}
 	return d
@@ -226,9 +213,9 @@ func shellQuote(s string) string {
 
 // holdPolicy is the trust policy hold approvals are verified with: the
 // proxy's own, or nil without trust flags (then no approval can run).
-func holdPolicy(c *cli.Context) (approvals.Verifier, error) {
-	if trustGiven(c) == "" {
+func (o *proxyOptions) holdPolicy(ctx context.Context) (approvals.Verifier, error) {
+	if o.trustGiven() == "" {
 		return nil, nil
 	}
-	return policyFromFlags(c)
+	return o.policy(ctx)
 }

@@ -10,21 +10,26 @@ import (
 	"github.com/planlock/planlock/proxy"
 )
 
-// observeFlags are the operator's observe-mode flags of planlock proxy. A
-// plan can never turn observing on: only these flags do.
-func observeFlags() []cli.Flag {
+// observeOptions are the operator's observe-mode flags of planlock proxy.
+// A plan can never turn observing on: only these flags do.
+type observeOptions struct {
+	Mode        string
+	ObserveStep cli.StringSlice
+}
+
+func (o *observeOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "mode", Value: "enforce", Usage: "`enforce` the plan, or observe: forward every call the upstream offers, uncounted, and audit what the plan would have decided (rollout; see docs/rollout.md)"},
-		&cli.StringSliceFlag{Name: "observe-step", Usage: "audit and forward, instead of blocking or holding, the calls the plan refuses for step `NAME` (repeatable); everything else is enforced"},
+		&cli.StringFlag{Name: "mode", Value: "enforce", Usage: "`enforce` the plan, or observe: forward every call the upstream offers, uncounted, and audit what the plan would have decided (rollout; see docs/rollout.md)", Destination: &o.Mode},
+		&cli.StringSliceFlag{Name: "observe-step", Usage: "audit and forward, instead of blocking or holding, the calls the plan refuses for step `NAME` (repeatable); everything else is enforced", Destination: &o.ObserveStep},
 	}
 }
 
-// observeFromFlags reads --mode and --observe-step, and warns loudly at
-// start when anything is observed rather than enforced.
-func observeFromFlags(c *cli.Context, plan *hclplan.Plan, errw func(string)) (proxy.Observe, error) {
+// observe reads --mode and --observe-step, and warns loudly at start when
+// anything is observed rather than enforced.
+func (oo *observeOptions) observe(plan *hclplan.Plan, errw func(string)) (proxy.Observe, error) {
 	var o proxy.Observe
-	steps := c.StringSlice("observe-step")
-	switch m := c.String("mode"); m {
+	steps := oo.ObserveStep.Value()
+	switch m := oo.Mode; m {
 	case "enforce":
 	case "observe":
 		if len(steps) > 0 {

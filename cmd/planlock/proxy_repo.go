@@ -20,45 +20,52 @@ import (
 
 const repoCategory = "Plans from Git (GitOps)"
 
-func repoFlags() []cli.Flag {
+// repoOptions are the proxy's flags for plans taken from a Git repository.
+type repoOptions struct {
+	Repo         string
+	RepoInterval time.Duration
+	RepoBranch   string
+}
+
+func (o *repoOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "repo", Usage: "take --plan (a path in this repository) from the default branch of Git `URL` and its bundle from the approvals branch; fetch and reload when either moves", Category: repoCategory},
-		&cli.DurationFlag{Name: "repo-interval", Value: 30 * time.Second, Usage: "ask the --repo remote whether a branch moved every `DURATION` (one ls-remote; a fetch only when one did)", Category: repoCategory},
-		&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plan is read from (default: the remote's default branch)", Category: repoCategory},
+		&cli.StringFlag{Name: "repo", Usage: "take --plan (a path in this repository) from the default branch of Git `URL` and its bundle from the approvals branch; fetch and reload when either moves", Category: repoCategory, Destination: &o.Repo},
+		&cli.DurationFlag{Name: "repo-interval", Value: 30 * time.Second, Usage: "ask the --repo remote whether a branch moved every `DURATION` (one ls-remote; a fetch only when one did)", Category: repoCategory, Destination: &o.RepoInterval},
+		&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plan is read from (default: the remote's default branch)", Category: repoCategory, Destination: &o.RepoBranch},
 	}
 }
 
-// proxyPlanSource is where the plan comes from: the --plan file, or with
+// planSource is where the plan comes from: the --plan file, or with
 // --repo the local copy a RepoSync keeps of the plans repository (nil
 // without --repo). With --repo the first sync happens here: a proxy starts
 // only on a plan it could fetch, or on the copy a previous run left.
-func proxyPlanSource(c *cli.Context, errw func(string)) (planload.Source, *planload.RepoSync, error) {
-	url := c.String("repo")
+func (o *proxyOptions) planSource(ctx context.Context) (planload.Source, *planload.RepoSync, error) {
+	url := o.Repo
 	if url == "" {
-		src, err := planSource(c)
+		src, err := o.source(ctx, &o.cmdline)
 		return src, nil, err
 	}
 	for _, f := range []string{"bundle", "path"} {
-		if c.IsSet(f) {
+		if o.given(f) {
 			return planload.Source{}, nil, usageErrorf("--%s does not go with --repo: --plan is the plan's path in the repository and its bundle is on the approvals branch", f)
 		}
 	}
-	p := c.String("plan")
+	p := o.Plan
 	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "../") || p == ".." || strings.Contains(p, "\\") {
 		return planload.Source{}, nil, usageErrorf("--plan %q: with --repo give the plan's path in the repository, e.g. plans/refund.hcl", p)
 	}
 	var src planload.Source
-	if !c.Bool("insecure-skip-verify") {
-		if trustGiven(c) == "" {
+	if !o.InsecureSkipVerify {
+		if o.trustGiven() == "" {
 			return src, nil, usageErrorf("%s", noTrustPolicy)
 		}
-		policy, err := policyFromFlags(c)
+		policy, err := o.policy(ctx)
 		if err != nil {
 			return src, nil, err
 		}
 		src.Policy = policy
 	}
-	state := c.String("state")
+	state := o.State
 	if state == "" {
 		d, err := ledger.DefaultDir()
 		if err != nil {
@@ -73,15 +80,15 @@ func proxyPlanSource(c *cli.Context, errw func(string)) (planload.Source, *planl
 		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
 			return gitapprove.OpenCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
 		},
-		Path: p, Branch: c.String("repo-branch"), Approvals: c.String("approvals-branch"),
-		Dir: filepath.Join(dir, "plan"), Log: errw,
+		Path: p, Branch: o.RepoBranch, Approvals: o.ApprovalsBranch,
+		Dir: filepath.Join(dir, "plan"), Log: o.errw,
 	}
 	src.File, src.Path = rs.File(), rs.Path
-	if _, err := rs.Sync(c.Context); err != nil {
+	if _, err := rs.Sync(ctx); err != nil {
 		if _, serr := os.Stat(rs.File()); serr != nil {
 			return src, nil, failf("plans repository %s: %v", redactURL(url), err)
 		}
-		errw(fmt.Sprintf("planlock: plans repository %s: %v; starting on the copy of %s fetched earlier (verified again now)", redactURL(url), err, p))
+		o.errw(fmt.Sprintf("planlock: plans repository %s: %v; starting on the copy of %s fetched earlier (verified again now)", redactURL(url), err, p))
 	}
 	return src, rs, nil
 }

@@ -18,19 +18,24 @@ import (
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
-// stateFlags are the state directory flags of the proxy and of the commands
-// that read its state.
-func stateFlags() []cli.Flag {
+// stateOptions are the state directory flags of the proxy and of the
+// commands that read its state.
+type stateOptions struct {
+	State     string
+	StateRoot string
+}
+
+func (o *stateOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>)", TakesFile: true},
-		&cli.StringFlag{Name: "state-root", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true},
+		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state-root", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.StateRoot},
 	}
 }
 
-// stateRoot is --state-root or the default.
-func stateRoot(c *cli.Context) (string, error) {
-	if r := c.String("state-root"); r != "" {
-		return r, nil
+// root is --state-root or the default.
+func (o *stateOptions) root() (string, error) {
+	if o.StateRoot != "" {
+		return o.StateRoot, nil
 	}
 	r, err := ledger.DefaultDir()
 	if err != nil {
@@ -39,14 +44,14 @@ func stateRoot(c *cli.Context) (string, error) {
 	return r, nil
 }
 
-// planStateDir is the proxy's state directory: --state, else one directory
+// planDir is the proxy's state directory: --state, else one directory
 // per plan name under the state root, so that proxies of different plans
 // never share a lock.
-func planStateDir(c *cli.Context, planName string) (string, error) {
-	if d := c.String("state"); d != "" {
-		return d, nil
+func (o *stateOptions) planDir(planName string) (string, error) {
+	if o.State != "" {
+		return o.State, nil
 	}
-	root, err := stateRoot(c)
+	root, err := o.root()
 	if err != nil {
 		return "", err
 	}
@@ -55,21 +60,21 @@ func planStateDir(c *cli.Context, planName string) (string, error) {
 
 const proxyLogName = "proxy.log"
 
-// proxyLogPath is where the proxy writes why it could not start: --log-file,
+// logPath is where the proxy writes why it could not start: --log-file,
 // else proxy.log in its state directory (the state root's when the plan
 // cannot even be read for its name).
-func proxyLogPath(c *cli.Context) string {
-	if f := c.String("log-file"); f != "" {
-		return f
+func (o *proxyOptions) logPath() string {
+	if o.LogFile != "" {
+		return o.LogFile
 	}
-	if d := c.String("state"); d != "" {
-		return filepath.Join(d, proxyLogName)
+	if o.State != "" {
+		return filepath.Join(o.State, proxyLogName)
 	}
-	root, err := stateRoot(c)
+	root, err := o.root()
 	if err != nil {
 		return ""
 	}
-	if name := planName(c.String("plan")); name != "" {
+	if name := planName(o.Plan); name != "" {
 		return filepath.Join(root, name, proxyLogName)
 	}
 	return filepath.Join(root, proxyLogName)
@@ -117,16 +122,16 @@ const initializeWait = 10 * time.Second
 // reportStartFailure tells a client that shows only "connection closed" why
 // the proxy stopped: the reason goes to the log file and, over stdio, into
 // the JSON-RPC error answering the client's initialize request.
-func reportStartFailure(c *cli.Context, err error) {
+func reportStartFailure(o *proxyOptions, err error) {
 	reason := err.Error()
-	logPath := proxyLogPath(c)
+	logPath := o.logPath()
 	if lerr := proxyLog(logPath, "cannot start ("+commandLineOf(os.Args)+"): "+reason); lerr != nil {
 		logPath = ""
 	}
-	if c.String("listen") != "" {
+	if o.Listen != "" {
 		return
 	}
-	answerInitialize(c.App.Reader, c.App.Writer, "planlock proxy cannot start: "+reason, logPath, initializeWait)
+	answerInitialize(o.IO.in, o.IO.out, "planlock proxy cannot start: "+reason, logPath, initializeWait)
 }
 
 // answerInitialize reads the client's first message and, when it is an

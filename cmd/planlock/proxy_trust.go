@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -15,19 +16,20 @@ import (
 	"github.com/planlock/planlock/sign"
 )
 
-// trustFlagNames are the trustFlags; fileTrustFlags name files.
-var (
-	trustFlagNames = []string{"certificate-identity", "certificate-identity-regexp", "certificate-oidc-issuer",
-		"certificate-oidc-issuer-regexp", "certificate-github-workflow-repository", "certificate-github-workflow-ref",
-		"certificate-github-workflow-trigger", "certificate-github-workflow-sha", "certificate-github-workflow-name",
-		"key", "trusted-root", "tuf-cache"}
-	fileTrustFlags = []string{"key", "trusted-root", "tuf-cache"}
-)
+// planOptions are the flags naming a plan and how it is trusted, shared
+// by proxy and mcp-config (each declares them in its own words).
+type planOptions struct {
+	trustOptions
+	Plan               string
+	InsecureSkipVerify bool
+	Bundle             string
+	Path               string
+}
 
 // trustGiven names the first trust flag set, "" when none is.
-func trustGiven(c *cli.Context) string {
-	for _, n := range trustFlagNames {
-		if c.IsSet(n) {
+func (cl *cmdline) trustGiven() string {
+	for _, n := range trustFlagNames() {
+		if cl.given(n) {
 			return n
 		}
 	}
@@ -36,12 +38,12 @@ func trustGiven(c *cli.Context) string {
 
 const noTrustPolicy = "no trust policy for the plan: give --key PUBLIC_KEY, or --certificate-identity (or -regexp) with --certificate-oidc-issuer, to verify its signature; or --insecure-skip-verify to run it unverified (local experiments only)"
 
-// planSource is the plan and how it is trusted, from the proxy's flags:
+// source is the plan and how it is trusted, from the proxy's flags:
 // either a trust policy or the loud --insecure-skip-verify, never both.
-func planSource(c *cli.Context) (planload.Source, error) {
-	src := planload.Source{File: c.String("plan"), Bundle: c.String("bundle"), Path: c.String("path")}
-	flag := trustGiven(c)
-	if c.Bool("insecure-skip-verify") {
+func (o *planOptions) source(ctx context.Context, cl *cmdline) (planload.Source, error) {
+	src := planload.Source{File: o.Plan, Bundle: o.Bundle, Path: o.Path}
+	flag := cl.trustGiven()
+	if o.InsecureSkipVerify {
 		if flag == "" && src.Bundle != "" {
 			flag = "bundle"
 		}
@@ -63,7 +65,7 @@ func planSource(c *cli.Context) (planload.Source, error) {
 		}
 		src.Path = p
 	}
-	policy, err := policyFromFlags(c)
+	policy, err := o.policy(ctx)
 	if err != nil {
 		return src, err
 	}
@@ -99,23 +101,25 @@ func sameUpstream(a, b *hclplan.Upstream) bool {
 // trustArgs are the proxy flags that make a pasted MCP configuration verify
 // the plan as given here: the trust flags (files made absolute, since
 // clients start servers from another directory), --bundle and --path.
-func trustArgs(c *cli.Context, planFile string) ([]string, error) {
+func (o *planOptions) trustArgs(cl *cmdline, planFile string) ([]string, error) {
 	var args []string
-	for _, n := range trustFlagNames {
-		if !c.IsSet(n) || fromConfig(c, n) { // the proxy reads the same config file
+	for _, f := range o.trustOptions.flags() {
+		n := f.Names()[0]
+		if !cl.typed(n) { // the proxy reads the same config file
 			continue
 		}
-		v := c.String(n)
-		if slices.Contains(fileTrustFlags, n) {
-			abs, err := filepath.Abs(v)
+		v := f.(*cli.StringFlag).Destination
+		if takesFile(f) {
+			abs, err := filepath.Abs(*v)
 			if err != nil {
 				return nil, failf("--%s: %v", n, err)
 			}
-			v = abs
+			args = append(args, "--"+n, abs)
+			continue
 		}
-		args = append(args, "--"+n, v)
+		args = append(args, "--"+n, *v)
 	}
-	if b := c.String("bundle"); b != "" {
+	if b := o.Bundle; b != "" {
 		abs, err := filepath.Abs(b)
 		if err != nil {
 			return nil, failf("--bundle: %v", err)
@@ -124,7 +128,7 @@ func trustArgs(c *cli.Context, planFile string) ([]string, error) {
 	}
 	// The path as signed, from where the plan is now: the proxy sees the
 	// absolute file name, which outside a Git checkout names no repository.
-	path := c.String("path")
+	path := o.Path
 	if path == "" {
 		p, err := sign.RepoPath(planFile)
 		if err != nil {

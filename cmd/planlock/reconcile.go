@@ -20,6 +20,7 @@ import (
 const reconcileManifest = "planlock-reconcile.txt"
 
 func reconcileCommand() *cli.Command {
+	o := &reconcileOptions{}
 	return &cli.Command{
 		Name:  "reconcile",
 		Usage: "sign every plan and hold file whose exact bytes have no valid approval yet",
@@ -48,43 +49,66 @@ Examples:
 
 Exit status: 0 when every file has (or now has) an approval, 1 when one
 could not be signed, 2 on usage errors.`,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "dir", Value: ".", Usage: "the checkout of the protected branch", TakesFile: true},
-			&cli.StringFlag{Name: "plans-glob", Value: "plans/**/*.hcl", Usage: "plan files (bash globstar syntax)"},
-			&cli.StringFlag{Name: "holds-glob", Value: "holds/**/*.hcl", Usage: "hold request files"},
-			&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "branch the bundles are published on"},
-			&cli.StringFlag{Name: "out", Usage: "write new bundles under `DIR` (required unless --dry-run)", TakesFile: true},
-			&cli.BoolFlag{Name: "dry-run", Usage: "only list the files that need signing"},
-			&cli.StringFlag{Name: "signing-key", Usage: "sign with this PEM private key `FILE` or hashivault://KEYNAME (default: keyless)", TakesFile: true, Category: "Signing"},
-			&cli.StringFlag{Name: "fulcio-url", Value: sign.DefaultFulcioURL, Usage: "Fulcio `URL` (keyless)", Category: "Signing"},
-			&cli.StringFlag{Name: "rekor-url", Usage: "Rekor `URL` (default: as planlock sign)", Category: "Signing"},
-			&cli.BoolFlag{Name: "tlog-upload", Value: true, Usage: "log the signatures in Rekor", Category: "Signing"},
-			&cli.StringFlag{Name: "tsa-url", Usage: "also get an RFC 3161 timestamp from this `URL`", Category: "Signing"},
-			&cli.StringFlag{Name: "repository", Usage: "GitHub `OWNER/REPO` for the pull request lookup (default: $GITHUB_REPOSITORY)", Category: "Approval"},
-			&cli.StringFlag{Name: "github-api", Usage: "GitHub API `URL` (default: $GITHUB_API_URL, else https://api.github.com)", Category: "Approval"},
-		}, trustFlags()...),
-		Action: runReconcile,
+		Flags:  o.flags(),
+		Action: action(o, runReconcile),
 	}
 }
 
-func runReconcile(c *cli.Context) error {
-	if c.NArg() != 0 {
+// reconcileOptions are the flags of planlock reconcile.
+type reconcileOptions struct {
+	cmdline
+	trustOptions    // verifies the bundles already published
+	Dir             string
+	PlansGlob       string
+	HoldsGlob       string
+	ApprovalsBranch string
+	Out             string
+	DryRun          bool
+	SigningKey      string
+	FulcioURL       string
+	RekorURL        string
+	TlogUpload      bool
+	TSAURL          string
+	Repository      string
+	GitHubAPI       string
+}
+
+func (o *reconcileOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "dir", Value: ".", Usage: "the checkout of the protected branch", TakesFile: true, Destination: &o.Dir},
+		&cli.StringFlag{Name: "plans-glob", Value: "plans/**/*.hcl", Usage: "plan files (bash globstar syntax)", Destination: &o.PlansGlob},
+		&cli.StringFlag{Name: "holds-glob", Value: "holds/**/*.hcl", Usage: "hold request files", Destination: &o.HoldsGlob},
+		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "branch the bundles are published on", Destination: &o.ApprovalsBranch},
+		&cli.StringFlag{Name: "out", Usage: "write new bundles under `DIR` (required unless --dry-run)", TakesFile: true, Destination: &o.Out},
+		&cli.BoolFlag{Name: "dry-run", Usage: "only list the files that need signing", Destination: &o.DryRun},
+		&cli.StringFlag{Name: "signing-key", Usage: "sign with this PEM private key `FILE` or hashivault://KEYNAME (default: keyless)", TakesFile: true, Category: "Signing", Destination: &o.SigningKey},
+		&cli.StringFlag{Name: "fulcio-url", Value: sign.DefaultFulcioURL, Usage: "Fulcio `URL` (keyless)", Category: "Signing", Destination: &o.FulcioURL},
+		&cli.StringFlag{Name: "rekor-url", Usage: "Rekor `URL` (default: as planlock sign)", Category: "Signing", Destination: &o.RekorURL},
+		&cli.BoolFlag{Name: "tlog-upload", Value: true, Usage: "log the signatures in Rekor", Category: "Signing", Destination: &o.TlogUpload},
+		&cli.StringFlag{Name: "tsa-url", Usage: "also get an RFC 3161 timestamp from this `URL`", Category: "Signing", Destination: &o.TSAURL},
+		&cli.StringFlag{Name: "repository", Usage: "GitHub `OWNER/REPO` for the pull request lookup (default: $GITHUB_REPOSITORY)", Category: "Approval", Destination: &o.Repository},
+		&cli.StringFlag{Name: "github-api", Usage: "GitHub API `URL` (default: $GITHUB_API_URL, else https://api.github.com)", Category: "Approval", Destination: &o.GitHubAPI},
+	}, o.trustOptions.flags()...)
+}
+
+func runReconcile(ctx context.Context, o *reconcileOptions) error {
+	if len(o.Args) != 0 {
 		return usageErrorf("reconcile: takes no arguments (use --dir)")
 	}
-	out := c.String("out")
-	if out == "" && !c.Bool("dry-run") {
+	out := o.Out
+	if out == "" && !o.DryRun {
 		return usageErrorf("reconcile: give --out DIR for the new bundles (or --dry-run)")
 	}
-	for _, g := range []string{"plans-glob", "holds-glob"} {
-		if v := c.String(g); v == "" || strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
-			return usageErrorf("reconcile: --%s %q: want a relative pattern like plans/**/*.hcl", g, v)
+	for _, g := range []struct{ name, v string }{{"plans-glob", o.PlansGlob}, {"holds-glob", o.HoldsGlob}} {
+		if v := g.v; v == "" || strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+			return usageErrorf("reconcile: --%s %q: want a relative pattern like plans/**/*.hcl", g.name, v)
 		}
 	}
-	policy, err := policyFromFlags(c)
+	policy, err := o.policy(ctx)
 	if err != nil {
 		return err
 	}
-	repo, err := gitapprove.Open(c.String("dir"), gitapprove.Options{})
+	repo, err := gitapprove.Open(o.Dir, gitapprove.Options{})
 	if err != nil {
 		return failf("reconcile: %v", err)
 	}
@@ -92,8 +116,8 @@ func runReconcile(c *cli.Context) error {
 	if err != nil {
 		return failf("reconcile: %v", err)
 	}
-	files, err := repo.Reconcile(c.Context, gitapprove.ReconcileOptions{
-		Head: head, PlansGlob: c.String("plans-glob"), HoldsGlob: c.String("holds-glob"), Approvals: c.String("approvals-branch"),
+	files, err := repo.Reconcile(ctx, gitapprove.ReconcileOptions{
+		Head: head, PlansGlob: o.PlansGlob, HoldsGlob: o.HoldsGlob, Approvals: o.ApprovalsBranch,
 		Valid: func(ctx context.Context, path, kind string, content, bundle []byte) error {
 			_, err := policy.Verify(ctx, sign.VerifyInput{Path: path, Content: content, Bundle: bundle, Kind: sign.Kind(kind)})
 			return err
@@ -105,16 +129,16 @@ func runReconcile(c *cli.Context) error {
 	var missing []gitapprove.ApprovalFile
 	for _, f := range files {
 		if f.Problem == "" {
-			fmt.Fprintf(c.App.Writer, "%s: approved\n", f.Path)
+			fmt.Fprintf(o.IO.out, "%s: approved\n", f.Path)
 			continue
 		}
 		missing = append(missing, f)
 	}
-	if c.Bool("dry-run") {
+	if o.DryRun {
 		for _, f := range missing {
-			fmt.Fprintf(c.App.Writer, "%s: needs signing (%s)\n", f.Path, f.Problem)
+			fmt.Fprintf(o.IO.out, "%s: needs signing (%s)\n", f.Path, f.Problem)
 		}
-		fmt.Fprintf(c.App.Writer, "%d of %s need signing.\n", len(missing), plural(len(files), "file", "files"))
+		fmt.Fprintf(o.IO.out, "%d of %s need signing.\n", len(missing), plural(len(files), "file", "files"))
 		return nil
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -123,19 +147,19 @@ func runReconcile(c *cli.Context) error {
 	var manifest strings.Builder
 	failed := 0
 	if len(missing) > 0 {
-		s, err := newReconcileSigner(c, head.String())
+		s, err := o.newSigner(ctx, head.String())
 		if err != nil {
 			return err
 		}
 		for _, f := range missing {
-			dest, err := s.sign(c, repo, head, f, out)
+			dest, err := s.sign(ctx, repo, head, f, out)
 			if err != nil {
 				failed++
-				fmt.Fprintf(c.App.ErrWriter, "planlock: reconcile: %s: %v\n", f.Path, err)
+				fmt.Fprintf(o.IO.err, "planlock: reconcile: %s: %v\n", f.Path, err)
 				continue
 			}
 			fmt.Fprintf(&manifest, "%s\n", f.Path)
-			fmt.Fprintf(c.App.Writer, "%s: signed %s (%s) -> %s\n", f.Path, f.Kind, f.Problem, dest)
+			fmt.Fprintf(o.IO.out, "%s: signed %s (%s) -> %s\n", f.Path, f.Kind, f.Problem, dest)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(out, reconcileManifest), []byte(manifest.String()), 0o644); err != nil {
@@ -144,7 +168,7 @@ func runReconcile(c *cli.Context) error {
 	if failed > 0 {
 		return failf("reconcile: %d of %s could not be signed; the next run tries again", failed, plural(len(missing), "file", "files"))
 	}
-	fmt.Fprintf(c.App.Writer, "%d of %s signed now.\n", len(missing), plural(len(files), "file", "files"))
+	fmt.Fprintf(o.IO.out, "%d of %s signed now.\n", len(missing), plural(len(files), "file", "files"))
 	return nil
 }
 
@@ -156,14 +180,14 @@ type reconcileSigner struct {
 	gh   *gitapprove.GitHub // nil: no pull request lookup
 }
 
-func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
-	s := &reconcileSigner{opts: sign.SignOptions{FulcioURL: c.String("fulcio-url"), TSAURL: c.String("tsa-url")}}
+func (o *reconcileOptions) newSigner(ctx context.Context, head string) (*reconcileSigner, error) {
+	s := &reconcileSigner{opts: sign.SignOptions{FulcioURL: o.FulcioURL, TSAURL: o.TSAURL}}
 	base, err := sign.PredicateFromGitHub(os.Getenv, os.ReadFile)
 	if err != nil {
 		return nil, failf("reconcile: %v", err)
 	}
-	if c.IsSet("repository") {
-		base.Repository = c.String("repository")
+	if o.given("repository") {
+		base.Repository = o.Repository
 	}
 	// The approval is of the file as it is at the reconciled commit; a
 	// keyless certificate names the same commit (the run's).
@@ -175,26 +199,26 @@ func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
 		return nil, failf("reconcile: the checkout is at %s but the run is for commit %s: check out the run's commit", head, base.Commit)
 	}
 	s.base = base
-	if c.Bool("tlog-upload") {
-		s.opts.RekorURL = c.String("rekor-url")
-		if s.opts.RekorURL == "" && c.String("trusted-root") != "" {
-			tm, err := sign.LoadTrustedRoot(c.Context, c.String("trusted-root"), "")
+	if o.TlogUpload {
+		s.opts.RekorURL = o.RekorURL
+		if s.opts.RekorURL == "" && o.TrustedRoot != "" {
+			tm, err := sign.LoadTrustedRoot(ctx, o.TrustedRoot, "")
 			if err != nil {
 				return nil, failf("reconcile: %v", err)
 			}
 			s.opts.RekorURL = sign.RekorURL(tm, time.Now())
 		}
-	} else if c.String("signing-key") == "" {
+	} else if o.SigningKey == "" {
 		return nil, usageErrorf("reconcile: --tlog-upload=false needs --signing-key: keyless approvals must be logged in Rekor")
 	}
-	if key := c.String("signing-key"); key != "" {
-		kp, err := sign.LoadSigningKey(c.Context, key, os.ReadFile)
+	if key := o.SigningKey; key != "" {
+		kp, err := sign.LoadSigningKey(ctx, key, os.ReadFile)
 		if err != nil {
 			return nil, failf("reconcile: %v", err)
 		}
 		s.opts.Keypair = kp
 	} else {
-		tok, err := sign.IDToken(c.Context, os.Getenv, &http.Client{Timeout: 30 * time.Second})
+		tok, err := sign.IDToken(ctx, os.Getenv, &http.Client{Timeout: 30 * time.Second})
 		if err != nil {
 			return nil, failf("reconcile: %v", err)
 		}
@@ -209,7 +233,7 @@ func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
 		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 			return nil, usageErrorf("reconcile: repository %q: want OWNER/REPO", base.Repository)
 		}
-		api := c.String("github-api")
+		api := o.GitHubAPI
 		if api == "" {
 			api = os.Getenv("GITHUB_API_URL")
 		}
@@ -222,7 +246,7 @@ func newReconcileSigner(c *cli.Context, head string) (*reconcileSigner, error) {
 	return s, nil
 }
 
-func (s *reconcileSigner) sign(c *cli.Context, repo *gitapprove.Repo, head plumbing.Hash, f gitapprove.ApprovalFile, out string) (string, error) {
+func (s *reconcileSigner) sign(ctx context.Context, repo *gitapprove.Repo, head plumbing.Hash, f gitapprove.ApprovalFile, out string) (string, error) {
 	pred := s.base
 	pred.Kind = sign.Kind(f.Kind)
 	pred.Path = f.Path
@@ -234,18 +258,18 @@ func (s *reconcileSigner) sign(c *cli.Context, repo *gitapprove.Repo, head plumb
 		if err != nil {
 			return "", err
 		}
-		pr, ok, err := s.gh.MergedPR(c.Context, commit.String())
+		pr, ok, err := s.gh.MergedPR(ctx, commit.String())
 		if err != nil {
 			return "", fmt.Errorf("find the pull request that approved it: %w", err)
 		}
 		if ok {
 			pred.PullRequest = pr.Number
-			if pred.Approvers, err = s.gh.Approvers(c.Context, pr.Number); err != nil {
+			if pred.Approvers, err = s.gh.Approvers(ctx, pr.Number); err != nil {
 				return "", fmt.Errorf("read the approvals of pull request #%d: %w", pr.Number, err)
 			}
 		}
 	}
-	signed, err := sign.Sign(c.Context, f.Content, pred, s.opts)
+	signed, err := sign.Sign(ctx, f.Content, pred, s.opts)
 	if err != nil {
 		return "", err
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/gitapprove/githubfake"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // git runs the real git in dir with an isolated configuration.
@@ -86,7 +86,7 @@ func TestReconcileSignsWhatAMissedRunLeft(t *testing.T) {
 	if code, _, e := planlockRun(t, "keygen", "--out-dir", keys, "--name", "ci"); code != 0 {
 		t.Fatalf("keygen: %s", e)
 	}
-	gh := githubfake.New(t, "acme", "plans", "tok")
+	gh := githubtest.New(t, "acme", "plans", "tok")
 	t.Setenv("GITHUB_TOKEN", "tok")
 	t.Setenv("GH_TOKEN", "")
 	t.Setenv("GITHUB_ACTIONS", "")
@@ -106,7 +106,7 @@ func TestReconcileSignsWhatAMissedRunLeft(t *testing.T) {
 		rgit(t, work, "commit", "-q", "-m", "Merge pull request #"+string(rune('0'+n)))
 		rgit(t, work, "push", "-q", "origin", "main")
 		sha := rgit(t, work, "rev-parse", "HEAD")
-		gh.AddPull(githubfake.Pull{Number: n, Title: path, Head: "planlock/plan/" + path, Base: "main", HeadSHA: strings.Repeat("c", 40), State: "open"})
+		gh.AddPull(githubtest.Pull{Number: n, Title: path, Head: "planlock/plan/" + path, Base: "main", HeadSHA: strings.Repeat("c", 40), State: "open"})
 		for _, r := range reviews {
 			gh.AddReview(n, r)
 		}

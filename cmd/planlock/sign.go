@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 )
 
 func signCommand() *cli.Command {
+	o := &signOptions{}
 	return &cli.Command{
 		Name:      "sign",
 		Usage:     "sign the exact bytes of plan (or hold) files as an approval",
@@ -48,38 +50,61 @@ Examples:
    VAULT_ADDR=https://vault.example:8200 planlock sign --key hashivault://planlock-ci plans/refund.hcl
    planlock sign --key planlock.key --kind hold --pr 18 holds/refund-4711/h1.hcl
    planlock sign --fulcio-url https://fulcio.example --rekor-url https://rekor.example plans/*.hcl`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "key", EnvVars: []string{"PLANLOCK_SIGNING_KEY"}, Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true},
-			&cli.StringFlag{Name: "out", Usage: "write the bundle to `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true},
-			&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "approval `KIND`: plan or hold"},
-			&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)"},
-			&cli.StringFlag{Name: "fulcio-url", Value: sign.DefaultFulcioURL, Usage: "Fulcio `URL` (keyless)", Category: "Sigstore"},
-			&cli.StringFlag{Name: "rekor-url", Usage: "Rekor `URL` (default: the log --trusted-root names, else keyless " + sign.DefaultRekorURL + ", with --key none)", Category: "Sigstore"},
-			&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` whose transparency log signatures are logged in", TakesFile: true, Category: "Sigstore"},
-			&cli.BoolFlag{Name: "tlog-upload", Value: true, Usage: "log the signature in Rekor; --tlog-upload=false signs a key approval without a log entry", Category: "Sigstore"},
-			&cli.StringFlag{Name: "tsa-url", Usage: "also get an RFC 3161 timestamp from this `URL`", Category: "Sigstore"},
-			&cli.StringFlag{Name: "repository", Usage: "repository `OWNER/REPO` (default: $GITHUB_REPOSITORY)", Category: "Approval"},
-			&cli.StringFlag{Name: "ref", Usage: "Git `REF` the file was approved on (default: from GitHub Actions)", Category: "Approval"},
-			&cli.StringFlag{Name: "commit", Usage: "merge commit `SHA` (default: from GitHub Actions)", Category: "Approval"},
-			&cli.IntFlag{Name: "pr", Usage: "pull request `NUMBER` (default: from the GitHub event)", Category: "Approval"},
-			&cli.StringSliceFlag{Name: "approver", Usage: "who approved (`LOGIN`, repeatable; default: who merged)", Category: "Approval"},
-		},
-		Action: runSign,
+		Flags:  o.flags(),
+		Action: action(o, runSign),
 	}
 }
 
-func runSign(c *cli.Context) error {
-	if c.NArg() == 0 {
+// signOptions are the flags of planlock sign.
+type signOptions struct {
+	cmdline
+	Key         string
+	Out         string
+	Kind        string
+	Path        string
+	FulcioURL   string
+	RekorURL    string
+	TrustedRoot string
+	TlogUpload  bool
+	TSAURL      string
+	Repository  string
+	Ref         string
+	Commit      string
+	PR          int
+	Approver    cli.StringSlice
+}
+
+func (o *signOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "key", EnvVars: []string{"PLANLOCK_SIGNING_KEY"}, Usage: "sign with this PEM private key `FILE` or Vault transit key hashivault://KEYNAME (default: keyless)", TakesFile: true, Destination: &o.Key},
+		&cli.StringFlag{Name: "out", Usage: "write the bundle to `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true, Destination: &o.Out},
+		&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "approval `KIND`: plan or hold", Destination: &o.Kind},
+		&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)", Destination: &o.Path},
+		&cli.StringFlag{Name: "fulcio-url", Value: sign.DefaultFulcioURL, Usage: "Fulcio `URL` (keyless)", Category: "Sigstore", Destination: &o.FulcioURL},
+		&cli.StringFlag{Name: "rekor-url", Usage: "Rekor `URL` (default: the log --trusted-root names, else keyless " + sign.DefaultRekorURL + ", with --key none)", Category: "Sigstore", Destination: &o.RekorURL},
+		&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` whose transparency log signatures are logged in", TakesFile: true, Category: "Sigstore", Destination: &o.TrustedRoot},
+		&cli.BoolFlag{Name: "tlog-upload", Value: true, Usage: "log the signature in Rekor; --tlog-upload=false signs a key approval without a log entry", Category: "Sigstore", Destination: &o.TlogUpload},
+		&cli.StringFlag{Name: "tsa-url", Usage: "also get an RFC 3161 timestamp from this `URL`", Category: "Sigstore", Destination: &o.TSAURL},
+		&cli.StringFlag{Name: "repository", Usage: "repository `OWNER/REPO` (default: $GITHUB_REPOSITORY)", Category: "Approval", Destination: &o.Repository},
+		&cli.StringFlag{Name: "ref", Usage: "Git `REF` the file was approved on (default: from GitHub Actions)", Category: "Approval", Destination: &o.Ref},
+		&cli.StringFlag{Name: "commit", Usage: "merge commit `SHA` (default: from GitHub Actions)", Category: "Approval", Destination: &o.Commit},
+		&cli.IntFlag{Name: "pr", Usage: "pull request `NUMBER` (default: from the GitHub event)", Category: "Approval", Destination: &o.PR},
+		&cli.StringSliceFlag{Name: "approver", Usage: "who approved (`LOGIN`, repeatable; default: who merged)", Category: "Approval", Destination: &o.Approver},
+	}
+}
+
+func runSign(ctx context.Context, o *signOptions) error {
+	if len(o.Args) == 0 {
 		return usageErrorf("sign: give at least one file")
 	}
-	if c.NArg() > 1 && (c.IsSet("out") || c.IsSet("path")) {
+	if len(o.Args) > 1 && (o.given("out") || o.given("path")) {
 		return usageErrorf("sign: --out and --path take one file only")
 	}
-	kind, err := sign.ParseKind(c.String("kind"))
+	kind, err := sign.ParseKind(o.Kind)
 	if err != nil {
 		return usageErrorf("sign: --kind: %v", err)
 	}
-	if c.Int("pr") < 0 {
+	if o.PR < 0 {
 		return usageErrorf("sign: --pr must be a pull request number")
 	}
 	base, err := sign.PredicateFromGitHub(os.Getenv, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxEventBytes) })
@@ -87,44 +112,44 @@ func runSign(c *cli.Context) error {
 		return failf("sign: %v", err)
 	}
 	base.Kind = kind
-	if c.IsSet("repository") {
-		base.Repository = c.String("repository")
+	if o.given("repository") {
+		base.Repository = o.Repository
 	}
-	if c.IsSet("ref") {
-		base.Ref = c.String("ref")
+	if o.given("ref") {
+		base.Ref = o.Ref
 	}
-	if c.IsSet("commit") {
-		base.Commit = c.String("commit")
+	if o.given("commit") {
+		base.Commit = o.Commit
 	}
-	if c.IsSet("pr") {
-		base.PullRequest = c.Int("pr")
+	if o.given("pr") {
+		base.PullRequest = o.PR
 	}
-	if c.IsSet("approver") {
-		base.Approvers = c.StringSlice("approver")
+	if o.given("approver") {
+		base.Approvers = o.Approver.Value()
 	}
 
 	if kind == sign.KindPlan {
 		// Before any signature: an expired plan would be refused by every
 		// proxy, so signing it can only mislead.
-		for _, file := range c.Args().Slice() {
-			if err := checkExpiry(c.App.ErrWriter, file, time.Now()); err != nil {
+		for _, file := range o.Args {
+			if err := checkExpiry(o.IO.err, file, time.Now()); err != nil {
 				return err
 			}
 		}
 	}
 
-	opts := sign.SignOptions{FulcioURL: c.String("fulcio-url"), TSAURL: c.String("tsa-url")}
-	if opts.RekorURL, err = signRekorURL(c); err != nil {
+	opts := sign.SignOptions{FulcioURL: o.FulcioURL, TSAURL: o.TSAURL}
+	if opts.RekorURL, err = o.rekorURL(ctx); err != nil {
 		return err
 	}
-	if key := c.String("key"); key != "" {
-		kp, err := sign.LoadSigningKey(c.Context, key, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
+	if key := o.Key; key != "" {
+		kp, err := sign.LoadSigningKey(ctx, key, func(p string) ([]byte, error) { return boundedio.ReadFile(p, boundedio.MaxKeyBytes) })
 		if err != nil {
 			return failf("sign: %v", err)
 		}
 		opts.Keypair = kp
 	} else {
-		tok, err := sign.IDToken(c.Context, os.Getenv, &http.Client{Timeout: 30 * time.Second})
+		tok, err := sign.IDToken(ctx, os.Getenv, &http.Client{Timeout: 30 * time.Second})
 		if err != nil {
 			return failf("sign: %v", err)
 		}
@@ -136,12 +161,12 @@ func runSign(c *cli.Context) error {
 
 	// Said once unless --tlog-upload=false chose it: the approval's signing
 	// time then rests on the signer's word alone.
-	if opts.Keypair != nil && opts.RekorURL == "" && opts.TSAURL == "" && c.Bool("tlog-upload") {
-		fmt.Fprintln(c.App.ErrWriter, "planlock: sign: no transparency log entry or timestamp: the signing time is claimed by the signer (give --rekor-url or --trusted-root to log it, or --tsa-url)")
+	if opts.Keypair != nil && opts.RekorURL == "" && opts.TSAURL == "" && o.TlogUpload {
+		o.errw("planlock: sign: no transparency log entry or timestamp: the signing time is claimed by the signer (give --rekor-url or --trusted-root to log it, or --tsa-url)")
 	}
-	for _, file := range c.Args().Slice() {
+	for _, file := range o.Args {
 		pred := base
-		pred.Path = c.String("path")
+		pred.Path = o.Path
 		if pred.Path == "" {
 			if pred.Path, err = sign.RepoPath(file); err != nil {
 				return failf("sign: %v", err)
@@ -151,11 +176,11 @@ func runSign(c *cli.Context) error {
 		if err != nil {
 			return failf("sign: %v", err)
 		}
-		signed, err := sign.Sign(c.Context, content, pred, opts)
+		signed, err := sign.Sign(ctx, content, pred, opts)
 		if err != nil {
 			return failf("sign: %v", err)
 		}
-		out := c.String("out")
+		out := o.Out
 		if out == "" {
 			out = sign.BundlePath(file)
 		}
@@ -170,34 +195,34 @@ func runSign(c *cli.Context) error {
 		if signed.LogIndex >= 0 {
 			logged = fmt.Sprintf(", Rekor log index %d", signed.LogIndex)
 		}
-		fmt.Fprintf(c.App.Writer, "%s: signed %s as %s by %s%s -> %s\n", file, pred.Kind, signed.Predicate.Path, who, logged, out)
+		fmt.Fprintf(o.IO.out, "%s: signed %s as %s by %s%s -> %s\n", file, pred.Kind, signed.Predicate.Path, who, logged, out)
 	}
 	return nil
 }
 
-// signRekorURL is the transparency log to sign into: --rekor-url, else the
+// rekorURL is the transparency log to sign into: --rekor-url, else the
 // log --trusted-root names; "" for a key signature without one (keyless
 // then uses the public-good log). --tlog-upload=false opts a key signature
 // out; keyless approvals must be logged, since verifiers refuse them
 // otherwise.
-func signRekorURL(c *cli.Context) (string, error) {
-	if !c.Bool("tlog-upload") {
+func (o *signOptions) rekorURL(ctx context.Context) (string, error) {
+	if !o.TlogUpload {
 		switch {
-		case c.String("key") == "":
+		case o.Key == "":
 			return "", usageErrorf("sign: --tlog-upload=false needs --key: keyless approvals must be logged in Rekor")
-		case c.IsSet("rekor-url"):
+		case o.given("rekor-url"):
 			return "", usageErrorf("sign: --rekor-url and --tlog-upload=false contradict each other: give one")
 		}
 		return "", nil
 	}
-	if u := c.String("rekor-url"); u != "" {
+	if u := o.RekorURL; u != "" {
 		return u, nil
 	}
-	file := c.String("trusted-root")
+	file := o.TrustedRoot
 	if file == "" {
 		return "", nil
 	}
-	tm, err := sign.LoadTrustedRoot(c.Context, file, "")
+	tm, err := sign.LoadTrustedRoot(ctx, file, "")
 	if err != nil {
 		return "", failf("sign: %v", err)
 	}

@@ -4,12 +4,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/planlock/planlock/sign/fakesigstore"
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // setupSigstore gives each script an in-process fake Fulcio, Rekor and TSA (the
-// real services cannot run offline; see package fakesigstore for what is
+// real services cannot run offline; see package sigstoretest for what is
 // faithful), its trusted_root.json at $WORK/trusted_root.json, and OIDC
 // tokens for several GitHub Actions identities:
 //
@@ -23,7 +23,7 @@ import (
 //	$TOKEN_PR_TARGET     acme/plans main, triggered by pull_request_target
 //	$GITHUB_SHA_MAIN     the commit every token names
 func setupSigstore(env *testscript.Env) error {
-	fs, err := fakesigstore.New()
+	fs, err := sigstoretest.New()
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func setupSigstore(env *testscript.Env) error {
 		return err
 	}
 	const wf, main = ".github/workflows/sign.yml", "refs/heads/main"
-	good := fakesigstore.GitHub("acme/plans", wf, main)
+	good := sigstoretest.GitHub("acme/plans", wf, main)
 	otherIssuer := good
 	otherIssuer.Issuer = "https://accounts.example.com"
 	env.Setenv("FULCIO_URL", fs.Fulcio.URL)
@@ -44,14 +44,14 @@ func setupSigstore(env *testscript.Env) error {
 	env.Setenv("TSA_URL", fs.TSA.URL)
 	env.Setenv("IDENTITY", good.Identity())
 	env.Setenv("TOKEN_MAIN", good.Token())
-	env.Setenv("TOKEN_BRANCH", fakesigstore.GitHub("acme/plans", wf, "refs/heads/feature").Token())
-	env.Setenv("TOKEN_OTHER_REPO", fakesigstore.GitHub("acme/other", wf, main).Token())
-	env.Setenv("TOKEN_OTHER_WF", fakesigstore.GitHub("acme/plans", ".github/workflows/evil.yml", main).Token())
+	env.Setenv("TOKEN_BRANCH", sigstoretest.GitHub("acme/plans", wf, "refs/heads/feature").Token())
+	env.Setenv("TOKEN_OTHER_REPO", sigstoretest.GitHub("acme/other", wf, main).Token())
+	env.Setenv("TOKEN_OTHER_WF", sigstoretest.GitHub("acme/plans", ".github/workflows/evil.yml", main).Token())
 	env.Setenv("TOKEN_OTHER_ISSUER", otherIssuer.Token())
-	env.Setenv("TOKEN_EVIL", fakesigstore.GitHub("acme/plans-evil", wf, main).Token())
+	env.Setenv("TOKEN_EVIL", sigstoretest.GitHub("acme/plans-evil", wf, main).Token())
 	prTarget := good
 	prTarget.EventName = "pull_request_target"
 	env.Setenv("TOKEN_PR_TARGET", prTarget.Token())
-	env.Setenv("GITHUB_SHA_MAIN", fakesigstore.GitHubSHA)
+	env.Setenv("GITHUB_SHA_MAIN", sigstoretest.GitHubSHA)
 	return nil
 }

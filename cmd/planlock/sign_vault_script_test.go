@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/planlock/planlock/sign/fakevault"
+	"github.com/planlock/planlock/internal/vaulttest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -13,14 +13,14 @@ import (
 const vaultTestToken = "hvs.planlock-script-secret-token"
 
 // setupVault gives each script a fake Vault (Vault cannot run here;
-// fakevault implements its transit HTTP API faithfully, token checked) with
+// vaulttest implements its transit HTTP API faithfully, token checked) with
 // the ecdsa-p256 transit key planlock-ci, whose public key is at
 // $WORK/vault.pub. VAULT_ADDR and VAULT_TOKEN stay unset: a script opts in
 // with
 //
 //	env VAULT_ADDR=$FAKE_VAULT_ADDR VAULT_TOKEN=$FAKE_VAULT_TOKEN
 func setupVault(env *testscript.Env) error {
-	v := fakevault.New(vaultTestToken)
+	v := vaulttest.New(vaultTestToken)
 	env.Defer(v.Close)
 	pub, err := v.CreateKey("planlock-ci", "ecdsa-p256")
 	if err != nil {

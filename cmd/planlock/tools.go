@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,25 +13,32 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/planlock/planlock/internal/catalog"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/catalog"
 )
 
-// upstreamFlags are the flags that name an upstream outside a plan.
-func upstreamFlags() []cli.Flag {
+// upstreamOptions are the flags that name an upstream outside a plan.
+type upstreamOptions struct {
+	UpstreamURL      string
+	Env              cli.StringSlice
+	Timeout          time.Duration
+	ProgressInterval time.Duration
+}
+
+func (o *upstreamOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream"},
-		&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)"},
-		&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up on an upstream that has not listed its tools after this long (a first \"npx -y\" downloads the package)"},
+		&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream", Destination: &o.UpstreamURL},
+		&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)", Destination: &o.Env},
+		&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up on an upstream that has not listed its tools after this long (a first \"npx -y\" downloads the package)", Destination: &o.Timeout},
 		// Hidden: how often "starting upstream… N s" is printed; tests shorten it.
-		&cli.DurationFlag{Name: "progress-interval", Value: 3 * time.Second, Hidden: true},
+		&cli.DurationFlag{Name: "progress-interval", Value: 3 * time.Second, Hidden: true, Destination: &o.ProgressInterval},
 	}
 }
 
-// cliUpstream reads the upstream from -- COMMAND or --upstream-url.
-func cliUpstream(c *cli.Context, args []string) (proxy.UpstreamConfig, error) {
+// upstream reads the upstream from -- COMMAND (args) or --upstream-url.
+func (o *upstreamOptions) upstream(args []string, stderr io.Writer) (proxy.UpstreamConfig, error) {
 	var up proxy.UpstreamConfig
-	url := c.String("upstream-url")
+	url := o.UpstreamURL
 	switch {
 	case len(args) > 0 && url != "":
 		return up, usageErrorf("give either -- COMMAND ARGS... or --upstream-url, not both")
@@ -41,52 +47,38 @@ func cliUpstream(c *cli.Context, args []string) (proxy.UpstreamConfig, error) {
 	}
 	up.URL, up.Command = url, args
 	if len(args) > 0 {
-		env, err := proxy.UpstreamEnv(c.StringSlice("env"), os.LookupEnv)
+		env, err := proxy.UpstreamEnv(o.Env.Value(), os.LookupEnv)
 		if err != nil {
 			return up, usageErrorf("%v", err)
 		}
 		up.Env = env
 	}
-	up.Stderr = c.App.ErrWriter
+	up.Stderr = stderr
 	up.ClientName, up.ClientVersion = "planlock", shortVersion()
-	up.InitTimeout = c.Duration("timeout")
+	up.InitTimeout = o.Timeout
 	return up, nil
 }
 
-func fetchTools(c *cli.Context, args []string) ([]json.RawMessage, proxy.UpstreamConfig, error) {
-	up, err := cliUpstream(c, args)
-	if err != nil {
-		return nil, up, err
-	}
-	timeout := c.Duration("timeout")
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
-	defer cancel()
-	stop := startProgress(ctx, c.App.ErrWriter, upstreamName(up), c.Duration("progress-interval"))
-	tools, err := proxy.FetchTools(ctx, up)
-	stop()
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && c.Context.Err() == nil {
-			return nil, up, failf("upstream %s did not list its tools within %s (--timeout %s): %v; give it longer with --timeout, e.g. --timeout 5m", upstreamName(up), timeout, timeout, err)
-		}
-		return nil, up, failf("%v", err)
-	}
-	return tools, up, nil
-}
-
-// fetchCatalog is fetchTools with the upstream's resources and prompts.
-func fetchCatalog(c *cli.Context, args []string) (proxy.Catalog, proxy.UpstreamConfig, error) {
-	up, err := cliUpstream(c, args)
+// fetchCatalog starts the upstream, lists its tools (and with all its
+// resources and prompts) within --timeout, and stops it.
+func (o *upstreamOptions) fetchCatalog(ctx context.Context, args []string, stderr io.Writer, all bool) (proxy.Catalog, proxy.UpstreamConfig, error) {
+	up, err := o.upstream(args, stderr)
 	if err != nil {
 		return proxy.Catalog{}, up, err
 	}
-	timeout := c.Duration("timeout")
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	timeout := o.Timeout
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stop := startProgress(ctx, c.App.ErrWriter, upstreamName(up), c.Duration("progress-interval"))
-	cat, err := proxy.FetchCatalog(ctx, up)
+	stop := startProgress(tctx, stderr, upstreamName(up), o.ProgressInterval)
+	var cat proxy.Catalog
+	if all {
+		cat, err = proxy.FetchCatalog(tctx, up)
+	} else {
+		cat.Tools, err = proxy.FetchTools(tctx, up)
+	}
 	stop()
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && c.Context.Err() == nil {
+		if errors.Is(err, context.DeadlineExceeded) || tctx.Err() != nil && ctx.Err() == nil {
 			return cat, up, failf("upstream %s did not list its tools within %s (--timeout %s): %v; give it longer with --timeout, e.g. --timeout 5m", upstreamName(up), timeout, timeout, err)
 		}
 		return cat, up, failf("%v", err)
@@ -127,7 +119,20 @@ func startProgress(ctx context.Context, w io.Writer, name string, interval time.
 	return func() { cancel(); <-done }
 }
 
+// toolsOptions are the flags of planlock tools.
+type toolsOptions struct {
+	cmdline
+	upstreamOptions
+	JSON bool
+}
+
+func (o *toolsOptions) flags() []cli.Flag {
+	return append(o.upstreamOptions.flags(),
+		&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)", Destination: &o.JSON})
+}
+
 func toolsCommand() *cli.Command {
+	o := &toolsOptions{}
 	return &cli.Command{
 		Name:      "tools",
 		Usage:     "list an upstream MCP server's tools with their arguments",
@@ -139,32 +144,43 @@ their arguments and stops it. While the upstream starts, stderr shows
 Examples:
    planlock tools -- npx -y @modelcontextprotocol/server-filesystem ~/docs
    planlock tools --json --upstream-url http://127.0.0.1:3001/mcp > tools.json`,
-		Flags: append(upstreamFlags(),
-			&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)"}),
-		Action: func(c *cli.Context) error {
-			raw, _, err := fetchTools(c, c.Args().Slice())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				out, err := json.MarshalIndent(map[string]any{"tools": raw}, "", "  ")
-				if err != nil {
-					return failf("%v", err)
-				}
-				fmt.Fprintln(c.App.Writer, string(out))
-				return nil
-			}
-			tools, err := catalog.Decode(raw)
-			if err != nil {
-				return failf("%v", err)
-			}
-			fmt.Fprint(c.App.Writer, catalog.List(tools))
-			return nil
-		},
+		Flags:  o.flags(),
+		Action: action(o, runTools),
 	}
 }
 
+func runTools(ctx context.Context, o *toolsOptions) error {
+	cat, _, err := o.fetchCatalog(ctx, o.Args, o.IO.err, false)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return writeJSONEscaped(o.IO.out, toolsJSON{Tools: cat.Tools})
+	}
+	tools, err := catalog.Decode(cat.Tools)
+	if err != nil {
+		return failf("%v", err)
+	}
+	fmt.Fprint(o.IO.out, catalog.List(tools))
+	return nil
+}
+
+// planInitOptions are the flags of planlock plan init.
+type planInitOptions struct {
+	cmdline
+	upstreamOptions
+	Output  string
+	Expires string
+}
+
+func (o *planInitOptions) flags() []cli.Flag {
+	return append(o.upstreamOptions.flags(),
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout (refuses to overwrite; makes missing directories)", Destination: &o.Output},
+		&cli.StringFlag{Name: "expires", Usage: "let the plan expire after `WHEN`: a duration from now (7d, 36h) or an RFC 3339 time (default: never)", Destination: &o.Expires})
+}
+
 func planInitCommand() *cli.Command {
+	o := &planInitOptions{}
 	return &cli.Command{
 		Name:      "init",
 		Usage:     "write a skeleton plan from an upstream's tools",
@@ -178,60 +194,60 @@ Examples:
    planlock plan init read-docs -o plans/read-docs.hcl -- npx -y @modelcontextprotocol/server-filesystem ~/docs
    planlock plan init refund --expires 7d --upstream-url http://127.0.0.1:3001/mcp
    planlock plan init triage --expires 2027-06-30T23:59:59Z -- node server.js > triage.hcl`,
-		Flags: append(upstreamFlags(),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout (refuses to overwrite; makes missing directories)"},
-			&cli.StringFlag{Name: "expires", Usage: "let the plan expire after `WHEN`: a duration from now (7d, 36h) or an RFC 3339 time (default: never)"}),
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 1 {
-				return usageErrorf("plan init needs a plan NAME")
-			}
-			name := c.Args().First()
-			now := time.Now()
-			var expires time.Time
-			if e := c.String("expires"); e != "" {
-				var err error
-				if expires, err = parseExpires(e, now); err != nil {
-					return usageErrorf("plan init: --expires: %v", err)
-				}
-			}
-			// The upstream command follows the name (and its "--").
-			rest := c.Args().Tail()
-			if len(rest) > 0 && rest[0] == "--" {
-				rest = rest[1:]
-			}
-			cat, upc, err := fetchCatalog(c, rest)
-			if err != nil {
-				return err
-			}
-			decoded, err := catalog.Decode(cat.Tools)
-			if err != nil {
-				return failf("%v", err)
-			}
-			extras := catalog.DecodeExtras(cat.Resources, cat.Templates, cat.Prompts)
-			src := catalog.SkeletonWith(name, decoded, extras, upc.Command, upc.URL, expires)
-			if expires.IsZero() {
-				fmt.Fprintln(c.App.ErrWriter, "planlock: the plan does not expire; give --expires 7d (or an RFC 3339 time) to limit how long it can be used")
-			} else {
-				fmt.Fprintf(c.App.ErrWriter, "planlock: the plan expires at %s (--expires %s)\n", expires.UTC().Truncate(time.Second).Format(time.RFC3339), c.String("expires"))
-			}
-			if out := c.String("output"); out != "" {
-				if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
-					return failf("plan init: %v", err)
-				}
-				f, err := os.OpenFile(filepath.Clean(out), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-				if err != nil {
-					return failf("%v", err)
-				}
-				if _, err := f.Write(src); err != nil {
-					f.Close()
-					return failf("write %s: %v", out, err)
-				}
-				return f.Close()
-			}
-			_, err = c.App.Writer.Write(src)
-			return err
-		},
+		Flags:  o.flags(),
+		Action: action(o, runPlanInit),
 	}
+}
+
+func runPlanInit(ctx context.Context, o *planInitOptions) error {
+	if len(o.Args) < 1 {
+		return usageErrorf("plan init needs a plan NAME")
+	}
+	name := o.Args[0]
+	now := time.Now()
+	var expires time.Time
+	if e := o.Expires; e != "" {
+		var err error
+		if expires, err = parseExpires(e, now); err != nil {
+			return usageErrorf("plan init: --expires: %v", err)
+		}
+	}
+	// The upstream command follows the name (and its "--").
+	rest := o.Args[1:]
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	cat, upc, err := o.fetchCatalog(ctx, rest, o.IO.err, true)
+	if err != nil {
+		return err
+	}
+	decoded, err := catalog.Decode(cat.Tools)
+	if err != nil {
+		return failf("%v", err)
+	}
+	extras := catalog.DecodeExtras(cat.Resources, cat.Templates, cat.Prompts)
+	src := catalog.SkeletonWith(name, decoded, extras, upc.Command, upc.URL, expires)
+	if expires.IsZero() {
+		o.errw("planlock: the plan does not expire; give --expires 7d (or an RFC 3339 time) to limit how long it can be used")
+	} else {
+		fmt.Fprintf(o.IO.err, "planlock: the plan expires at %s (--expires %s)\n", expires.UTC().Truncate(time.Second).Format(time.RFC3339), o.Expires)
+	}
+	if out := o.Output; out != "" {
+		if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
+			return failf("plan init: %v", err)
+		}
+		f, err := os.OpenFile(filepath.Clean(out), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return failf("%v", err)
+		}
+		if _, err := f.Write(src); err != nil {
+			f.Close()
+			return failf("write %s: %v", out, err)
+		}
+		return f.Close()
+	}
+	_, err = o.IO.out.Write(src)
+	return err
 }
 
 // parseExpires reads --expires: a duration from now in days (7d), or any Go

@@ -9,42 +9,77 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// trustFlags are the operator's trust policy flags (cosign's names), shared
-// by every command that verifies approvals.
-func trustFlags() []cli.Flag {
+// trustOptions are the operator's trust policy flags (cosign's names),
+// shared by every command that verifies approvals; embedded where used.
+type trustOptions struct {
+	CertificateIdentity         string
+	CertificateIdentityRegexp   string
+	CertificateOIDCIssuer       string
+	CertificateOIDCIssuerRegexp string
+	GitHubWorkflowRepository    string
+	GitHubWorkflowRef           string
+	GitHubWorkflowTrigger       string
+	GitHubWorkflowSHA           string
+	GitHubWorkflowName          string
+	Key                         string
+	TrustedRoot                 string
+	TUFCache                    string
+}
+
+const trustCategory = "Trust policy"
+
+// flags are the trust flags: the one list of them.
+func (o *trustOptions) flags() []cli.Flag {
+	s := func(name, usage string, dst *string) *cli.StringFlag {
+		return &cli.StringFlag{Name: name, Usage: usage, Category: trustCategory, Destination: dst}
+	}
+	file := func(name, usage string, dst *string) *cli.StringFlag {
+		f := s(name, usage, dst)
+		f.TakesFile = true
+		return f
+	}
 	return []cli.Flag{
-		&cli.StringFlag{Name: "certificate-identity", Usage: "trust signatures whose certificate identity (SAN) is exactly `ID`", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-identity-regexp", Usage: "trust certificate identities matching `RE2` (the whole SAN must match)", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-oidc-issuer", Usage: "the certificate's OIDC issuer must be exactly `URL`", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-oidc-issuer-regexp", Usage: "the certificate's OIDC issuer must match `RE2` (whole value)", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-repository", Usage: "the certificate's GitHub workflow repository must be `OWNER/REPO`", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-ref", Usage: "the certificate's GitHub workflow ref must be `REF` (e.g. refs/heads/main)", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-trigger", Usage: "the certificate's GitHub workflow trigger must be `EVENT`, or one of a comma-separated list (recommended: push,schedule: the signing workflow's own events)", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-sha", Usage: "the certificate's GitHub workflow commit must be `SHA`", Category: "Trust policy"},
-		&cli.StringFlag{Name: "certificate-github-workflow-name", Usage: "the certificate's GitHub workflow name must be `NAME`", Category: "Trust policy"},
-		&cli.StringFlag{Name: "key", Usage: "trust signatures made with this PEM public `KEY` file instead of certificates", TakesFile: true, Category: "Trust policy"},
-		&cli.StringFlag{Name: "trusted-root", Usage: "sigstore trusted_root.json `FILE` (offline or private sigstore; default: public-good root via TUF); with --key it checks the bundle's log entries and timestamps", TakesFile: true, Category: "Trust policy"},
-		&cli.StringFlag{Name: "tuf-cache", Usage: "`DIR` caching the public-good TUF metadata (default: user cache dir)", TakesFile: true, Category: "Trust policy"},
+		s("certificate-identity", "trust signatures whose certificate identity (SAN) is exactly `ID`", &o.CertificateIdentity),
+		s("certificate-identity-regexp", "trust certificate identities matching `RE2` (the whole SAN must match)", &o.CertificateIdentityRegexp),
+		s("certificate-oidc-issuer", "the certificate's OIDC issuer must be exactly `URL`", &o.CertificateOIDCIssuer),
+		s("certificate-oidc-issuer-regexp", "the certificate's OIDC issuer must match `RE2` (whole value)", &o.CertificateOIDCIssuerRegexp),
+		s("certificate-github-workflow-repository", "the certificate's GitHub workflow repository must be `OWNER/REPO`", &o.GitHubWorkflowRepository),
+		s("certificate-github-workflow-ref", "the certificate's GitHub workflow ref must be `REF` (e.g. refs/heads/main)", &o.GitHubWorkflowRef),
+		s("certificate-github-workflow-trigger", "the certificate's GitHub workflow trigger must be `EVENT`, or one of a comma-separated list (recommended: push,schedule: the signing workflow's own events)", &o.GitHubWorkflowTrigger),
+		s("certificate-github-workflow-sha", "the certificate's GitHub workflow commit must be `SHA`", &o.GitHubWorkflowSHA),
+		s("certificate-github-workflow-name", "the certificate's GitHub workflow name must be `NAME`", &o.GitHubWorkflowName),
+		file("key", "trust signatures made with this PEM public `KEY` file instead of certificates", &o.Key),
+		file("trusted-root", "sigstore trusted_root.json `FILE` (offline or private sigstore; default: public-good root via TUF); with --key it checks the bundle's log entries and timestamps", &o.TrustedRoot),
+		file("tuf-cache", "`DIR` caching the public-good TUF metadata (default: user cache dir)", &o.TUFCache),
 	}
 }
 
-// policyFromFlags builds the trust policy from trustFlags. Problems with the
-// flags themselves are usage errors; unreadable files are failures.
-func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
+// trustFlagNames are the names of the trust flags, in order.
+func trustFlagNames() []string {
+	var names []string
+	for _, f := range (&trustOptions{}).flags() {
+		names = append(names, f.Names()[0])
+	}
+	return names
+}
+
+// policy builds the trust policy from the flags. Problems with the flags
+// themselves are usage errors; unreadable files are failures.
+func (o *trustOptions) policy(ctx context.Context) (*sign.Policy, error) {
 	opts := sign.PolicyOptions{
-		CertificateIdentity:         c.String("certificate-identity"),
-		CertificateIdentityRegexp:   c.String("certificate-identity-regexp"),
-		CertificateOIDCIssuer:       c.String("certificate-oidc-issuer"),
-		CertificateOIDCIssuerRegexp: c.String("certificate-oidc-issuer-regexp"),
-		GitHubWorkflowRepository:    c.String("certificate-github-workflow-repository"),
-		GitHubWorkflowRef:           c.String("certificate-github-workflow-ref"),
-		GitHubWorkflowTrigger:       c.String("certificate-github-workflow-trigger"),
-		GitHubWorkflowSHA:           c.String("certificate-github-workflow-sha"),
-		GitHubWorkflowName:          c.String("certificate-github-workflow-name"),
+		CertificateIdentity:         o.CertificateIdentity,
+		CertificateIdentityRegexp:   o.CertificateIdentityRegexp,
+		CertificateOIDCIssuer:       o.CertificateOIDCIssuer,
+		CertificateOIDCIssuerRegexp: o.CertificateOIDCIssuerRegexp,
+		GitHubWorkflowRepository:    o.GitHubWorkflowRepository,
+		GitHubWorkflowRef:           o.GitHubWorkflowRef,
+		GitHubWorkflowTrigger:       o.GitHubWorkflowTrigger,
+		GitHubWorkflowSHA:           o.GitHubWorkflowSHA,
+		GitHubWorkflowName:          o.GitHubWorkflowName,
 	}
 	keyless := opts.CertificateIdentity != "" || opts.CertificateIdentityRegexp != "" ||
 		opts.CertificateOIDCIssuer != "" || opts.CertificateOIDCIssuerRegexp != ""
-	if key := c.String("key"); key != "" {
+	if key := o.Key; key != "" {
 		if keyless {
 			return nil, usageErrorf("give either --key or --certificate-* flags, not both")
 		}
@@ -60,14 +95,14 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 		// A key bundle's log entries and timestamps are checked against
 		// --trusted-root, else the public-good root, fetched only when a
 		// bundle carries them.
-		if file := c.String("trusted-root"); file != "" {
-			tm, err := sign.LoadTrustedRoot(c.Context, file, "")
+		if file := o.TrustedRoot; file != "" {
+			tm, err := sign.LoadTrustedRoot(ctx, file, "")
 			if err != nil {
 				return nil, failf("%v", err)
 			}
 			opts.TrustedMaterial = tm
 		} else {
-			cache := c.String("tuf-cache")
+			cache := o.TUFCache
 			opts.LoadTrustedMaterial = func(ctx context.Context) (root.TrustedMaterial, error) {
 				return sign.LoadTrustedRoot(ctx, "", cache)
 			}
@@ -79,7 +114,7 @@ func policyFromFlags(c *cli.Context) (*sign.Policy, error) {
 		if opts.CertificateOIDCIssuer == "" && opts.CertificateOIDCIssuerRegexp == "" {
 			return nil, usageErrorf("--certificate-oidc-issuer or --certificate-oidc-issuer-regexp is required")
 		}
-		tm, err := sign.LoadTrustedRoot(c.Context, c.String("trusted-root"), c.String("tuf-cache"))
+		tm, err := sign.LoadTrustedRoot(ctx, o.TrustedRoot, o.TUFCache)
 		if err != nil {
 			return nil, failf("%v", err)
 		}

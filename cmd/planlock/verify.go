@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +10,27 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// verifyOptions are the flags of planlock verify.
+type verifyOptions struct {
+	cmdline
+	trustOptions
+	Bundle string
+	Path   string
+	Kind   string
+	JSON   bool
+}
+
+func (o *verifyOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "bundle", Usage: "read the bundle from `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true, Destination: &o.Bundle},
+		&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)", Destination: &o.Path},
+		&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "expected approval `KIND`: plan or hold", Destination: &o.Kind},
+		&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on standard output", Destination: &o.JSON},
+	}, o.trustOptions.flags()...)
+}
+
 func verifyCommand() *cli.Command {
+	o := &verifyOptions{}
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check that files carry an approval signature the trust policy accepts",
@@ -35,72 +55,51 @@ Examples:
 
 Exit status: 0 when every file verifies, 1 when any does not (one line on
 standard error per file saying why), 2 on usage errors.`,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "bundle", Usage: "read the bundle from `FILE` (one PATH only; default PATH.sigstore.json)", TakesFile: true},
-			&cli.StringFlag{Name: "path", Usage: "the file's `PATH` in the repository (one PATH only; default: relative to the Git checkout)"},
-			&cli.StringFlag{Name: "kind", Value: string(sign.KindPlan), Usage: "expected approval `KIND`: plan or hold"},
-			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON on standard output"},
-		}, trustFlags()...),
-		Action: runVerify,
+		Flags:  o.flags(),
+		Action: action(o, runVerify),
 	}
 }
 
-// verifyResult is one file's result in --json output.
-type verifyResult struct {
-	File           string          `json:"file"`
-	Path           string          `json:"path"`
-	Verified       bool            `json:"verified"`
-	Error          string          `json:"error,omitempty"`
-	Kind           sign.Kind       `json:"kind,omitempty"`
-	Digest         string          `json:"digest,omitempty"`
-	Signer         *sign.Signer    `json:"signer,omitempty"`
-	SignedAt       *time.Time      `json:"signedAt,omitempty"`
-	SignedAtSource string          `json:"signedAtSource,omitempty"`
-	Predicate      *sign.Predicate `json:"predicate,omitempty"`
-}
-
-func runVerify(c *cli.Context) error {
-	if c.NArg() == 0 {
+func runVerify(ctx context.Context, o *verifyOptions) error {
+	if len(o.Args) == 0 {
 		return usageErrorf("verify: give at least one file")
 	}
-	if c.NArg() > 1 && (c.IsSet("bundle") || c.IsSet("path")) {
+	if len(o.Args) > 1 && (o.given("bundle") || o.given("path")) {
 		return usageErrorf("verify: --bundle and --path take one file only")
 	}
-	kind, err := sign.ParseKind(c.String("kind"))
+	kind, err := sign.ParseKind(o.Kind)
 	if err != nil {
 		return usageErrorf("verify: --kind: %v", err)
 	}
-	policy, err := policyFromFlags(c)
+	policy, err := o.policy(ctx)
 	if err != nil {
 		return err
 	}
 	var results []verifyResult
 	failed := 0
-	for _, file := range c.Args().Slice() {
-		r := verifyFile(c, policy, file, kind)
+	for _, file := range o.Args {
+		r := verifyFile(ctx, policy, sign.FileInput{File: file, Bundle: o.Bundle, Path: o.Path, Kind: kind})
 		if !r.Verified {
 			failed++
-			if !c.Bool("json") {
-				fmt.Fprintf(c.App.ErrWriter, "planlock: %s\n", r.Error)
+			if !o.JSON {
+				fmt.Fprintf(o.IO.err, "planlock: %s\n", r.Error)
 			}
-		} else if !c.Bool("json") {
-			fmt.Fprintf(c.App.Writer, "%s: verified %s signed by %s at %s%s%s\n", r.File, r.Kind, r.Signer.Identity,
+		} else if !o.JSON {
+			fmt.Fprintf(o.IO.out, "%s: verified %s signed by %s at %s%s%s\n", r.File, r.Kind, r.Signer.Identity,
 				r.SignedAt.Format(time.RFC3339), timeNote(r.SignedAtSource), approvalNote(r.Predicate))
 		}
 		results = append(results, r)
 	}
-	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
+	if o.JSON {
+		if err := writeJSONEscaped(o.IO.out, results); err != nil {
 			return failf("verify: %v", err)
 		}
 	}
 	if failed > 0 {
-		if c.Bool("json") || c.NArg() == 1 {
+		if o.JSON || len(o.Args) == 1 {
 			return silentExit(exitFailure)
 		}
-		return failf("%d of %s did not verify", failed, plural(c.NArg(), "file", "files"))
+		return failf("%d of %s did not verify", failed, plural(len(o.Args), "file", "files"))
 	}
 	return nil
 }
@@ -138,12 +137,13 @@ func shortSHA(s string) string {
 	return s
 }
 
-func verifyFile(c *cli.Context, policy *sign.Policy, file string, kind sign.Kind) verifyResult {
-	r := verifyResult{File: file, Path: c.String("path")}
+// verifyFile verifies one file (in.Path "": relative to its Git checkout).
+func verifyFile(ctx context.Context, policy *sign.Policy, in sign.FileInput) verifyResult {
+	r := verifyResult{File: in.File, Path: in.Path}
 	if r.Path == "" {
-		r.Path, _ = sign.RepoPath(file)
+		r.Path, _ = sign.RepoPath(in.File)
 	}
-	_, a, err := policy.VerifyFile(c.Context, sign.FileInput{File: file, Bundle: c.String("bundle"), Path: c.String("path"), Kind: kind})
+	_, a, err := policy.VerifyFile(ctx, in)
 	if err != nil {
 		r.Error = err.Error()
 		return r

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/planlock/planlock/sign"
-	"github.com/planlock/planlock/sign/fakesigstore"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -18,12 +18,12 @@ import (
 // verifyBenchSetup signs one plan keyless with the fake sigstore and writes
 // plan, bundle and trusted root into a directory.
 func verifyBenchSetup(b *testing.B) (dir, identity string) {
-	fs, err := fakesigstore.New()
+	fs, err := sigstoretest.New()
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(fs.Close)
-	c := fakesigstore.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
+	c := sigstoretest.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
 	plan := []byte("plan \"bench\" {\n  step \"a\" {\n    tool = \"get_order\"\n  }\n}\n")
 	signed, err := sign.Sign(context.Background(), plan, sign.Predicate{Kind: sign.KindPlan, Path: "plan.hcl"},
 		sign.SignOptions{IDToken: c.Token(), FulcioURL: fs.Fulcio.URL, RekorURL: fs.Rekor.URL})
@@ -49,7 +49,7 @@ func BenchmarkVerifyCommand(b *testing.B) {
 	dir, identity := verifyBenchSetup(b)
 	b.Chdir(dir)
 	args := []string{"planlock", "verify", "--trusted-root", "trusted_root.json",
-		"--certificate-identity", identity, "--certificate-oidc-issuer", fakesigstore.GitHubIssuer, "plan.hcl"}
+		"--certificate-identity", identity, "--certificate-oidc-issuer", sigstoretest.GitHubIssuer, "plan.hcl"}
 	s := streams{in: nil, out: io.Discard, err: io.Discard}
 	for b.Loop() {
 		if code := run(context.Background(), args, s); code != 0 {
@@ -79,7 +79,7 @@ func BenchmarkBareSigstoreGoFiles(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		id, err := verify.NewShortCertificateIdentity(fakesigstore.GitHubIssuer, "", identity, "")
+		id, err := verify.NewShortCertificateIdentity(sigstoretest.GitHubIssuer, "", identity, "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/internal/plantest"
 )
 
@@ -352,7 +353,7 @@ func (a *arg) add(v any) error {
 	if err := boundedNumbers(v, 0); err != nil {
 		return err
 	}
-	c, err := hclplan.CanonicalJSON(v)
+	c, err := canonjson.Marshal(v)
 	if err != nil {
 		return err
 	}

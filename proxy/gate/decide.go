@@ -24,7 +24,18 @@ const (
 
 // ViolationCause is the cause of a hold made for a broken rule under
 // on_violation = "hold".
-func ViolationCause(r Rule) Cause { return Cause("violation:" + string(r)) }
+func ViolationCause(r Rule) Cause { return Cause(violationPrefix + string(r)) }
+
+const violationPrefix = "violation:"
+
+// rule is the rule of a violation cause ("" for the other causes).
+func (c Cause) rule() Rule {
+	r, ok := strings.CutPrefix(string(c), violationPrefix)
+	if !ok {
+		return ""
+	}
+	return Rule(r)
+}
 
 // Causes is a set of causes, in the contract's order of the checks.
 type Causes []Cause
@@ -40,6 +51,14 @@ func (c Causes) String() string {
 
 // Has reports whether x is in the set.
 func (c Causes) Has(x Cause) bool { return slices.Contains(c, x) }
+
+// First is the first cause, "" when there is none.
+func (c Causes) First() string {
+	if len(c) == 0 {
+		return ""
+	}
+	return string(c[0])
+}
 
 // ParseCauses reads a stored cause set. A hold recorded before causes were
 // ("") stands for an approval only, so its approval lifts nothing else;
@@ -131,7 +150,10 @@ func forwardD(f Forward) Decision { return Decision{Kind: KindForward, Forward: 
 
 // Block: the call is refused; nothing reaches the upstream.
 type Block struct {
-	Step   *hclplan.Step // nil when no step matched
+	Step *hclplan.Step // nil when no step matched
+	// Rule is the check that refused the call, a fixed set (metrics
+	// count blocks by it; Reason is free text).
+	Rule   Rule
 	Reason string
 }
 
@@ -206,7 +228,7 @@ type obstacle struct {
 func (g *Gate) Decide(in Input) Decision {
 	p := g.plan
 	if p.Expired(in.Now) {
-		return blockD(Block{Reason: fmt.Sprintf("plan %q expired at %s; no call is allowed", p.Name, p.Expires.UTC().Format(time.RFC3339))})
+		return blockD(Block{Rule: RuleExpired, Reason: fmt.Sprintf("plan %q expired at %s; no call is allowed", p.Name, p.Expires.UTC().Format(time.RFC3339))})
 	}
 	onViolation := p.OnViolation == hclplan.ViolationHold
 	step, fail := g.Check(in.Now, in.Tool, in.Args, in.Progress)
@@ -222,9 +244,9 @@ func (g *Gate) Decide(in Input) Decision {
 		if fail.Rule == RuleUnplanned {
 			switch {
 			case !onViolation:
-				return blockD(Block{Reason: fail.Reason})
+				return blockD(Block{Rule: fail.Rule, Reason: fail.Reason})
 			case approved:
-				return blockD(Block{Reason: fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", hold.ID, in.Tool)})
+				return blockD(Block{Rule: RuleUnplanned, Reason: fmt.Sprintf("hold %s is approved, but tool %q is in no step of the plan: it needs a new plan", hold.ID, in.Tool)})
 			case hold != nil && hold.State == HoldRejected:
 				return rejectedD(Hold{Causes: Causes{ViolationCause(RuleUnplanned)}, Reason: fail.Reason}, hold)
 			}
@@ -274,7 +296,7 @@ func (g *Gate) Decide(in Input) Decision {
 		return forwardD(f)
 	}
 	if !first.holdable {
-		return blockD(Block{Step: step, Reason: first.reason})
+		return blockD(Block{Step: step, Rule: first.cause.rule(), Reason: first.reason})
 	}
 	if hold != nil && hold.State == HoldRejected {
 		return rejectedD(Hold{Step: step, Causes: needs, Reason: first.reason}, hold)
@@ -316,7 +338,7 @@ func bound(in Input) *BoundHold {
 }
 
 func rejectedBlock(step *hclplan.Step, h *BoundHold) Block {
-	return Block{Step: step, Reason: fmt.Sprintf("hold %s for exactly this call was rejected; do not retry it", h.ID)}
+	return Block{Step: step, Rule: RuleRejected, Reason: fmt.Sprintf("hold %s for exactly this call was rejected; do not retry it", h.ID)}
 }
 
 // violations are all the rules step s breaks for this call, in the

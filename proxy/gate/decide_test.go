@@ -163,9 +163,12 @@ func TestDecideMatrix(t *testing.T) {
 												if !ok || !strings.Contains(b.Reason, ruleText(remaining[0])) {
 													t.Fatalf("%s: got %#v, want Block for %s", name, d, remaining[0])
 												}
+												if want := Rule(strings.TrimPrefix(string(remaining[0]), "violation:")); b.Rule != want {
+													t.Fatalf("%s: block rule %q, want %q", name, b.Rule, want)
+												}
 											case st == HoldRejected && !withPR:
 												b, ok := d.Block, d.Kind == KindBlock
-												if !ok || !strings.Contains(b.Reason, "was rejected; do not retry it") {
+												if !ok || !strings.Contains(b.Reason, "was rejected; do not retry it") || b.Rule != RuleRejected {
 													t.Fatalf("%s: got %#v, want Block (rejected)", name, d)
 												}
 											case st == HoldRejected:
@@ -269,6 +272,9 @@ plan "old" {
 			switch d.Kind {
 			case KindBlock:
 				reason, kind = d.Block.Reason, "gate.Block"
+				if d.Block.Rule == "" {
+					t.Fatalf("block %q names no rule", reason)
+				}
 			case KindHold:
 				reason, kind = d.Hold.Reason, "gate.Hold"
 			case KindForward:

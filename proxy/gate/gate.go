@@ -36,6 +36,8 @@ const (
 	RuleOrder     Rule = "order"
 	RuleArgs      Rule = "args"
 	RuleMaxCalls  Rule = "max_calls"
+	// RuleRejected blocks a call whose hold a person rejected.
+	RuleRejected Rule = "rejected"
 )
 
 // Failure is why a call may not be forwarded: the rule and one precise line.

@@ -39,6 +39,12 @@ type Options struct {
 	// runs on the ledger's writer: it must be quick and must not call the
 	// Ledger.
 	OnHead func(Head)
+	// OnSync, when set, is called with the duration of each fdatasync of
+	// the journal that succeeded (a group commit, a checkpoint), for a
+	// latency metric. It runs on the ledger's writer after the records it
+	// made durable were acknowledged: it must be quick and must not call
+	// the Ledger.
+	OnSync func(time.Duration)
 }
 
 // Call identifies one tools/call as the gate matched it.
@@ -150,9 +156,13 @@ type Hold struct {
 	ObservedPin string    `json:"observed_pin,omitempty"`
 	State       HoldState `json:"state"`
 	PRURL       string    `json:"pr_url,omitempty"`
-	Created     time.Time `json:"created"`
-	Expires     time.Time `json:"expires"`
-	Updated     time.Time `json:"updated"`
+	// PR is the approval pull request's number (0: none, e.g. a hold pushed
+	// as a branch only, or approved locally); stored, so that nothing reads
+	// it back out of PRURL.
+	PR      int       `json:"pr,omitempty"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+	Updated time.Time `json:"updated"`
 }
 
 // HoldSpec is what a new hold records besides the call.
@@ -175,6 +185,8 @@ type HoldUpdate struct {
 	State HoldState
 	// PRURL is the approval pull request.
 	PRURL string
+	// PR is the approval pull request's number.
+	PR int
 	// Note is recorded in the audit log with the change.
 	Note string
 }

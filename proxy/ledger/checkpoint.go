@@ -97,10 +97,10 @@ type cpPrep struct {
 	state []byte
 }
 
-// prepareCheckpoint snapshots the state and takes the next seq for its
-// checkpoint record. Call with mu held when no record is queued, so the state
-// is exactly the journal's.
-func (l *Ledger) prepareCheckpoint() *cpPrep {
+// prepareCheckpointLocked snapshots the state and takes the next seq for
+// its checkpoint record. Call when no record is queued, so the state is
+// exactly the journal's.
+func (l *Ledger) prepareCheckpointLocked() *cpPrep {
 	st, err := json.Marshal(l.st.checkpoint())
 	if err != nil {
 		return nil // only plain data: cannot happen
@@ -128,7 +128,7 @@ func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
 	}
 	l.end = journalEnd{size: start + int64(len(line)), lastStart: start}
 	l.head, l.written = hash, p.seq
-	if err := datasync(l.journal); err != nil {
+	if err := l.syncJournal(); err != nil {
 		return Head{}, fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
 	}
 	h := Head{Seq: p.seq, Hash: hash}
@@ -145,15 +145,20 @@ func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
 	if err == nil {
 		_ = writeStateAtomic("checkpoint", l.dir, checkpointName, data) // a cache: failing costs replay time only
 	}
+	l.checkpointed(p.seq)
+	return h, nil
+}
+
+// checkpointed counts a checkpoint record written and synced alone.
+func (l *Ledger) checkpointed(seq uint64) {
 	l.mu.Lock()
-	l.lastCheckpoint = p.seq
+	defer l.mu.Unlock()
+	l.lastCheckpoint = seq
 	l.stats.Records++
 	l.stats.Batches++
 	l.stats.Syncs++
 	l.stats.AnchorWrites++
 	l.stats.AnchorSyncs++
-	l.mu.Unlock()
-	return h, nil
 }
 
 // loadCheckpoint returns the checkpoint of dir, nil when there is none. A

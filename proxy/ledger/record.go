@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/canonjson"
 )
 
 // Record types of the journal.
@@ -48,6 +48,7 @@ type record struct {
 	HoldState HoldState       `json:"hold_state,omitempty"`
 	Expires   *time.Time      `json:"expires,omitempty"`
 	PRURL     string          `json:"pr_url,omitempty"`
+	PR        int             `json:"pr,omitempty"`
 	Note      string          `json:"note,omitempty"`
 	SignedAt  *time.Time      `json:"signed_at,omitempty"`
 	Ref       uint64          `json:"ref,omitempty"`
@@ -122,6 +123,10 @@ func encodeBody(r *record) ([]byte, error) {
 		}
 	}
 	b = appendStringField(b, "pr_url", r.PRURL, true)
+	if r.PR != 0 {
+		b = append(b, `,"pr":`...)
+		b = strconv.AppendInt(b, int64(r.PR), 10)
+	}
 	b = appendStringField(b, "note", r.Note, true)
 	if r.SignedAt != nil {
 		if b, err = appendTime(b, "signed_at", *r.SignedAt); err != nil {
@@ -336,10 +341,10 @@ func CanonicalArgs(args json.RawMessage) ([]byte, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%w: arguments are not one JSON value", ErrInvalidArgument)
 	}
-	// The plan language's canonical form: the same bytes the gate's values
+	// The canonical form (package canonjson): the same bytes the gate's values
 	// print as, numbers exact (30.0 and 3e1 are 30; 30.000000000000000001
 	// stays itself, so an approval never covers a different number).
-	out, err := hclplan.CanonicalJSON(v)
+	out, err := canonjson.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}

@@ -102,3 +102,22 @@ func BenchmarkEncodeBody(b *testing.B) {
 		})
 	}
 }
+
+// A journal written before hold records carried the pull request number
+// has it only in the URL; replay reads it from there.
+func TestPRNumberFromLegacyURL(t *testing.T) {
+	for url, want := range map[string]int{
+		"https://github.com/acme/plans/pull/42":         42,
+		"https://ghe.example/api/acme/plans/pull/7":     7,
+		"pushed branch planlock/hold/x/y to origin; ..": 0,
+		"https://github.com/acme/plans/pull/":           0,
+		"":                                              0,
+	} {
+		if got := prNumber(0, url); got != want {
+			t.Errorf("prNumber(0, %q) = %d, want %d", url, got, want)
+		}
+	}
+	if got := prNumber(9, "https://github.com/acme/plans/pull/42"); got != 9 {
+		t.Errorf("a recorded number is kept: got %d", got)
+	}
+}

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -104,7 +106,7 @@ func (s *state) apply(r *parsed) {
 			if r.Expires != nil {
 				h.Expires = *r.Expires
 			}
-			h.PRURL = r.PRURL
+			h.PRURL, h.PR = r.PRURL, prNumber(r.PR, r.PRURL)
 			s.addHold(h)
 		}
 	case typeOutcome:
@@ -128,7 +130,7 @@ func (s *state) apply(r *parsed) {
 			h.State = r.HoldState
 		}
 		if r.PRURL != "" {
-			h.PRURL = r.PRURL
+			h.PRURL, h.PR = r.PRURL, prNumber(r.PR, r.PRURL)
 		}
 		h.Updated = r.Time
 	case typeLease:
@@ -195,4 +197,26 @@ func (s *state) listHolds(now time.Time) []Hold {
 		out = append(out, view(s.holds[id], now))
 	}
 	return out
+}
+
+// legacyPR finds the pull request number in a GitHub pull request URL.
+var legacyPR = regexp.MustCompile(`/pull/([0-9]+)$`)
+
+// prNumber is the pull request number a hold record carries. Journals
+// written before the number was recorded, and writers that give only a URL,
+// have it only in the URL: it is read from there once, when the record is
+// replayed or written, and stored from then on.
+func prNumber(pr int, url string) int {
+	if pr != 0 || url == "" {
+		return pr
+	}
+	m := legacyPR.FindStringSubmatch(url)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/planlock/planlock/sign"
-	"github.com/planlock/planlock/sign/fakesigstore"
 )
 
 // The cost of loading a plan at start and on each reload: read the file
@@ -41,7 +41,7 @@ func BenchmarkReadKey(b *testing.B) {
 }
 
 func BenchmarkReadKeyless(b *testing.B) {
-	fs, err := fakesigstore.New()
+	fs, err := sigstoretest.New()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,8 +50,8 @@ func BenchmarkReadKeyless(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	claims := fakesigstore.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
-	policy, err := sign.NewPolicy(sign.PolicyOptions{CertificateIdentity: claims.Identity(), CertificateOIDCIssuer: fakesigstore.GitHubIssuer, TrustedMaterial: tr})
+	claims := sigstoretest.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
+	policy, err := sign.NewPolicy(sign.PolicyOptions{CertificateIdentity: claims.Identity(), CertificateOIDCIssuer: sigstoretest.GitHubIssuer, TrustedMaterial: tr})
 	if err != nil {
 		b.Fatal(err)
 	}

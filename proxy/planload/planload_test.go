@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
-	"github.com/planlock/planlock/sign/fakesigstore"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -108,7 +108,7 @@ func TestReadInsecureNeedsNoBundle(t *testing.T) {
 }
 
 func TestKeylessPlanFromAnotherIdentityIsRefused(t *testing.T) {
-	fs, err := fakesigstore.New()
+	fs, err := sigstoretest.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +117,8 @@ func TestKeylessPlanFromAnotherIdentityIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := fakesigstore.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
-	policy, err := sign.NewPolicy(sign.PolicyOptions{CertificateIdentity: good.Identity(), CertificateOIDCIssuer: fakesigstore.GitHubIssuer, TrustedMaterial: tr})
+	good := sigstoretest.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/main")
+	policy, err := sign.NewPolicy(sign.PolicyOptions{CertificateIdentity: good.Identity(), CertificateOIDCIssuer: sigstoretest.GitHubIssuer, TrustedMaterial: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +126,12 @@ func TestKeylessPlanFromAnotherIdentityIsRefused(t *testing.T) {
 	writeFile(t, file, []byte(planV1))
 	for _, c := range []struct {
 		name   string
-		claims fakesigstore.Claims
+		claims sigstoretest.Claims
 		want   error
 	}{
 		{"trusted workflow", good, nil},
-		{"another repository", fakesigstore.GitHub("acme/plans-evil", ".github/workflows/sign.yml", "refs/heads/main"), sign.ErrIdentityNotAllowed},
-		{"another branch", fakesigstore.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/feature"), sign.ErrIdentityNotAllowed},
+		{"another repository", sigstoretest.GitHub("acme/plans-evil", ".github/workflows/sign.yml", "refs/heads/main"), sign.ErrIdentityNotAllowed},
+		{"another branch", sigstoretest.GitHub("acme/plans", ".github/workflows/sign.yml", "refs/heads/feature"), sign.ErrIdentityNotAllowed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := sign.Sign(context.Background(), []byte(planV1), sign.Predicate{Kind: sign.KindPlan, Path: "plans/refund.hcl"},
