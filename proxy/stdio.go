@@ -22,8 +22,8 @@ const maxStdioRequests = 1024
 //
 // It does what mcp-go's StdioServer does for planlock, with less work per
 // message: one decode to tell requests from notifications (instead of
-// five), the request handed to its own goroutine at once (instead of
-// through a read goroutine per line and a worker queue). The MCP server
+// five), the request handed to an idle worker at once (instead of through
+// a read goroutine per line and a queue). The MCP server
 // behind it, and so every answer, is the same.
 func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Writer) error {
 	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 100)}
@@ -36,7 +36,7 @@ func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Write
 	// they are cancelled and waited for, so none outlives the session.
 	ctx, cancel := context.WithCancel(ctx)
 	r := &lineReader{p: p, lines: lines, w: &messageWriter{out: out, log: p.cfg.Log},
-		slots: make(chan struct{}, maxStdioRequests)}
+		slots: make(chan struct{}, maxStdioRequests), work: make(chan func())}
 	r.spawn(func() {
 		for {
 			select {
@@ -69,6 +69,7 @@ type lineReader struct {
 	lines *lineLimiter
 	w     *messageWriter
 	slots chan struct{} // one per request in progress
+	work  chan func()   // hands a request to an idle worker
 
 	mu     sync.Mutex
 	closed bool
@@ -128,13 +129,33 @@ func (r *lineReader) loop(ctx context.Context) error {
 			return ctx.Err()
 		}
 		id := head.ID
-		if !r.spawn(func() {
+		job := func() {
 			defer func() { <-r.slots }()
 			if resp := r.p.handleMessage(ctx, id, msg); resp != nil {
 				r.w.write(resp)
 			}
-		}) {
-			return ctx.Err()
+		}
+		select {
+		case r.work <- job: // an idle worker took it
+		default:
+			if !r.spawn(func() { r.worker(ctx, job) }) {
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// worker runs job, then each request handed to it while idle, until ctx
+// ends. Workers live on, as many as requests were ever in progress at once,
+// because a request's deep call chain grows a goroutine's stack: a new
+// goroutine per request would grow (copy) it again each time.
+func (r *lineReader) worker(ctx context.Context, job func()) {
+	for {
+		job()
+		select {
+		case job = <-r.work:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
