@@ -108,6 +108,7 @@ func commands() []*cli.Command {
 		in(catApprove, checkPRCommand()),
 		in(catRun, proxyCommand()),
 		in(catRun, mcpConfigCommand()),
+		in(catRun, stateCommand()),
 		in(catInspect, holdsCommand()),
 		in(catInspect, auditCommand()),
 		in(catInspect, doctorCommand()),

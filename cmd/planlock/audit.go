@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,6 +20,7 @@ func auditCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			auditVerifyCommand(),
 			auditHeadCommand(),
+			auditExportCommand(), // audit_series.go
 		},
 	}
 }
@@ -27,12 +30,22 @@ func auditVerifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check the hash chain of an audit log",
-		ArgsUsage: "FILE",
+		ArgsUsage: "FILE...|DIR",
 		Description: `Checks that every record of the audit log (JSON Lines, as written by
 planlock proxy) still has its own hash, its sequence number and the hash of
 the record before it. An edited, removed, inserted or reordered record is
 reported with the number of the first bad line. A last line cut short by a
 crash is reported as torn (the proxy truncates it when it next starts).
+With --state postgres://... the chain kept in that database is checked the
+same way, and must end at the database's head row.
+
+A log the proxy rotated (--audit-rotate-size, --audit-rotate-every) is a
+series of files: archived segments named <log>.<first seq>-<last seq>.jsonl
+and the log itself, each new file starting with a segment record that
+continues the chain of the file before it. Give the files oldest first, or
+their directory: they are checked as one chain, and a missing, reordered,
+truncated or edited file is named. A series may start at a later segment
+(older ones archived away); the output says from which seq.
 
 On success it prints the number of records and the head: the hash of the
 last record. Nothing inside the log protects its last records: removing them
@@ -49,6 +62,8 @@ Examples:
    planlock audit verify ~/.local/state/planlock/audit.jsonl
    planlock audit verify --anchor shipped-head.txt audit.jsonl
    planlock audit verify --head 0f13b09a...7ae4 --json audit.jsonl
+   planlock audit verify --anchor /var/lib/planlock/refund-4711/head /var/lib/planlock/refund-4711/
+   planlock audit verify --state postgres://planlock@db.example/planlock
 
 Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 		Flags:  o.flags(),
@@ -60,6 +75,7 @@ Exit status: 0 when the chain holds (and matches the head given), 1 otherwise.`,
 type auditVerifyOptions struct {
 	cmdline
 	JSON         bool
+	State        string
 	Anchor       string
 	Head         string
 	MaxLineBytes int64
@@ -68,15 +84,20 @@ type auditVerifyOptions struct {
 func (o *auditVerifyOptions) flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on standard output", Destination: &o.JSON},
+		&cli.StringFlag{Name: "state", Usage: "verify the chain of a PostgreSQL state (postgres:// `URL`) instead of a FILE; it must also end at the database's head row", Destination: &o.State},
 		&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true, Destination: &o.Anchor},
 		&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it", Destination: &o.Head},
 		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
 	}
 }
 
-func runAuditVerify(_ context.Context, o *auditVerifyOptions) error {
-	if len(o.Args) != 1 {
-		return usageErrorf("audit verify: give exactly one audit log file")
+func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
+	pgURL := o.State
+	if !pgstate.IsURL(pgURL) || len(o.Args) > 0 {
+		pgURL = "" // files given, or a state directory: its journal is the FILE argument
+	}
+	if len(o.Args) == 0 && pgURL == "" {
+		return usageErrorf("audit verify: give the audit log file, its segments, or their directory, or --state postgres://... and no file")
 	}
 	wantHash := o.Head
 	if o.given("head") && !isHexHash(wantHash) {
@@ -90,15 +111,36 @@ func runAuditVerify(_ context.Context, o *auditVerifyOptions) error {
 		}
 		anchor = &h
 	}
-	path := o.Args[0]
-	f, err := os.Open(path)
-	if err != nil {
-		return failf("audit verify: %v", err)
-	}
-	defer f.Close()
 	max := o.MaxLineBytes
 	if max <= 0 {
 		return usageErrorf("audit verify: --max-line-bytes must be positive")
+	}
+	var (
+		path    string
+		f       io.ReadSeeker
+		rowHead *ledger.Head // a PostgreSQL state's head row
+	)
+	if pgURL != "" {
+		r, h, err := pgJournal(ctx, pgURL) // state.go
+		if err != nil {
+			return failf("audit verify: %v", err)
+		}
+		path, f, rowHead = pgstate.Describe(pgURL), r, &h
+	} else {
+		paths, err := journalSeries(o.Args) // audit_series.go
+		if err != nil {
+			return failf("audit verify: %v", err)
+		}
+		if len(paths) != 1 || len(o.Args) != 1 || paths[0] != o.Args[0] {
+			return runAuditVerifySeries(o, paths, anchor, wantHash)
+		}
+		path = paths[0]
+		file, err := os.Open(path)
+		if err != nil {
+			return failf("audit verify: %v", err)
+		}
+		defer file.Close()
+		f = file
 	}
 	// Read line by line, never more than max bytes of one line.
 	res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
@@ -109,7 +151,13 @@ func runAuditVerify(_ context.Context, o *auditVerifyOptions) error {
 	// The chain holds: now its end against the heads kept elsewhere.
 	var headErr error
 	var found uint64
-	if ve == nil && anchor != nil {
+	if ve == nil && rowHead != nil {
+		// The database's own anchor: the chain must end at its head row.
+		if headErr = ledger.VerifyHead(f, res, *rowHead); headErr == nil && uint64(res.Records) != rowHead.Seq {
+			headErr = fmt.Errorf("%d records but the head row says %d: records were added outside planlock", res.Records, rowHead.Seq)
+		}
+	}
+	if ve == nil && headErr == nil && anchor != nil {
 		headErr = ledger.VerifyHead(f, res, *anchor)
 	}
 	if ve == nil && headErr == nil && wantHash != "" {
@@ -139,7 +187,12 @@ func runAuditVerify(_ context.Context, o *auditVerifyOptions) error {
 	if headErr != nil {
 		return failf("%s: %v", path, headErr)
 	}
-	fmt.Fprintf(o.IO.out, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+	if res.First > 1 {
+		fmt.Fprintf(o.IO.out, "ok: records %d to %d (a rotated log's later file: the records before %d are in earlier files)\nhead: %s\n",
+			res.First, res.Records, res.First, res.Head)
+	} else {
+		fmt.Fprintf(o.IO.out, "ok: %s\nhead: %s\n", plural(res.Records, "record", "records"), res.Head)
+	}
 	if anchor != nil {
 		fmt.Fprintf(o.IO.out, "anchor: record %d matches\n", anchor.Seq)
 	}
@@ -158,7 +211,7 @@ type auditHeadOptions struct {
 
 func (o *auditHeadOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), or an audit log FILE", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state", Usage: "the proxy's state `DIR` (default: $XDG_STATE_HOME/planlock or ~/.local/state/planlock), an audit log FILE, or a postgres:// URL", TakesFile: true, Destination: &o.State},
 		&cli.BoolFlag{Name: "json", Usage: "print the head as JSON on standard output", Destination: &o.JSON},
 	}
 }
@@ -206,6 +259,10 @@ func runAuditHead(_ context.Context, o *auditHeadOptions) error {
 // auditHead is the anchored head of a state directory, or the head of an
 // audit log file.
 func auditHead(state string) (ledger.Head, error) {
+	if pgstate.IsURL(state) {
+		_, head, err := pgstate.Verify(context.Background(), state)
+		return head, err
+	}
 	if state != "" {
 		fi, err := os.Stat(state)
 		if err != nil {

@@ -29,6 +29,12 @@ var (
 	tufCacheEnv  = envVar{"XDG_CACHE_HOME", "default --tuf-cache is $XDG_CACHE_HOME/planlock/sigstore-tuf (else ~/.cache/...)"}
 	xdgConfigEnv = envVar{"XDG_CONFIG_HOME", "the operator config file is $XDG_CONFIG_HOME/planlock/config.hcl (else ~/.config/...)"}
 	stateEnv     = envVar{"XDG_STATE_HOME", "default --state is $XDG_STATE_HOME/planlock (else ~/.local/state/planlock)"}
+	// pgEnv: libpq's variables, read for a postgres:// --state.
+	pgEnv = []envVar{
+		{"PGPASSWORD", "with --state postgres://...: the database password (better than in the URL)"},
+		{"PGPASSFILE", "with --state postgres://...: the password file (default ~/.pgpass)"},
+		{"PGSSLMODE", "with --state postgres://...: TLS mode when the URL gives none"},
+	}
 )
 
 // commandEnv maps each command path to the variables it reads; each list
@@ -45,6 +51,9 @@ func commandEnv() map[string][]envVar {
 		"verify":        {tufCacheEnv},
 		"proxy":         proxyEnv(),
 		"holds list":    {stateEnv},
+		"state migrate": pgEnv,
+		"state copy":    pgEnv,
+		"audit verify":  pgEnv,
 		"holds show":    {stateEnv},
 		"mcp-config": {xdgConfigEnv,
 			{"APPDATA", "Windows: where --write finds Claude Desktop's configuration"}},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/urfave/cli/v2"
 )
 
@@ -132,6 +133,13 @@ func runHoldsShow(ctx context.Context, o *holdsReadOptions) error {
 // given --state-root's directory as --state keeps its state).
 func (o *holdStateOptions) inspect(ctx context.Context, cmd string) ([]*ledger.Snapshot, error) {
 	fail := func(err error) error { return failf("holds %s: %v", cmd, err) }
+	if pgstate.IsURL(o.State) {
+		snap, err := pgSnapshot(ctx, o.State) // state.go
+		if err != nil {
+			return nil, fail(err)
+		}
+		return []*ledger.Snapshot{snap}, nil
+	}
 	if o.State != "" || o.Audit != "" {
 		snap, err := ledger.Inspect(ctx, ledger.Options{Dir: o.State, AuditPath: o.Audit})
 		if err != nil {

@@ -174,19 +174,28 @@ func newPlanTestJSON(reports []planTestReport, diags hcl.Diagnostics) planTestJS
 
 // auditVerifyJSON is planlock audit verify --json.
 type auditVerifyJSON struct {
-	OK        bool   `json:"ok"`
-	Records   int    `json:"records"`
+	OK      bool `json:"ok"`
+	Records int  `json:"records"` // seq of the last record
+	// First is the seq of the first record checked, when not 1: a rotated
+	// log's later file, or a series whose older files were archived away.
+	First     uint64 `json:"first,omitempty"`
 	Head      string `json:"head,omitempty"`
+	File      string `json:"file,omitempty"` // over several files: the one that breaks the chain
 	Line      int    `json:"line,omitempty"`
 	Torn      bool   `json:"torn,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Files are the files of a rotated log checked as one chain, in order.
+	Files []ledger.SegmentResult `json:"files,omitempty"`
 }
 
 // newAuditVerifyJSON: ve is a broken chain, headErr a chain that no longer
 // reaches a head kept elsewhere.
 func newAuditVerifyJSON(res ledger.VerifyResult, ve *ledger.VerifyError, headErr error) auditVerifyJSON {
 	out := auditVerifyJSON{OK: ve == nil && headErr == nil, Records: res.Records}
+	if res.First > 1 {
+		out.First = res.First
+	}
 	switch {
 	case ve != nil:
 		out.Line, out.Torn, out.Reason = ve.Line, ve.Torn, ve.Reason
@@ -195,6 +204,18 @@ func newAuditVerifyJSON(res ledger.VerifyResult, ve *ledger.VerifyError, headErr
 		out.Truncated = errors.Is(headErr, ledger.ErrTruncated)
 	default:
 		out.Head = res.Head
+	}
+	return out
+}
+
+// newAuditVerifySeriesJSON is newAuditVerifyJSON over several files: se
+// names the file where the chain breaks.
+func newAuditVerifySeriesJSON(segs []ledger.SegmentResult, res ledger.VerifyResult, se *ledger.SeriesError, headErr error) auditVerifyJSON {
+	out := newAuditVerifyJSON(res, nil, headErr)
+	out.Files = segs
+	if se != nil {
+		out.OK, out.Head = false, ""
+		out.File, out.Line, out.Torn, out.Reason = se.Path, se.Line, se.Torn, se.Reason
 	}
 	return out
 }

@@ -61,6 +61,14 @@ func TestJSONOutputShapes(t *testing.T) {
 		{"audit_verify", newAuditVerifyJSON(ledger.VerifyResult{Records: 7, Head: "ab" + fmt.Sprintf("%062d", 0)}, nil, nil), true},
 		{"audit_verify_broken", newAuditVerifyJSON(ledger.VerifyResult{Records: 3}, &ledger.VerifyError{Line: 4, Torn: true, Reason: "torn last line"}, nil), true},
 		{"audit_verify_truncated", newAuditVerifyJSON(ledger.VerifyResult{Records: 3, Head: "cd" + fmt.Sprintf("%062d", 0)}, nil, fmt.Errorf("record 9 is past the log's end: %w", ledger.ErrTruncated)), true},
+		{"audit_verify_series", newAuditVerifySeriesJSON([]ledger.SegmentResult{
+			{Path: "state/audit.000000000001-000000040000.jsonl", First: 1, Records: 40000, Head: "ab" + fmt.Sprintf("%062d", 0)},
+			{Path: "state/audit.jsonl", First: 40001, Records: 40007, Head: "cd" + fmt.Sprintf("%062d", 0)},
+		}, ledger.VerifyResult{Records: 40007, Head: "cd" + fmt.Sprintf("%062d", 0), First: 1}, nil, nil), true},
+		{"audit_verify_series_broken", newAuditVerifySeriesJSON([]ledger.SegmentResult{
+			{Path: "state/audit.000000000001-000000040000.jsonl", First: 1, Records: 40000, Head: "ab" + fmt.Sprintf("%062d", 0)},
+		}, ledger.VerifyResult{Records: 40000, Head: "ab" + fmt.Sprintf("%062d", 0), First: 1},
+			&ledger.SeriesError{Path: "state/audit.jsonl", Index: 1, Reason: "starts at seq 80001, but state/audit.000000000001-000000040000.jsonl ends at seq 40000: records 40001 to 80000 are missing (a segment was removed, or the file before was truncated)"}, nil), true},
 		{"audit_head", auditHeadJSON{Seq: 7, Hash: "ab" + fmt.Sprintf("%062d", 0)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
 )
 
@@ -73,6 +72,7 @@ type proxyOptions struct {
 	repoOptions
 	holdOptions
 	telemetryOptions
+	auditRotateOptions  // audit_rotate.go
 	ReloadInterval      time.Duration
 	Listen              string
 	AllowOrigin         cli.StringSlice
@@ -101,7 +101,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "insecure-no-auth", Usage: "with --listen on a non-loopback address, serve without PLANLOCK_LISTEN_TOKEN (anyone who can reach it can call the planned tools)", Destination: &o.InsecureNoAuth},
 		&cli.StringFlag{Name: "upstream-url", Usage: "streamable HTTP `URL` of the upstream", Destination: &o.UpstreamURL},
 		&cli.StringSliceFlag{Name: "env", Usage: "pass environment variable `NAME` to a stdio upstream (repeatable)", Destination: &o.Env},
-		&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl)", Destination: &o.Audit},
+		&cli.StringFlag{Name: "audit", Usage: "audit log `FILE` (default <state>/audit.jsonl; not with --state postgres://...)", Destination: &o.Audit},
 		&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true, Destination: &o.LogFile},
 		&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true, Destination: &o.TokenFile},
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
@@ -115,6 +115,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.repoOptions.flags()...)
 	flags = append(flags, o.trustOptions.flags()...)
 	flags = append(flags, o.telemetryOptions.flags()...)
+	flags = append(flags, o.auditRotateOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }
 
@@ -272,22 +273,14 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	} else if len(o.AllowOrigin.Value()) > 0 || o.InsecureNoAuth {
 		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
-	stateDir, err := o.planDir(plan.Name) // proxy_start.go
-	if err != nil {
-		return err
-	}
 	tel, err := o.telemetryOptions.start(ctx, errw) // telemetry.go
 	if err != nil {
 		return err
 	}
 	defer tel.Close()
-	l, err := ledger.Open(ctx, ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: tel.OnSync(),
-		SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
-		// One line per checkpoint and at shutdown, for a log shipper to
-		// keep: planlock audit verify --anchor reads it back.
-		OnHead: func(h ledger.Head) { errw("planlock: audit head " + h.String()) }})
+	l, err := o.openState(ctx, plan.Name, tel.OnSync()) // state.go
 	if err != nil {
-		return failf("%v", err)
+		return err
 	}
 	defer l.Close()
 	if err := planload.Admit(ctx, l, loaded); err != nil {
@@ -347,6 +340,7 @@ func proxyEnv() []envVar {
 		stateEnv, tufCacheEnv, xdgConfigEnv,
 	}
 	vars = append(vars, upstreamEnv...)
+	vars = append(vars, pgEnv...)     // --state postgres://...
 	return append(vars, githubEnv...) // hold pull requests
 }
 

@@ -54,7 +54,7 @@ func (o *holdOptions) flags() []cli.Flag {
 // a token and a GitHub remote are there, and the trust policy that verifies
 // merged holds. Without a remote (or with --no-hold-prs) holds are approved
 // in the state directory with planlock holds approve (localApprovals).
-func (o *proxyOptions) holdApprovals(ctx context.Context, l *ledger.Ledger) (holdGate, error) {
+func (o *proxyOptions) holdApprovals(ctx context.Context, l proxyState) (holdGate, error) {
 	planFile, errw := o.Plan, o.errw
 	if o.NoHoldPRs {
 		return o.localApprovals(ctx, l)
@@ -162,7 +162,7 @@ func holdApprover(a holdGate) proxy.HoldApprover {
 // localApprovals decides holds from the state directory: the proxy writes
 // each hold's request file there and honours the hold approval that
 // planlock holds approve signs, once the operator's trust policy verifies it.
-func (o *proxyOptions) localApprovals(ctx context.Context, l *ledger.Ledger) (holdGate, error) {
+func (o *proxyOptions) localApprovals(ctx context.Context, l proxyState) (holdGate, error) {
 	policy, err := o.holdPolicy(ctx)
 	if err != nil {
 		return nil, err

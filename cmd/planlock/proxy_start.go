@@ -16,6 +16,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 )
 
 // stateOptions are the state directory flags of the proxy and of the
@@ -27,7 +28,7 @@ type stateOptions struct {
 
 func (o *stateOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>), or a postgres:// URL shared by several proxies (see planlock state migrate)", TakesFile: true, Destination: &o.State},
 		&cli.StringFlag{Name: "state-root", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.StateRoot},
 	}
 }
@@ -67,7 +68,7 @@ func (o *proxyOptions) logPath() string {
 	if o.LogFile != "" {
 		return o.LogFile
 	}
-	if o.State != "" {
+	if o.State != "" && !pgstate.IsURL(o.State) {
 		return filepath.Join(o.State, proxyLogName)
 	}
 	root, err := o.root()

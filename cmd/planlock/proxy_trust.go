@@ -11,7 +11,6 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )
@@ -75,7 +74,7 @@ func (o *planOptions) source(ctx context.Context, cl *cmdline) (planload.Source,
 
 // reloader serves a changed plan once it verifies; the upstream cannot
 // change while running, so a plan naming another one is refused.
-func reloader(src planload.Source, l *ledger.Ledger, interval time.Duration, upstream *hclplan.Upstream, p *proxy.Proxy, errw func(string)) *planload.Reloader {
+func reloader(src planload.Source, l planload.Admitter, interval time.Duration, upstream *hclplan.Upstream, p *proxy.Proxy, errw func(string)) *planload.Reloader {
 	return &planload.Reloader{
 		Source:   src,
 		State:    l,

@@ -26,6 +26,8 @@ var forbidden = []struct {
 		"the decision is pure: no I/O, no state"},
 	{"proxy/ledger", []string{"github.com/go-git/", "github.com/sigstore/", module + "/gitapprove", module + "/sign", module + "/hclplan"},
 		"the durable state takes canonical JSON from internal/canonjson, not the plan language"},
+	{"proxy/ledger", []string{"github.com/jackc/"},
+		"the embedded journal needs no database driver; the PostgreSQL state is proxy/ledger/pgstate, chosen by the command"},
 	{"proxy/holdreq", []string{"github.com/go-git/", "github.com/sigstore/", module + "/gitapprove", module + "/sign"},
 		"the approver contract is a leaf"},
 	{"hclplan", []string{"github.com/go-git/", "github.com/sigstore/", module + "/gitapprove", module + "/sign", module + "/proxy"},

@@ -268,9 +268,9 @@ func VerifyHead(r io.ReadSeeker, res VerifyResult, want Head) error {
 // has one.
 func FindHash(r io.Reader, hash string) (uint64, bool, error) {
 	var found uint64
-	err := eachLine(r, func(n uint64, line []byte) bool {
+	err := eachLine(r, func(_ uint64, line []byte) bool {
 		if lineHash(line) == hash {
-			found = n
+			found, _, _ = chainHeader(line)
 			return false
 		}
 		return true
@@ -278,18 +278,39 @@ func FindHash(r io.Reader, hash string) (uint64, bool, error) {
 	return found, found > 0, err
 }
 
-// hashAt returns the hash of record seq, read from the journal's start.
+// errEarlierSegment: a head names a record rotated out of the file read.
+var errEarlierSegment = errors.New("earlier segment")
+
+// hashAt returns the hash of record seq, read from the journal's start. In a
+// file a rotation started, the record just before its first is known too:
+// the first record's prev.
 func hashAt(r io.Reader, seq uint64) (string, error) {
 	var h string
+	var before bool
 	err := eachLine(r, func(n uint64, line []byte) bool {
-		if n < seq {
+		s, prev, ok := chainHeader(line)
+		if !ok {
+			return false
+		}
+		if n == 1 && s == seq+1 && lineHash(line) != "" {
+			h = prev
+			return false
+		}
+		if n == 1 && s > seq+1 {
+			before = true
+			return false
+		}
+		if s < seq {
 			return true
 		}
-		if s, _, ok := chainHeader(line); ok && s == seq {
+		if s == seq {
 			h = lineHash(line)
 		}
 		return false
 	})
+	if err == nil && before {
+		err = fmt.Errorf("%w: %w: record %d is in an earlier segment of the journal, not in this file", ErrAnchor, errEarlierSegment, seq)
+	}
 	if err == nil && h == "" {
 		err = fmt.Errorf("%w: record %d is missing or damaged", ErrCorrupt, seq)
 	}

@@ -45,6 +45,14 @@ type Options struct {
 	// made durable were acknowledged: it must be quick and must not call
 	// the Ledger.
 	OnSync func(time.Duration)
+	// RotateSize and RotateEvery (zero: never) rotate the journal: once its
+	// file holds RotateSize bytes, or its first record is RotateEvery old,
+	// the file is moved aside as an archived segment (see SegmentName) and
+	// a new one starts with a segment record that continues the hash chain
+	// and carries the state, at the next moment nothing is queued. Opening
+	// the state directory never needs the archived segments.
+	RotateSize  int64
+	RotateEvery time.Duration
 }
 
 // Call identifies one tools/call as the gate matched it.
@@ -214,6 +222,7 @@ type Stats struct {
 	// write per group commit that synced the journal) and its fdatasyncs
 	// (at most one per FlushInterval, plus checkpoints and Close).
 	AnchorWrites, AnchorSyncs uint64
+	Rotations                 uint64 // journal files rotated out since Open
 }
 
 // Errors. Match with errors.Is; the typed errors carry the details.
@@ -323,6 +332,12 @@ func (e *VerifyError) Is(target error) bool { return target == ErrCorrupt }
 
 // VerifyResult is what Verify found in a good journal.
 type VerifyResult struct {
+	// Records is the seq of the last record: the number of records of the
+	// chain up to the file's end, those of earlier segments included.
 	Records int
 	Head    string // hash of the last record (64 zeros for an empty journal)
+	// First is the seq of the file's first record: 1, or more for a file a
+	// rotation started (its first record is a segment record); 0 when the
+	// file is empty.
+	First uint64
 }

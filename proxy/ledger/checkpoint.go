@@ -95,6 +95,14 @@ type cpPrep struct {
 	seq   uint64
 	body  []byte
 	state []byte
+	// segment, for a rotation, is the name the old file gets; at is the
+	// segment record's time.
+	segment string
+	at      time.Time
+	// entries and batch, for a rotation, are the records queued before
+	// the segment record: written to the old file first.
+	entries []entry
+	batch   *batch
 }
 
 // prepareCheckpointLocked snapshots the state and takes the next seq for
@@ -190,7 +198,7 @@ func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, *cpState, error
 		return fail("version %d, not %d: it is not bound to the audit log", cp.Version, checkpointVersion)
 	case cp.Audit != audit:
 		return fail("it belongs to audit log %s, not %s", cp.Audit, audit)
-	case cp.Records < 1 || cp.LastStart < 0 || cp.Offset <= cp.LastStart || cp.Offset-cp.LastStart > 1<<20:
+	case cp.Records < 1 || cp.LastStart < 0 || cp.Offset <= cp.LastStart || cp.Offset-cp.LastStart > maxCheckpoint:
 		return fail("its position in the audit log is not valid")
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() < cp.Offset {
@@ -216,7 +224,7 @@ func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, *cpState, error
 		return fail("record %d of the audit log is not the one it names", cp.Records)
 	}
 	var rec parsed
-	if err := json.Unmarshal(body, &rec); err != nil || rec.Type != typeCheckpoint {
+	if err := json.Unmarshal(body, &rec); err != nil || (rec.Type != typeCheckpoint && rec.Type != typeSegment) {
 		return fail("record %d of the audit log is not a checkpoint record", cp.Records)
 	}
 	sum := sha256.Sum256(cp.State)
@@ -274,8 +282,12 @@ func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
 		return rp, err
 	}
 	if cp != nil {
+		first, err := fileStart(f)
+		if err != nil {
+			return rp, err
+		}
 		rp.st = cst.state()
-		rp.res = VerifyResult{Records: cp.Records, Head: cp.Head}
+		rp.res = VerifyResult{Records: cp.Records, Head: cp.Head, First: first}
 		rp.cp = rp.res
 		rp.end = journalEnd{size: cp.Offset, lastStart: cp.LastStart}
 	}
@@ -313,3 +325,19 @@ func (rp *replayed) checkAnchor(f *os.File, want Head) error {
 		return hashAt(io.NewSectionReader(f, 0, rp.end.size), seq)
 	})
 }
+
+// fileStart is the seq of a journal file's first record (1 for an empty
+// file): more than 1 in a file a rotation started.
+func fileStart(f io.ReaderAt) (uint64, error) {
+	first := uint64(1)
+	err := eachLine(ioSection(f), func(_ uint64, line []byte) bool {
+		if seq, _, ok := chainHeader(line); ok {
+			first = seq
+		}
+		return false
+	})
+	return first, err
+}
+
+// ioSection reads f from its start, whatever its offset.
+func ioSection(f io.ReaderAt) io.Reader { return io.NewSectionReader(f, 0, 1<<62) }

@@ -18,11 +18,19 @@ import (
 const (
 	crashChildEnv = "PLANLOCK_LEDGER_CRASH_CHILD"
 	crashMaxEnv   = "PLANLOCK_LEDGER_CRASH_MAX"
-	crashSteps    = 4
+	// crashRotateEnv sets the child's RotateSize; crashStopEnv makes it
+	// stop its first rotation at that step (see rotateStep) until killed.
+	crashRotateEnv = "PLANLOCK_LEDGER_CRASH_ROTATE"
+	crashStopEnv   = "PLANLOCK_LEDGER_CRASH_STOP"
+	crashSteps     = 4
 )
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
+		if step := os.Getenv(crashStopEnv); step != "" {
+			rotateStopChild(dir, step)
+			return
+		}
 		crashChild(dir)
 		return
 	}
@@ -35,7 +43,8 @@ func TestMain(m *testing.M) {
 func crashChild(dir string) {
 	ctx := context.Background()
 	crashMax, _ := strconv.Atoi(os.Getenv(crashMaxEnv))
-	l, err := Open(ctx, Options{Dir: dir})
+	rotate, _ := strconv.ParseInt(os.Getenv(crashRotateEnv), 10, 64)
+	l, err := Open(ctx, Options{Dir: dir, RotateSize: rotate})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
@@ -84,14 +93,16 @@ func TestCrashNeverGrantsExtraCalls(t *testing.T) {
 	}
 	// 20 calls a step are counted one by one; 3000 mostly in leases.
 	for _, max := range []int{20, 3000} {
-		t.Run("max_calls="+strconv.Itoa(max), func(t *testing.T) { crashRounds(t, max) })
+		t.Run("max_calls="+strconv.Itoa(max), func(t *testing.T) { crashRounds(t, max, 0) })
 	}
+	// A journal rotated every few records: kills land in rotations too.
+	t.Run("max_calls=20,rotating", func(t *testing.T) { crashRounds(t, 20, 2000) })
 }
 
 // crashRounds kills children at random moments until they used up every
 // step, checking after each kill that the durable counts cover every call
 // granted and never pass crashMax.
-func crashRounds(t *testing.T, crashMax int) {
+func crashRounds(t *testing.T, crashMax int, rotate int64) {
 	dir := t.TempDir()
 	granted := make([]int, crashSteps)
 	done, rounds := false, 0
@@ -101,7 +112,7 @@ func crashRounds(t *testing.T, crashMax int) {
 			t.Fatal("child never used up the plan")
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashMaxEnv+"="+strconv.Itoa(crashMax))
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashMaxEnv+"="+strconv.Itoa(crashMax), crashRotateEnv+"="+strconv.FormatInt(rotate, 10))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()
@@ -174,20 +185,28 @@ func crashRounds(t *testing.T, crashMax int) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		f, _ = os.Open(dir + "/audit.jsonl")
-		if _, err := Verify(f); err != nil {
+		if _, _, err := VerifySeries(seriesOf(t, dir+"/audit.jsonl"), nil); err != nil {
 			t.Fatalf("round %d: journal after reopen: %v", round, err)
 		}
-		f.Close()
+		if _, err := os.Stat(dir + "/audit.jsonl" + nextSuffix); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: an unfinished rotation left after reopen: %v", round, err)
+		}
 	}
 	settled := 0
-	for _, r := range readRecords(t, dir+"/audit.jsonl") {
+	files := seriesOf(t, dir+"/audit.jsonl")
+	if _, _, err := walkSeries(files, nil, func(r *parsed) error {
 		if r.Type == typeLease && strings.Contains(r.Note, "count as used") {
 			settled++
 		}
+		return nil
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	if rotate > 0 && len(files) < 3 {
+		t.Fatalf("only %d journal files: the rotating run did not rotate", len(files))
 	}
 	l := openT(t, Options{Dir: dir})
-	t.Logf("%d processes killed with SIGKILL; %d lease settlements", rounds, settled)
+	t.Logf("%d processes killed with SIGKILL; %d lease settlements; %d journal files", rounds, settled, len(files))
 	if crashMax >= 2*leaseShare && settled == 0 {
 		t.Fatal("no kill landed inside a lease: the test did not exercise leases")
 	}
@@ -195,5 +214,106 @@ func crashRounds(t *testing.T, crashMax int) {
 		if got := l.Progress(digest).Calls(s); got != crashMax {
 			t.Fatalf("at the end step %d has %d calls, want exactly %d", s, got, crashMax)
 		}
+	}
+}
+
+// rotateStopChild reserves two calls, printing "granted" after each, with a
+// journal that rotates at once; its first rotation stops at step (printing
+// "at STEP") and waits there to be killed.
+func rotateStopChild(dir, step string) {
+	ctx := context.Background()
+	l, err := Open(ctx, Options{Dir: dir, RotateSize: 1, SyncEachCall: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		os.Exit(3)
+	}
+	l.rotateHook = func(s string) error {
+		if s == step {
+			fmt.Fprintln(os.Stdout, "at "+s)
+			select {} // the kill lands here
+		}
+		return nil
+	}
+	for i := 0; i < 3; i++ {
+		c := Call{PlanDigest: digest, Step: "s0", StepIndex: 0, Tool: "t", Args: []byte(`{"n":1}`)}
+		if _, err := l.Reserve(ctx, Reservation{Call: c, MaxCalls: 10}); err != nil {
+			fmt.Fprintln(os.Stderr, "child reserve:", err)
+			os.Exit(3)
+		}
+		fmt.Fprintln(os.Stdout, "granted")
+	}
+	select {}
+}
+
+// A SIGKILL at each step of a rotation (the child is stopped there, then
+// killed) loses no granted call, and the next Open finishes or undoes the
+// rotation: the journal's files verify as one series.
+func TestKillDuringRotation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	for _, step := range []string{"created", "written", "linked", "renamed"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashStopEnv+"="+step)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			granted := 0
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if sc.Text() == "granted" {
+					granted++
+				}
+				if sc.Text() == "at "+step {
+					break
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() {
+				if sc.Text() == "granted" {
+					granted++
+				}
+			}
+			werr := cmd.Wait()
+			if ee, ok := werr.(*exec.ExitError); !ok || ee.ExitCode() == 3 {
+				t.Fatalf("child ended with %v: %s", werr, stderr.String())
+			}
+			if granted != 2 {
+				t.Fatalf("child granted %d calls before the rotation stopped, want 2", granted)
+			}
+			audit := dir + "/audit.jsonl"
+			if step == "created" {
+				if fi, err := os.Stat(audit + nextSuffix); err != nil || fi.Size() != 0 {
+					t.Fatalf("the kill did not leave an empty next file: %v", err)
+				}
+			}
+			l, err := Open(context.Background(), Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("Open after a kill at %q: %v", step, err)
+			}
+			if got := l.Progress(digest).Calls(0); got != granted {
+				t.Fatalf("calls = %d after a kill at %q, want %d", got, step, granted)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(audit + nextSuffix); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("next file left after Open: %v", err)
+			}
+			files := seriesOf(t, audit)
+			if _, res, err := VerifySeries(files, nil); err != nil || res.First != 1 {
+				t.Fatalf("series %v after a kill at %q: %+v, %v", files, step, res, err)
+			}
+		})
 	}
 }

@@ -49,6 +49,18 @@
 // Options.AcceptMissingAnchor. Options.OnHead hands the head out at each
 // checkpoint and at Close, for shipping elsewhere.
 //
+// # Rotation and export
+//
+// With Options.RotateSize or RotateEvery the journal's file is moved aside
+// (renamed <stem>.<first seq>-<last seq><ext>, see SegmentName) and a new
+// one starts with a segment record: the next seq, prev the old file's last
+// hash, and the state inline, so Open never reads archived segments and
+// they may be archived elsewhere. The steps are ordered for crashes (see
+// rotate.go): Open undoes a rotation stopped before the new file took the
+// journal's name. VerifySeries checks a journal's files as one chain;
+// Export streams its records as ExportRecord JSON lines (the shape other
+// stores of the state reuse through AppendExportLine).
+//
 // # State files
 //
 // The state directory is created 0700 and every file in it 0600. Each is

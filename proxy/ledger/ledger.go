@@ -46,6 +46,14 @@ type Ledger struct {
 	anchor   *anchor // the journal's head outside it (writer only, after Open)
 	onHead   func(Head)
 	onSync   func(time.Duration)
+	// Rotation (Options.RotateSize, RotateEvery); fileFirst and
+	// fileStarted (the seq and time of the journal file's first record)
+	// are the writer's, after Open.
+	rotateSize  int64
+	rotateEvery time.Duration
+	fileFirst   uint64
+	fileStarted time.Time
+	rotateHook  func(step string) error // tests: a non-nil error stops a rotation there, as a crash would
 	// acceptMissing is Options.AcceptMissingAnchor.
 	acceptMissing bool
 

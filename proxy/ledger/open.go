@@ -26,7 +26,8 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	l := &Ledger{
 		dir: dir, auditPath: audit, redact: o.Redact, syncEach: o.SyncEachCall, now: o.Now, flushEvery: o.FlushInterval,
 		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
-		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync, acceptMissing: o.AcceptMissingAnchor,
+		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync,
+		rotateSize: o.RotateSize, rotateEvery: o.RotateEvery, acceptMissing: o.AcceptMissingAnchor,
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -125,6 +126,9 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 	if bound && b.Audit != l.auditPath {
 		return fmt.Errorf("%w: state directory %s keeps its call counts in audit log %s, not %s; use that --audit or another --state directory",
 			ErrBinding, l.dir, b.Audit, l.auditPath)
+	}
+	if err := recoverRotation(l.auditPath); err != nil {
+		return err
 	}
 	flags := os.O_RDWR | os.O_APPEND
 	if !bound {
@@ -237,6 +241,8 @@ func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replaye
 	l.head = rp.res.Head
 	l.end = rp.end
 	l.lastCheckpoint = uint64(rp.cp.Records)
+	l.fileFirst = max(rp.res.First, 1)
+	l.fileStarted = fileStartTime(f)
 	return rp, nil
 }
 

@@ -21,6 +21,7 @@ const (
 	typePlanLoaded = "plan_loaded" // a verified plan loaded (no-downgrade high-water mark)
 	typeLease      = "lease"       // calls of a step counted ahead: through = the highest call number covered
 	typeCheckpoint = "checkpoint"  // the state as of the record before, by digest: binds checkpoint.json to the chain
+	typeSegment    = "segment"     // the first record of a rotated journal's new file: the state as of the record before, inline
 )
 
 // Decisions of the gate.
@@ -67,6 +68,11 @@ type record struct {
 	ObservedPin string `json:"observed_pin,omitempty"`
 	SignedPath  string `json:"signed_path,omitempty"`
 	StateSHA    string `json:"state_sha256,omitempty"`
+	// PrevSegment and State (segment records) name the file the journal
+	// was rotated out to and carry the state as of the record before, so
+	// the new file replays on its own.
+	PrevSegment string          `json:"prev_segment,omitempty"`
+	State       json.RawMessage `json:"state,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.
@@ -74,6 +80,7 @@ type parsed struct {
 	Seq  uint64 `json:"seq"`
 	Prev string `json:"prev"`
 	record
+	Hash string `json:"hash"`
 }
 
 // genesis is the prev of the first record.
@@ -168,6 +175,15 @@ func encodeBody(r *record) ([]byte, error) {
 	b = appendStringField(b, "observed_pin", r.ObservedPin, true)
 	b = appendStringField(b, "signed_path", r.SignedPath, true)
 	b = appendStringField(b, "state_sha256", r.StateSHA, true)
+	b = appendStringField(b, "prev_segment", r.PrevSegment, true)
+	if len(r.State) > 0 {
+		b = append(b, `,"state":`...)
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, r.State); err != nil {
+			return nil, fmt.Errorf("state is not JSON: %w", err)
+		}
+		b = buf.Bytes()
+	}
 	return b, nil
 }
 

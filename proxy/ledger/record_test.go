@@ -54,6 +54,8 @@ func TestEncodeBodyMatchesEncodingJSON(t *testing.T) {
 		{Time: now, Type: typePlanLoaded, PlanName: "refund-4711", SignedAt: &signed, Note: "ünïcödé, \x01 control, \xff invalid, <html> & \u2029"},
 		{Time: now, Type: typeLease, Through: 256, Max: -5, Used: 0},
 		{Time: now, Type: typeCheckpoint, StateSHA: "0f13b09a719284bb02b27395b4c84c88d86ee451e3d2ed4ce7facc19e6587ae4"},
+		{Time: now, Type: typeSegment, StateSHA: "0f13", PrevSegment: "audit.000000000001-000000000002.jsonl", State: json.RawMessage(`{ "plans": {"sha256:1": {"used": [1, 2]}}, "holds": null }`)},
+		{Time: now, Type: typeSegment, State: json.RawMessage(`{"a":`)}, // invalid state: both refuse
 		{Time: now.In(time.FixedZone("y", 5*3600+1800)), Type: typeHoldUpdate, PRURL: "https://github.com/acme/plans/pull/12?a=1&b=<2>"},
 		{Time: time.Time{}, Type: ""},
 		{Time: now, Type: typeDecision, Args: json.RawMessage(`{"a":`)},                             // invalid args: both refuse

@@ -38,23 +38,53 @@ func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
 			audit = b.Audit
 		}
 	}
+	// A rotation that renames the journal while it is read here can make
+	// the anchor, the checkpoint and the file disagree for a moment: read
+	// again when the journal's name now stands for another file.
+	for try := 0; ; try++ {
+		s, opened, err := inspect(ctx, o, dir, audit)
+		if err == nil || try == 4 {
+			return s, err
+		}
+		if errors.Is(err, errEarlierSegment) || errors.Is(err, ErrUnsafe) {
+			// The anchor read first is older than the file, or the file
+			// was renamed while it was opened: read both again (a state
+			// file that is really unsafe stays so, and is reported).
+			continue
+		}
+		if opened == nil {
+			return s, err
+		}
+		if fi, serr := os.Stat(audit); serr != nil || os.SameFile(fi, opened) {
+			return s, err
+		}
+	}
+}
+
+// inspect is one read of Inspect; it also returns the journal file's
+// identity (nil when it was not opened).
+func inspect(ctx context.Context, o Options, dir, audit string) (*Snapshot, os.FileInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The anchor first: the journal read after it is never shorter, even
 	// while a proxy writes both.
 	ah, _, anchored, err := readAnchor(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := openState("audit log", audit, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no state in %s: audit log %s does not exist", dir, audit)
+		return nil, nil, fmt.Errorf("no state in %s: audit log %s does not exist", dir, audit)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
+		return nil, nil, fmt.Errorf("open audit log: %w", err)
 	}
 	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit log: %w", err)
+	}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
@@ -70,18 +100,18 @@ func Inspect(ctx context.Context, o Options) (*Snapshot, error) {
 	case errors.As(err, &ve) && ve.Torn:
 		s.TornTail = true
 	case errors.Is(err, ErrCheckpoint), errors.Is(err, ErrUnsafe):
-		return nil, err
+		return nil, opened, err
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", audit, err)
+		return nil, opened, fmt.Errorf("%s: %w", audit, err)
 	}
 	if anchored {
 		if err := rp.checkAnchor(f, ah); err != nil {
-			return nil, fmt.Errorf("%s: %w", audit, err)
+			return nil, opened, fmt.Errorf("%s: %w", audit, err)
 		}
 	}
 	res := rp.res
 	s.Records = res.Records
-	return s, nil
+	return s, opened, nil
 }
 
 // AuditPath is the journal the snapshot was read from.

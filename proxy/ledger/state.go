@@ -146,6 +146,13 @@ func (s *state) apply(r *parsed) {
 		}
 		// A lease settled after a crash counts its calls as used.
 		p.used[i] = max(p.used[i], r.Used)
+	case typeSegment:
+		// The first record of a rotated journal's file: the state it
+		// carries is the state of the records before it.
+		var cp cpState
+		if err := json.Unmarshal(r.State, &cp); err == nil {
+			*s = *cp.state()
+		}
 	case typePlanLoaded:
 		if r.SignedAt != nil {
 			s.raise(r.PlanName, r.SignedPath, *r.SignedAt)

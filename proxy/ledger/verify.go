@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +34,14 @@ func scanFrom(r io.Reader, from VerifyResult, apply func(*parsed)) (res VerifyRe
 		acc  []byte
 		long bool
 	)
-	for lineNo := from.Records + 1; ; lineNo++ {
+	// base is the seq before the file's first record: line numbers count
+	// from the file's start.
+	base := 0
+	if from.First > 1 {
+		base = int(from.First) - 1
+	}
+	for seq := from.Records + 1; ; seq++ {
+		lineNo := seq - base
 		chunk, err := br.ReadSlice('\n')
 		for errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: gather it.
@@ -56,11 +64,25 @@ func scanFrom(r io.Reader, from VerifyResult, apply func(*parsed)) (res VerifyRe
 		if err != nil {
 			return res, good, last, fmt.Errorf("read audit log: %w", err)
 		}
-		p, hash, reason := checkLine(line[:len(line)-1], uint64(lineNo), res.Head, apply != nil)
+		if seq == 1 && res.Records == 0 {
+			// The file's first line: a later segment of a rotated journal
+			// starts where the one before it ended.
+			if start, prev, reason := segmentStart(line[:len(line)-1]); reason != "" {
+				return res, good, last, &VerifyError{Line: 1, Reason: reason}
+			} else if start > 1 {
+				seq, base, res.Head = int(start), int(start)-1, prev
+				res.Records = seq - 1
+			}
+			res.First = uint64(seq)
+		}
+		p, hash, reason := checkLine(line[:len(line)-1], uint64(seq), res.Head, apply != nil)
 		if reason != "" {
 			return res, good, last, &VerifyError{Line: lineNo, Reason: reason}
 		}
 		if apply != nil {
+			if p.Type == typeSegment && lineNo != 1 {
+				return res, good, last, &VerifyError{Line: lineNo, Reason: "a segment record that does not start its file"}
+			}
 			apply(p)
 		}
 		res.Records++
@@ -69,4 +91,21 @@ func scanFrom(r io.Reader, from VerifyResult, apply func(*parsed)) (res VerifyRe
 		good += int64(len(line))
 		acc, long = acc[:0], false
 	}
+}
+
+// segmentStart reads the chain header of a file's first line: a seq above 1
+// is allowed only for a segment record, which continues the chain of the
+// file before it (its prev is that file's last hash).
+func segmentStart(line []byte) (seq uint64, prev string, reason string) {
+	seq, prev, ok := chainHeader(line)
+	if !ok || seq <= 1 {
+		return 1, "", "" // checkLine says what is wrong, if anything
+	}
+	var r struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil || r.Type != typeSegment {
+		return 0, "", fmt.Sprintf("seq %d where 1 was expected: records were removed from the start, or this is not the first file of the journal and does not start with a segment record", seq)
+	}
+	return seq, prev, ""
 }

@@ -146,6 +146,19 @@ func (l *Ledger) account(w turn, err error) *cpPrep {
 		l.failLocked(err)
 		return nil
 	}
+	if w.synced && !w.closing && l.rotateDueLocked(l.stamp()) {
+		// Unlike a checkpoint, a rotation does not wait for a quiet
+		// moment, which steady traffic may never give: the records queued
+		// now go to the old file first, and the state the segment record
+		// carries is the state after them.
+		cp := l.prepareSegmentLocked()
+		if cp != nil {
+			cp.entries, cp.batch = l.pending, l.cur
+			l.pending, l.cur = nil, nil
+		}
+		l.checkpointAt = l.stats.Records + 1
+		return cp
+	}
 	if w.synced && !w.closing && len(l.pending) == 0 &&
 		l.checkpointEvery > 0 && l.stats.Records-l.checkpointAt >= l.checkpointEvery {
 		// Nothing is queued, so the state is exactly what the journal
@@ -203,6 +216,9 @@ func (l *Ledger) writer() {
 		}
 		if err == nil && len(entries) > 0 {
 			l.written = entries[len(entries)-1].seq
+			if l.fileStarted.IsZero() {
+				l.fileStarted = l.stamp() // a new journal's first record, for RotateEvery
+			}
 		}
 		if err == nil && dirty && (flush || closing || (b != nil && b.sync)) {
 			start := time.Now()
@@ -236,7 +252,13 @@ func (l *Ledger) writer() {
 		}
 		if cp != nil {
 			// Written before any record queued after it took its seq.
-			h, cerr := l.finishCheckpoint(cp)
+			var h Head
+			var cerr error
+			if cp.segment != "" {
+				h, cerr = l.rotate(cp)
+			} else {
+				h, cerr = l.finishCheckpoint(cp)
+			}
 			if cerr != nil {
 				broken = cerr
 				l.fail(cerr)

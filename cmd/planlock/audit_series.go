@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/urfave/cli/v2"
+)
+
+// journalSeries turns the files and directories given to audit verify and
+// audit export into one series in chain order. Files are taken in the order
+// given (a wrong order is reported by the chain, not repaired). A directory
+// stands for one journal's files: its archived segments
+// (<stem>.<first>-<last><ext>) in name order, then the journal itself
+// (<stem><ext>) when it is there.
+func journalSeries(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+			out = append(out, a) // opening it says what is wrong
+			continue
+		}
+		files, err := dirSeries(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+func dirSeries(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var journals, rest []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
+			rest = append(rest, e.Name())
+		}
+	}
+	// A journal is a .jsonl file that is not a segment of another one.
+	for _, n := range rest {
+		seg := false
+		for _, m := range rest {
+			if _, _, ok := ledger.ParseSegmentName(m, n); ok && m != n {
+				seg = true
+				break
+			}
+		}
+		if !seg {
+			journals = append(journals, n)
+		}
+	}
+	var segs []string
+	var journal string
+	switch len(journals) {
+	case 0:
+		// Archived segments only: one journal's, by their common stem.
+		stems := map[string]bool{}
+		for _, n := range rest {
+			stem, _, _ := strings.Cut(n, ".")
+			stems[stem] = true
+		}
+		if len(stems) != 1 {
+			return nil, fmt.Errorf("%s: no audit log files (*.jsonl) of one journal", dir)
+		}
+		segs = rest
+	case 1:
+		journal = journals[0]
+		for _, n := range rest {
+			if _, _, ok := ledger.ParseSegmentName(journal, n); ok {
+				segs = append(segs, n)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%s holds the files of more than one audit log (%s): give the files", dir, strings.Join(journals, ", "))
+	}
+	slices.Sort(segs)
+	var out []string
+	for _, n := range segs {
+		out = append(out, filepath.Join(dir, n))
+	}
+	if journal != "" {
+		out = append(out, filepath.Join(dir, journal))
+	}
+	return out, nil
+}
+
+// lineLimit bounds each record read to max bytes.
+func lineLimit(max int64) func(io.Reader, string) io.Reader {
+	return func(r io.Reader, path string) io.Reader { return boundedio.LineLimit(r, path, max) }
+}
+
+// seriesHead checks a verified series against a head kept elsewhere, in
+// the file that holds the head's record (the last when it is beyond all).
+func seriesHead(segs []ledger.SegmentResult, want ledger.Head) error {
+	i := len(segs) - 1
+	for j, s := range segs {
+		if s.First > 0 && want.Seq+1 >= s.First && want.Seq <= uint64(s.Records) {
+			i = j
+			break
+		}
+	}
+	f, err := os.Open(segs[i].Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return ledger.VerifyHead(f, ledger.VerifyResult{Records: segs[i].Records, Head: segs[i].Head, First: segs[i].First}, want)
+}
+
+// seriesFindHash looks for a record hash in every file of a series.
+func seriesFindHash(segs []ledger.SegmentResult, hash string) (uint64, bool, error) {
+	for _, s := range segs {
+		f, err := os.Open(s.Path)
+		if err != nil {
+			return 0, false, err
+		}
+		seq, ok, err := ledger.FindHash(f, hash)
+		f.Close()
+		if err != nil || ok {
+			return seq, ok, err
+		}
+	}
+	return 0, false, nil
+}
+
+func auditExportCommand() *cli.Command {
+	o := &auditExportOptions{}
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "stream audit records as JSON lines, for a log store or a SIEM",
+		ArgsUsage: "FILE...|DIR",
+		Description: `Verifies the audit log's hash chain, across its rotated segments, and writes
+each record to standard output as one JSON object per line, in order. The
+shape is stable (schema "planlock.audit.v1", described in docs/audit-log.md):
+the record's fields, its seq, and the chain's prev and hash, so the receiver
+can check the chain too.
+
+A DIR stands for the log's files in it: archived segments in name order,
+then the log. To ship continuously, keep the last seq stored and resume
+after it with --from-seq LAST+1: records before it are verified but not
+written. A record a running proxy is still writing (a torn last line) is
+left for the next run. A break in the chain stops the export at the break,
+with exit status 1.
+
+Examples:
+   planlock audit export ~/.local/state/planlock/ > audit-export.jsonl
+   planlock audit export --from-seq 40001 /var/lib/planlock/refund-4711/
+
+Exit status: 0 when every file verified and was written, 1 otherwise.`,
+		Flags:  o.flags(),
+		Action: action(o, runAuditExport),
+	}
+}
+
+// auditExportOptions are the flags of planlock audit export.
+type auditExportOptions struct {
+	cmdline
+	FromSeq      uint64
+	MaxLineBytes int64
+}
+
+func (o *auditExportOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Uint64Flag{Name: "from-seq", Value: 1, Usage: "write the records from sequence number `N` on (the last one stored plus one)", Destination: &o.FromSeq},
+		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
+	}
+}
+
+func runAuditExport(_ context.Context, o *auditExportOptions) error {
+	if len(o.Args) < 1 {
+		return usageErrorf("audit export: give the audit log's files or its directory")
+	}
+	if o.MaxLineBytes <= 0 {
+		return usageErrorf("audit export: --max-line-bytes must be positive")
+	}
+	paths, err := journalSeries(o.Args)
+	if err != nil {
+		return failf("audit export: %v", err)
+	}
+	if _, err := ledger.Export(o.IO.out, paths, o.FromSeq, lineLimit(o.MaxLineBytes)); err != nil {
+		return failf("audit export: %v", err)
+	}
+	return nil
+}
+
+// runAuditVerifySeries is audit verify over several files.
+func runAuditVerifySeries(o *auditVerifyOptions, paths []string, anchor *ledger.Head, wantHash string) error {
+	segs, res, err := ledger.VerifySeries(paths, lineLimit(o.MaxLineBytes))
+	var se *ledger.SeriesError
+	if err != nil && !errors.As(err, &se) {
+		return failf("audit verify: %v", err)
+	}
+	var headErr error
+	var found uint64
+	if se == nil && anchor != nil {
+		headErr = seriesHead(segs, *anchor)
+	}
+	if se == nil && headErr == nil && wantHash != "" {
+		var ok bool
+		if found, ok, err = seriesFindHash(segs, wantHash); err != nil {
+			return failf("audit verify: %v", err)
+		} else if !ok {
+			headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)
+		}
+	}
+	if o.JSON {
+		out := newAuditVerifySeriesJSON(segs, res, se, headErr)
+		if err := writeJSONEscaped(o.IO.out, out); err != nil {
+			return failf("audit verify: %v", err)
+		}
+		if !out.OK {
+			return silentExit(exitFailure)
+		}
+		return nil
+	}
+	if se != nil {
+		return failf("%v", se)
+	}
+	if headErr != nil {
+		return failf("%v", headErr)
+	}
+	from := ""
+	if res.First > 1 {
+		from = fmt.Sprintf(" (from seq %d: the records before it are in files not given)", res.First)
+	}
+	fmt.Fprintf(o.IO.out, "ok: %s in %s%s\nhead: %s\n", plural(res.Records-int(max(res.First, 1))+1, "record", "records"),
+		plural(len(segs), "file", "files"), from, res.Head)
+	if anchor != nil {
+		fmt.Fprintf(o.IO.out, "anchor: record %d matches\n", anchor.Seq)
+	}
+	if wantHash != "" {
+		fmt.Fprintf(o.IO.out, "head %s: record %d\n", wantHash[:12], found)
+	}
+	return nil
+}

@@ -1,0 +1,415 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Machine is the ledger's rules and derived state without its storage, for
+// a store that keeps the journal elsewhere (a database that several proxies
+// share). It writes and reads the same records, chained and hashed the
+// same way, as the journal file: Verify checks either, and a journal copied
+// line by line yields the same state.
+//
+// The store serializes writers itself (every change is decided against a
+// Machine that has applied every record before it), appends the lines the
+// Machine's methods return, and, when an append fails or its outcome is
+// unknown, discards the Machine and replays the stored records into a new
+// one: the methods change the state before the records are stored. A
+// Machine is not safe for concurrent use.
+type Machine struct {
+	st     *state
+	seq    uint64
+	head   string
+	redact bool
+	lines  [][]byte // appended since TakeLines
+}
+
+// NewMachine returns the state of an empty journal; redact records the
+// arguments' digest instead of the arguments.
+func NewMachine(redact bool) *Machine {
+	return &Machine{st: newState(), head: genesis, redact: redact}
+}
+
+// Head is the seq and hash of the last record applied or appended.
+func (m *Machine) Head() Head { return Head{Seq: m.seq, Hash: m.head} }
+
+// Apply checks one stored line (without its newline) against the chain
+// (next seq, prev = head, own hash) and applies it.
+func (m *Machine) Apply(line []byte) error {
+	p, hash, reason := checkLine(line, m.seq+1, m.head, true)
+	if reason != "" {
+		return &VerifyError{Line: int(m.seq + 1), Reason: reason}
+	}
+	m.st.apply(p)
+	m.seq, m.head = p.Seq, hash
+	return nil
+}
+
+// TakeLines returns the lines appended since the last TakeLines (each
+// without newline, in seq order); the store must write them all at once.
+func (m *Machine) TakeLines() [][]byte {
+	l := m.lines
+	m.lines = nil
+	return l
+}
+
+// append chains one record body and remembers its line.
+func (m *Machine) append(body []byte) uint64 {
+	m.seq++
+	line, hash := appendLine(nil, m.seq, m.head, body)
+	m.lines = append(m.lines, line[:len(line)-1])
+	m.head = hash
+	return m.seq
+}
+
+// StateDigest is the sha256 of the derived state (counts, order, holds,
+// high-water marks) as a checkpoint would store it: two journals with the
+// same digest give the same decisions.
+func (m *Machine) StateDigest() (string, error) {
+	return stateDigest(m.st)
+}
+
+func stateDigest(s *state) (string, error) {
+	cp := s.checkpoint()
+	for d, p := range cp.Plans {
+		p.Leased = nil // lease bookkeeping is the file store's, not a decision
+		cp.Plans[d] = p
+	}
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (m *Machine) argsFields(r *record, args json.RawMessage) error {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if m.redact {
+		d, err := ArgsDigest(args)
+		if err != nil {
+			return err
+		}
+		r.ArgsSHA = d
+		return nil
+	}
+	r.Args = args
+	return nil
+}
+
+func (m *Machine) encode(r *record) ([]byte, error) {
+	b, err := encodeBody(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	return b, nil
+}
+
+// Reserve takes one call of the step as Ledger.Reserve does, counted alone
+// (no leases: the store commits it before the call is forwarded).
+func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
+	if rv.MaxCalls < 1 {
+		return Ticket{}, fmt.Errorf("%w: max_calls %d < 1", ErrInvalidArgument, rv.MaxCalls)
+	}
+	if rv.StepIndex < 0 {
+		return Ticket{}, fmt.Errorf("%w: step index %d", ErrInvalidArgument, rv.StepIndex)
+	}
+	if rv.OverLimit && rv.HoldID == "" {
+		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
+	}
+	now = now.UTC()
+	p := m.st.plans[rv.PlanDigest]
+	if p == nil {
+		p = &planState{}
+	}
+	if rv.Check != nil {
+		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
+			return Ticket{}, err
+		}
+	}
+	used := 0
+	if rv.StepIndex < len(p.used) {
+		used = p.used[rv.StepIndex]
+	}
+	if used >= rv.MaxCalls && !rv.OverLimit {
+		return Ticket{}, &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: used, Max: rv.MaxCalls}
+	}
+	var h *Hold
+	if rv.HoldID != "" {
+		sha, err := ArgsDigest(rv.Args)
+		if err != nil {
+			return Ticket{}, err
+		}
+		h = m.st.holds[rv.HoldID]
+		switch {
+		case h == nil:
+			return Ticket{}, fmt.Errorf("%w %q", ErrUnknownHold, rv.HoldID)
+		case h.PlanDigest != rv.PlanDigest || h.Tool != rv.Tool || h.ArgsSHA256 != sha:
+			return Ticket{}, fmt.Errorf("%w: hold %s approves another call", ErrHoldMismatch, rv.HoldID)
+		}
+		if st := view(h, now).State; st != HoldApproved {
+			return Ticket{}, fmt.Errorf("%w: hold %s is %s, not approved", ErrHoldState, rv.HoldID, st)
+		}
+	}
+	i := rv.StepIndex
+	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
+		Step: rv.Step, StepIndex: &i, Tool: rv.Tool, Hold: rv.HoldID, Max: rv.MaxCalls}
+	if err := m.argsFields(&r, rv.Args); err != nil {
+		return Ticket{}, err
+	}
+	body, err := m.encode(&r)
+	if err != nil {
+		return Ticket{}, err
+	}
+	body = append(body, `,"used":`...)
+	body = strconv.AppendInt(body, int64(used+1), 10)
+	pp := m.st.plan(rv.PlanDigest)
+	pp.grow(i)
+	pp.used[i], pp.names[i] = used+1, rv.Step
+	pp.current = max(pp.current, i)
+	if h != nil {
+		h.State, h.Updated = HoldConsumed, now
+		pp.held[i] = false
+	}
+	seq := m.append(body)
+	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: i, Tool: rv.Tool, Used: used + 1, At: now}, nil
+}
+
+// Complete records the upstream's outcome, as Ledger.Complete.
+func (m *Machine) Complete(t Ticket, o Outcome, now time.Time) error {
+	now = now.UTC()
+	lat := o.Latency
+	if lat == 0 && !t.At.IsZero() {
+		lat = now.Sub(t.At)
+	}
+	ms := float64(lat.Microseconds()) / 1000
+	ok := o.OK
+	idx := t.StepIndex
+	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &idx,
+		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
+	if !ok {
+		r.Error = oneLine(o.Err)
+		if r.Error == "" {
+			r.Error = "failed"
+		}
+	}
+	body, err := m.encode(&r)
+	if err != nil {
+		return err
+	}
+	if t.StepIndex >= 0 {
+		p := m.st.plan(t.PlanDigest)
+		p.grow(t.StepIndex)
+		if ok {
+			p.done[t.StepIndex] = true
+		}
+		if o.HoldStep {
+			p.held[t.StepIndex] = true
+		}
+	}
+	m.append(body)
+	return nil
+}
+
+// Block records a blocked call.
+func (m *Machine) Block(c Call, reason string, now time.Time) error {
+	return m.callRecord(typeDecision, DecisionBlock, c, reason, now)
+}
+
+// Observe records an observed call (see Ledger.Observe).
+func (m *Machine) Observe(c Call, decision, reason string, now time.Time) error {
+	switch decision {
+	case WouldAllow, WouldBlock, WouldHold:
+	default:
+		return fmt.Errorf("%w: observe decision %q", ErrInvalidArgument, decision)
+	}
+	return m.callRecord(typeObserve, decision, c, reason, now)
+}
+
+func (m *Machine) callRecord(typ, decision string, c Call, reason string, now time.Time) error {
+	r := record{Time: now.UTC(), Type: typ, Decision: decision, Plan: c.PlanDigest,
+		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+	if c.Step != "" {
+		idx := c.StepIndex
+		r.StepIndex = &idx
+	}
+	if err := m.argsFields(&r, c.Args); err != nil {
+		return err
+	}
+	body, err := m.encode(&r)
+	if err != nil {
+		return err
+	}
+	m.append(body)
+	return nil
+}
+
+// NewHold records a held call, as Ledger.NewHold (an open hold for the same
+// call is found again).
+func (m *Machine) NewHold(c Call, spec HoldSpec, now time.Time) (Hold, error) {
+	now = now.UTC()
+	canon, err := CanonicalArgs(c.Args)
+	if err != nil {
+		return Hold{}, err
+	}
+	sha, _ := ArgsDigest(canon)
+	idx := c.StepIndex
+	if id, ok := m.st.byKey[holdKey{c.PlanDigest, c.Tool, sha}]; ok {
+		h := m.st.holds[id]
+		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
+			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
+				Step: c.Step, StepIndex: &idx, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(spec.Reason), Hold: id}
+			body, err := m.encode(&r)
+			if err != nil {
+				return Hold{}, err
+			}
+			m.append(body)
+			return view(h, now), nil
+		}
+	}
+	id, err := newHoldID()
+	if err != nil {
+		return Hold{}, err
+	}
+	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
+		ArgsSHA256: sha, Reason: oneLine(spec.Reason), Cause: spec.Cause, ObservedPin: oneLine(spec.ObservedPin),
+		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
+	if !m.redact {
+		h.Args = canon
+	}
+	exp := h.Expires
+	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
+		Step: c.Step, StepIndex: &idx, Tool: c.Tool, Args: h.Args, ArgsSHA: sha,
+		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
+	body, err := m.encode(&r)
+	if err != nil {
+		return Hold{}, err
+	}
+	m.st.addHold(h)
+	m.append(body)
+	return view(h, now), nil
+}
+
+// UpdateHold approves or rejects a pending hold and/or sets its PR URL.
+func (m *Machine) UpdateHold(id string, u HoldUpdate, now time.Time) (Hold, error) {
+	if u.State != "" && u.State != HoldApproved && u.State != HoldRejected {
+		return Hold{}, fmt.Errorf("%w: a hold can only be set to approved or rejected, not %q", ErrInvalidArgument, u.State)
+	}
+	now = now.UTC()
+	h := m.st.holds[id]
+	if h == nil {
+		return Hold{}, fmt.Errorf("%w %q", ErrUnknownHold, id)
+	}
+	if st := view(h, now).State; u.State != "" && st != HoldPending {
+		return Hold{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
+	}
+	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, Note: oneLine(u.Note)}
+	body, err := m.encode(&r)
+	if err != nil {
+		return Hold{}, err
+	}
+	if u.State != "" {
+		h.State = u.State
+	}
+	if u.PRURL != "" {
+		h.PRURL = u.PRURL
+	}
+	h.Updated = now
+	m.append(body)
+	return view(h, now), nil
+}
+
+// LoadPlan applies the no-downgrade rule and records the load.
+func (m *Machine) LoadPlan(p PlanLoad, now time.Time) error {
+	if p.Name == "" || p.SignedAt.IsZero() {
+		return fmt.Errorf("%w: a loaded plan needs a name and a signing time", ErrInvalidArgument)
+	}
+	signed := p.SignedAt.UTC()
+	p.SignedAt = signed
+	if newest, ok := m.st.newest[p.Name]; ok && signed.Before(newest) {
+		return &DowngradeError{Name: p.Name, SignedAt: signed, Newest: newest}
+	}
+	if p.Path != "" {
+		if newest, ok := m.st.newest[pathMark(p.Path)]; ok && signed.Before(newest) {
+			return &DowngradeError{Name: p.Name, Path: p.Path, SignedAt: signed, Newest: newest}
+		}
+	}
+	r := record{Time: now.UTC(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path}
+	body, err := m.encode(&r)
+	if err != nil {
+		return err
+	}
+	m.st.raise(p.Name, p.Path, signed)
+	m.append(body)
+	return nil
+}
+
+// Progress returns a copy of the plan's order state and counts.
+func (m *Machine) Progress(planDigest string) Progress { return m.st.progress(planDigest) }
+
+// ListHolds returns all holds in creation order, as of now.
+func (m *Machine) ListHolds(now time.Time) []Hold { return m.st.listHolds(now) }
+
+// GetHold returns a hold by id.
+func (m *Machine) GetHold(id string, now time.Time) (Hold, bool) {
+	h := m.st.holds[id]
+	if h == nil {
+		return Hold{}, false
+	}
+	return view(h, now), true
+}
+
+// FindHold returns the newest hold for exactly this call.
+func (m *Machine) FindHold(c Call, now time.Time) (Hold, bool) {
+	sha, err := ArgsDigest(c.Args)
+	if err != nil {
+		return Hold{}, false
+	}
+	id, ok := m.st.byKey[holdKey{c.PlanDigest, c.Tool, sha}]
+	if !ok {
+		return Hold{}, false
+	}
+	return view(m.st.holds[id], now), true
+}
+
+// Newest is the newest signing time loaded for a plan name.
+func (m *Machine) Newest(planName string) (time.Time, bool) {
+	t, ok := m.st.newest[planName]
+	return t, ok
+}
+
+// JournalLines calls fn with each line (without newline) of a journal
+// read from data, after Verify checked it whole.
+func JournalLines(data []byte, fn func(line []byte) error) error {
+	if _, err := Verify(bytes.NewReader(data)); err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if err := fn(data[:i]); err != nil {
+			return err
+		}
+		data = data[i+1:]
+	}
+	return nil
+}
+
+// StateDigest of a Snapshot, comparable with Machine.StateDigest.
+func (s *Snapshot) StateDigest() (string, error) { return stateDigest(s.st) }
+
+// Snapshot is a read-only copy of the Machine's state as of now, named
+// name (what Snapshot.AuditPath returns), for the commands that read a
+// state (planlock holds list).
+func (m *Machine) Snapshot(name string, now time.Time) *Snapshot {
+	cp := m.st.checkpoint()
+	return &Snapshot{st: cp.state(), now: now, auditPath: name, Records: int(m.seq)}
+}

@@ -1,0 +1,530 @@
+// Package pgstate keeps the proxy's state in PostgreSQL, so that several
+// proxies (replicas behind a load balancer) share exact counts, holds,
+// no-downgrade marks and one audit chain.
+//
+// The database holds the journal itself: table planlock_audit has one row
+// per record, the same chained and hashed line the journal file holds
+// (ledger.Machine writes and reads both), and planlock_head the chain's
+// head. Every change is one transaction that locks the head row, reads the
+// records other replicas appended since this one last looked, decides
+// against that state (the order rule, max_calls, a hold's state), appends
+// its records and moves the head, and commits before the caller goes on: a
+// call is forwarded only once its count and its audit record are committed,
+// as one fact. The head lock serializes the replicas' decisions; since the
+// chain is linear, every writer has to serialize on its end anyway. Calls
+// arriving together at one replica share one transaction (group commit).
+//
+// Fail closed: while the database cannot be reached, every change returns
+// an error naming it (ErrUnavailable) and the proxy forwards nothing;
+// holds stay as they were. The connection pool reconnects by itself, so
+// service resumes when the database is back. A replica that dies holds no
+// lease: its open transaction is rolled back by the server when the
+// connection drops (or after idle_in_transaction_session_timeout when the
+// network, not the process, is gone), and every call it forwarded was
+// committed before.
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// ErrUnavailable: the database could not be reached or the transaction
+// failed; nothing was decided (or, when a commit's outcome is unknown, a
+// count may have been taken but the call is not forwarded).
+var ErrUnavailable = errors.New("state database unavailable")
+
+// IsURL reports whether a --state value names a PostgreSQL database.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Options configure Open.
+type Options struct {
+	URL string
+	// Redact stores the sha256 of the canonical arguments instead of the arguments.
+	Redact bool
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+	// Timeout bounds each transaction, connecting included: past it a call
+	// is refused rather than kept waiting. Zero means 5s.
+	Timeout time.Duration
+}
+
+// Store is an open PostgreSQL state. Its methods are safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	where   string
+	redact  bool
+	now     func() time.Time
+	timeout time.Duration
+
+	mu sync.Mutex      // guards m; held for a whole transaction
+	m  *ledger.Machine // nil: replay from the start at next use
+
+	qmu     sync.Mutex
+	queue   []*op
+	closed  bool
+	kick    chan struct{}
+	stopped chan struct{}
+}
+
+type op struct {
+	fn   func(m *ledger.Machine, now time.Time) error
+	err  error
+	done chan struct{}
+}
+
+// Describe names the database of a URL without its password, for messages.
+func Describe(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return "the PostgreSQL state (URL not valid)"
+	}
+	return fmt.Sprintf("PostgreSQL database %q on %s:%d", cfg.Database, cfg.Host, cfg.Port)
+}
+
+// sessionParams are set on every connection: a commit is durable before
+// it returns (whatever the server's default), and a transaction left open by
+// a replica cut off from the network is rolled back, releasing the head.
+var sessionParams = map[string]string{
+	"synchronous_commit":                  "on",
+	"idle_in_transaction_session_timeout": "10000",
+	"application_name":                    "planlock",
+}
+
+func connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("--state: not a valid PostgreSQL URL: %v", redactURL(err.Error(), url))
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: connect to %s: %v", ErrUnavailable, Describe(url), redactURL(err.Error(), url))
+	}
+	return conn, nil
+}
+
+// redactURL keeps a password in the URL out of an error message.
+func redactURL(msg, url string) string {
+	if cfg, err := pgconn.ParseConfig(url); err == nil && cfg.Password != "" {
+		msg = strings.ReplaceAll(msg, cfg.Password, "xxxxx")
+	}
+	return msg
+}
+
+// Open connects, checks the schema and replays the journal. The caller must Close it.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	where := Describe(o.URL)
+	conn, err := connect(ctx, o.URL)
+	if err != nil {
+		return nil, err
+	}
+	err = checkSchema(ctx, conn, where)
+	conn.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("--state: %v", redactURL(err.Error(), o.URL))
+	}
+	for k, v := range sessionParams {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	s := &Store{where: where, redact: o.Redact, now: o.Now, timeout: o.Timeout,
+		kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.timeout <= 0 {
+		s.timeout = 5 * time.Second
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > s.timeout {
+		cfg.ConnConfig.ConnectTimeout = s.timeout
+	}
+	cfg.MaxConns = 4 // one writer, a few readers
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, where, redactURL(err.Error(), o.URL))
+	}
+	s.mu.Lock()
+	err = s.open(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	go s.writer()
+	return s, nil
+}
+
+// Close stops the writer (after the queued changes) and closes the pool.
+func (s *Store) Close() error {
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.qmu.Unlock()
+	s.signal()
+	<-s.stopped
+	s.pool.Close()
+	return nil
+}
+
+func (s *Store) signal() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// do queues one change and waits for its transaction. A ctx cancelled
+// early returns, but the change may still commit.
+func (s *Store) do(ctx context.Context, fn func(m *ledger.Machine, now time.Time) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{fn: fn, done: make(chan struct{})}
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		return ledger.ErrClosed
+	}
+	s.queue = append(s.queue, o)
+	s.qmu.Unlock()
+	s.signal()
+	select {
+	case <-o.done:
+		return o.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) writer() {
+	defer close(s.stopped)
+	for range s.kick {
+		s.qmu.Lock()
+		ops, closing := s.queue, s.closed
+		s.queue = nil
+		s.qmu.Unlock()
+		if len(ops) > 0 {
+			s.run(ops)
+		}
+		if closing {
+			s.qmu.Lock()
+			rest := s.queue
+			s.queue = nil
+			s.qmu.Unlock()
+			for _, o := range rest {
+				o.err = ledger.ErrClosed
+				close(o.done)
+			}
+			return
+		}
+	}
+}
+
+// run decides and commits a group of changes in one transaction.
+func (s *Store) run(ops []*op) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	s.mu.Lock()
+	err := s.runTx(ctx, ops)
+	if err != nil {
+		// The state may hold changes that did not commit: replay at next use.
+		s.m = nil
+	}
+	s.mu.Unlock()
+	for _, o := range ops {
+		if err != nil && o.err == nil {
+			o.err = err
+		}
+		close(o.done)
+	}
+}
+
+func (s *Store) unavailable(what string, err error) error {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ledger.ErrAnchor) || errors.Is(err, ledger.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %s: %v", ErrUnavailable, s.where, what, err)
+}
+
+// runTx: lock the head, catch up, decide, append, commit, in two round
+// trips (each a pipelined batch) and one WAL flush. Call with mu held.
+func (s *Store) runTx(ctx context.Context, ops []*op) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.unavailable("connect", err)
+	}
+	// A connection left inside a transaction by an error is closed, not
+	// reused, by the pool.
+	defer conn.Release()
+	if s.m == nil {
+		s.m = ledger.NewMachine(s.redact)
+	}
+	// 1: begin, lock the head, and read what other replicas appended
+	// since this one last looked (READ COMMITTED: the read runs after the
+	// lock is held, so it sees every record up to the head).
+	var head ledger.Head
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT seq, hash FROM planlock_head FOR UPDATE")
+	b.Queue("SELECT seq, line FROM planlock_audit WHERE seq > $1 ORDER BY seq", int64(s.m.Head().Seq))
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return s.unavailable("begin", err)
+	}
+	if err := br.QueryRow().Scan(&head.Seq, &head.Hash); err != nil {
+		br.Close()
+		return s.unavailable("lock the head", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return s.unavailable("read audit records", err)
+	}
+	err = s.applyRows(rows)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = s.unavailable("read audit records", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.checkHead(head); err != nil {
+		return err
+	}
+	now := s.now()
+	for _, o := range ops {
+		o.err = o.fn(s.m, now)
+	}
+	lines := s.m.TakeLines()
+	// 2: append, move the head, commit.
+	b = &pgx.Batch{}
+	if len(lines) > 0 {
+		seqs := make([]int64, len(lines))
+		texts := make([]string, len(lines))
+		for i, l := range lines {
+			seqs[i], texts[i] = int64(head.Seq)+1+int64(i), string(l)
+		}
+		h := s.m.Head()
+		b.Queue("INSERT INTO planlock_audit (seq, line) SELECT * FROM unnest($1::bigint[], $2::text[])", seqs, texts)
+		b.Queue("UPDATE planlock_head SET seq = $1, hash = $2", int64(h.Seq), h.Hash)
+	}
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	defer br.Close()
+	if len(lines) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return s.unavailable("append audit records", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			return s.unavailable("move the head", err)
+		}
+	}
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("the transaction was rolled back (%s)", tag)
+	}
+	if err != nil {
+		return s.unavailable("commit", err)
+	}
+	return nil
+}
+
+// applyRows applies stored records, each of which must be the next of the
+// chain. Call with mu held.
+func (s *Store) applyRows(rows pgx.Rows) error {
+	var seq int64
+	var line string
+	_, err := pgx.ForEachRow(rows, []any{&seq, &line}, func() error {
+		if uint64(seq) != s.m.Head().Seq+1 {
+			return fmt.Errorf("%w: %s: record %d missing from planlock_audit", ledger.ErrCorrupt, s.where, s.m.Head().Seq+1)
+		}
+		if err := s.m.Apply([]byte(line)); err != nil {
+			return fmt.Errorf("%w: %s: record %d: %v", ledger.ErrCorrupt, s.where, seq, err)
+		}
+		return nil
+	})
+	if err != nil {
+		s.m = nil
+		return s.unavailable("read audit records", err)
+	}
+	return nil
+}
+
+// checkHead compares the state with the head row. Call with mu held.
+func (s *Store) checkHead(head ledger.Head) error {
+	if got := s.m.Head(); got != head {
+		s.m = nil
+		return fmt.Errorf("%w: %s: planlock_audit ends at seq %d hash %s, its head row says seq %d hash %s: the audit table was cut or rewritten",
+			ledger.ErrAnchor, s.where, got.Seq, got.Hash, head.Seq, head.Hash)
+	}
+	return nil
+}
+
+// refresh reads the records committed since the state's head, in one
+// query and without a lock: commits are serialized by the head lock, so
+// the committed records are always a prefix of the chain. Call with mu held.
+func (s *Store) refresh(ctx context.Context) error {
+	if s.m == nil {
+		s.m = ledger.NewMachine(s.redact)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT seq, line FROM planlock_audit WHERE seq > $1 ORDER BY seq", int64(s.m.Head().Seq))
+	if err != nil {
+		return s.unavailable("read audit records", err)
+	}
+	return s.applyRows(rows)
+}
+
+// open reads the whole journal and checks it ends at the head row.
+func (s *Store) open(ctx context.Context) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var head ledger.Head
+		if err := tx.QueryRow(ctx, "SELECT seq, hash FROM planlock_head").Scan(&head.Seq, &head.Hash); err != nil {
+			return s.unavailable("read the head", err)
+		}
+		s.m = ledger.NewMachine(s.redact)
+		rows, err := tx.Query(ctx, "SELECT seq, line FROM planlock_audit ORDER BY seq")
+		if err != nil {
+			return s.unavailable("read audit records", err)
+		}
+		if err := s.applyRows(rows); err != nil {
+			return err
+		}
+		return s.checkHead(head)
+	})
+}
+
+// read runs fn on the newest state it can get: when the database cannot be
+// reached it falls back to the last state read (reads decide nothing: every
+// change is decided again in its transaction).
+func (s *Store) read(fn func(m *ledger.Machine, now time.Time)) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.refresh(ctx)
+	m := s.m
+	if m == nil {
+		m = ledger.NewMachine(s.redact)
+	}
+	fn(m, s.now())
+}
+
+// Reserve takes one call of the step; the call may be forwarded only on a
+// nil error, once the count and its audit record are committed.
+func (s *Store) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error) {
+	var t ledger.Ticket
+	err := s.do(ctx, func(m *ledger.Machine, now time.Time) error {
+		var err error
+		t, err = m.Reserve(rv, now)
+		return err
+	})
+	if err != nil {
+		return ledger.Ticket{}, err
+	}
+	return t, nil
+}
+
+// Complete records the upstream's outcome of a reserved call.
+func (s *Store) Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome) error {
+	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Complete(t, o, now) })
+}
+
+// Block records a blocked call.
+func (s *Store) Block(ctx context.Context, c ledger.Call, reason string) error {
+	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Block(c, reason, now) })
+}
+
+// Observe records an observed call (observe mode).
+func (s *Store) Observe(ctx context.Context, c ledger.Call, decision, reason string) error {
+	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Observe(c, decision, reason, now) })
+}
+
+// NewHold records a held call, or finds the open hold for it again.
+func (s *Store) NewHold(ctx context.Context, c ledger.Call, spec ledger.HoldSpec) (ledger.Hold, error) {
+	var h ledger.Hold
+	err := s.do(ctx, func(m *ledger.Machine, now time.Time) error {
+		var err error
+		h, err = m.NewHold(c, spec, now)
+		return err
+	})
+	if err != nil {
+		return ledger.Hold{}, err
+	}
+	return h, nil
+}
+
+// UpdateHold approves or rejects a pending hold and/or sets its PR URL.
+func (s *Store) UpdateHold(ctx context.Context, id string, u ledger.HoldUpdate) (ledger.Hold, error) {
+	var h ledger.Hold
+	err := s.do(ctx, func(m *ledger.Machine, now time.Time) error {
+		var err error
+		h, err = m.UpdateHold(id, u, now)
+		return err
+	})
+	if err != nil {
+		return ledger.Hold{}, err
+	}
+	return h, nil
+}
+
+// LoadPlan applies the no-downgrade rule across all replicas and records the load.
+func (s *Store) LoadPlan(ctx context.Context, p ledger.PlanLoad) error {
+	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.LoadPlan(p, now) })
+}
+
+// Progress returns the plan's order state and counts.
+func (s *Store) Progress(planDigest string) (p ledger.Progress) {
+	s.read(func(m *ledger.Machine, _ time.Time) { p = m.Progress(planDigest) })
+	return p
+}
+
+// FindHold returns the newest hold for exactly this call.
+func (s *Store) FindHold(c ledger.Call) (h ledger.Hold, ok bool) {
+	s.read(func(m *ledger.Machine, now time.Time) { h, ok = m.FindHold(c, now) })
+	return h, ok
+}
+
+// GetHold returns a hold by id.
+func (s *Store) GetHold(id string) (h ledger.Hold, ok bool) {
+	s.read(func(m *ledger.Machine, now time.Time) { h, ok = m.GetHold(id, now) })
+	return h, ok
+}
+
+// ListHolds returns all holds in creation order.
+func (s *Store) ListHolds() (hs []ledger.Hold) {
+	s.read(func(m *ledger.Machine, now time.Time) { hs = m.ListHolds(now) })
+	return hs
+}
+
+// Head is the chain's head as this replica last saw it.
+func (s *Store) Head() ledger.Head {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		return ledger.Head{}
+	}
+	return s.m.Head()
+}
+
+// Where names the database, without credentials.
+func (s *Store) Where() string { return s.where }

@@ -1,0 +1,278 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// SegmentResult is one file of a verified series.
+type SegmentResult struct {
+	Path    string `json:"path"`
+	First   uint64 `json:"first"`   // seq of its first record (0: empty)
+	Records int    `json:"records"` // seq of its last record
+	Head    string `json:"head"`    // hash of its last record
+}
+
+// SeriesError names the file of a series where the chain breaks.
+type SeriesError struct {
+	Path  string
+	Index int // 0-based position of the file in the series
+	// Line is the 1-based line of the file; 0 when the break is between
+	// this file and the one before it.
+	Line   int
+	Torn   bool
+	Reason string
+}
+
+func (e *SeriesError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: line %d: %s", e.Path, e.Line, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *SeriesError) Is(target error) bool { return target == ErrCorrupt }
+
+// VerifySeries checks journal files as one chain, in the order given: the
+// archived segments of a rotated journal, oldest first, then the journal
+// itself. Each file must verify, and each after the first must start with
+// the segment record that continues the file before it (its seq the next,
+// its prev that file's last hash): a missing, reordered, truncated or
+// edited file is a *SeriesError naming it. The first file may be a later
+// segment (older ones archived away): the result's First says where the
+// series starts. limit, when set, wraps each file's reader (a bound on line
+// length). A torn last line is an error in any file.
+func VerifySeries(paths []string, limit func(r io.Reader, path string) io.Reader) ([]SegmentResult, VerifyResult, error) {
+	return walkSeries(paths, limit, nil, false)
+}
+
+// walkSeries is VerifySeries, calling fn (when set) with each record. With
+// allowTorn a torn last line of the last file ends the walk without error:
+// a proxy may be writing it.
+func walkSeries(paths []string, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool) ([]SegmentResult, VerifyResult, error) {
+	if len(paths) == 0 {
+		return nil, VerifyResult{}, errors.New("no audit log files given")
+	}
+	var (
+		out  []SegmentResult
+		all  = VerifyResult{Head: genesis}
+		prev *SegmentResult
+	)
+	for i, path := range paths {
+		seg, err := walkFile(path, prev, limit, fn, allowTorn && i == len(paths)-1)
+		if err != nil {
+			var ve *VerifyError
+			if errors.As(err, &ve) {
+				return out, all, &SeriesError{Path: path, Index: i, Line: ve.Line, Torn: ve.Torn, Reason: ve.Reason}
+			}
+			var se *SeriesError
+			if errors.As(err, &se) {
+				se.Index = i
+				return out, all, se
+			}
+			return out, all, err
+		}
+		if prev != nil {
+			if reason := linkReason(*prev, seg); reason != "" {
+				return out, all, &SeriesError{Path: path, Index: i, Reason: reason}
+			}
+		}
+		if seg.First == 0 && len(paths) > 1 {
+			return out, all, &SeriesError{Path: path, Index: i, Reason: "empty: a journal file a rotation made starts with its segment record"}
+		}
+		if i == 0 {
+			all.First = seg.First
+		}
+		if seg.First > 0 {
+			all.Records, all.Head = seg.Records, seg.Head
+		}
+		out = append(out, seg.SegmentResult)
+		prev = &out[len(out)-1]
+	}
+	return out, all, nil
+}
+
+// walked is one file's result and the prev of its first record.
+type walked struct {
+	SegmentResult
+	firstPrev string
+}
+
+func linkReason(before SegmentResult, seg walked) string {
+	want := uint64(before.Records) + 1
+	switch {
+	case seg.First == want && seg.firstPrev != before.Head:
+		return fmt.Sprintf("its first record (seq %d) does not continue %s: its prev is not that file's last hash (the file before was edited or replaced)", seg.First, before.Path)
+	case seg.First > want:
+		return fmt.Sprintf("starts at seq %d, but %s ends at seq %d: records %d to %d are missing (a segment was removed, or the file before was truncated)",
+			seg.First, before.Path, before.Records, want, seg.First-1)
+	case seg.First < want:
+		return fmt.Sprintf("starts at seq %d, but %s ends at seq %d: the files are out of order or overlap", seg.First, before.Path, before.Records)
+	}
+	return ""
+}
+
+// walkFile verifies one file of a series; before is the file before it
+// (nil for the first). fn sees a file's records only once its first record
+// was found to continue before.
+func walkFile(path string, before *SegmentResult, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool) (walked, error) {
+	w := walked{SegmentResult: SegmentResult{Path: path}}
+	f, err := os.Open(path)
+	if err != nil {
+		return w, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if limit != nil {
+		r = limit(f, path)
+	}
+	var apply func(*parsed)
+	var fnErr error
+	if fn != nil {
+		first := true
+		apply = func(p *parsed) {
+			if first && before != nil {
+				if reason := linkReason(*before, walked{SegmentResult: SegmentResult{First: p.Seq}, firstPrev: p.Prev}); reason != "" {
+					fnErr = &SeriesError{Path: path, Reason: reason}
+				}
+			}
+			first = false
+			if fnErr == nil {
+				fnErr = fn(p)
+			}
+		}
+	}
+	res, _, _, err := scan(r, apply)
+	var ve *VerifyError
+	if errors.As(err, &ve) && ve.Torn && allowTorn {
+		err = nil
+	}
+	if err != nil {
+		return w, err
+	}
+	if fnErr != nil {
+		return w, fnErr
+	}
+	w.First, w.Records, w.Head = res.First, res.Records, res.Head
+	if res.First > 1 {
+		_ = eachLine(ioSection(f), func(_ uint64, line []byte) bool {
+			_, w.firstPrev, _ = chainHeader(line)
+			return false
+		})
+	}
+	return w, nil
+}
+
+// ExportSchema names the shape of ExportRecord; it changes only if a
+// field's meaning does (fields may be added).
+const ExportSchema = "planlock.audit.v1"
+
+// ExportRecord is one audit record as planlock audit export writes it, one
+// JSON object per line, for a log store or a SIEM: the journal's fields
+// under the same names, without the inline state of segment records (its
+// digest, state_sha256, stays), and with the schema name. Seq, Prev and
+// Hash are the hash chain: a receiver can check it, and resume after the
+// last seq it stored. Fields that do not apply are left out.
+type ExportRecord struct {
+	Schema      string          `json:"schema"`
+	Seq         uint64          `json:"seq"`
+	Time        time.Time       `json:"time"`
+	Type        string          `json:"type"`
+	Decision    string          `json:"decision,omitempty"`
+	Plan        string          `json:"plan,omitempty"`
+	PlanName    string          `json:"plan_name,omitempty"`
+	Step        string          `json:"step,omitempty"`
+	StepIndex   *int            `json:"step_index,omitempty"`
+	Tool        string          `json:"tool,omitempty"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	ArgsSHA256  string          `json:"args_sha256,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	Hold        string          `json:"hold,omitempty"`
+	HoldState   HoldState       `json:"hold_state,omitempty"`
+	Expires     *time.Time      `json:"expires,omitempty"`
+	PRURL       string          `json:"pr_url,omitempty"`
+	PR          int             `json:"pr,omitempty"`
+	Note        string          `json:"note,omitempty"`
+	SignedAt    *time.Time      `json:"signed_at,omitempty"`
+	Ref         uint64          `json:"ref,omitempty"`
+	OK          *bool           `json:"ok,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	LatencyMS   *float64        `json:"latency_ms,omitempty"`
+	HoldStep    bool            `json:"hold_step,omitempty"`
+	Used        int             `json:"used,omitempty"`
+	Max         int             `json:"max,omitempty"`
+	Through     int             `json:"through,omitempty"`
+	Cause       string          `json:"cause,omitempty"`
+	ObservedPin string          `json:"observed_pin,omitempty"`
+	SignedPath  string          `json:"signed_path,omitempty"`
+	StateSHA256 string          `json:"state_sha256,omitempty"`
+	PrevSegment string          `json:"prev_segment,omitempty"`
+	Prev        string          `json:"prev"`
+	Hash        string          `json:"hash"`
+}
+
+func exportOf(p *parsed) ExportRecord {
+	r := &p.record
+	return ExportRecord{Schema: ExportSchema, Seq: p.Seq, Time: r.Time, Type: r.Type, Decision: r.Decision,
+		Plan: r.Plan, PlanName: r.PlanName, Step: r.Step, StepIndex: r.StepIndex, Tool: r.Tool, Args: r.Args,
+		ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Hold: r.Hold, HoldState: r.HoldState, Expires: r.Expires,
+		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
+		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,
+		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, StateSHA256: r.StateSHA,
+		PrevSegment: r.PrevSegment, Prev: p.Prev, Hash: p.Hash}
+}
+
+// AppendExportLine appends e as one JSON line (HTML escaping off, so
+// arguments read as sent) to dst. Other stores of the same records use it
+// to give the same shape.
+func AppendExportLine(dst []byte, e *ExportRecord) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return dst, fmt.Errorf("export record %d: %w", e.Seq, err)
+	}
+	return append(dst, buf.Bytes()...), nil
+}
+
+// ExportResult is what Export wrote.
+type ExportResult struct {
+	Records int    // records written
+	Last    uint64 // seq of the last record written (0: none)
+	Head    string // hash of the series' last record
+}
+
+// Export verifies journal files as one series (see VerifySeries) and writes
+// the records with seq >= fromSeq to w as ExportRecord lines, in order. A
+// receiver that stored up to seq N resumes with fromSeq N+1. Records are
+// written as they are verified; on a break in the chain Export stops there
+// and returns a *SeriesError, having written only records before the break.
+// A torn last line of the last file (a record being written) is left out.
+func Export(w io.Writer, paths []string, fromSeq uint64, limit func(io.Reader, string) io.Reader) (ExportResult, error) {
+	var out ExportResult
+	var line []byte
+	_, res, err := walkSeries(paths, limit, func(p *parsed) error {
+		if p.Seq < fromSeq {
+			return nil
+		}
+		e := exportOf(p)
+		var err error
+		if line, err = AppendExportLine(line[:0], &e); err != nil {
+			return err
+		}
+		if _, err := w.Write(line); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		out.Records++
+		out.Last = p.Seq
+		return nil
+	}, true)
+	out.Head = res.Head
+	return out, err
+}
