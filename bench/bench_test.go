@@ -7,7 +7,13 @@
 //  3. planlock: through planlock proxy with its state and audit log on (the
 //     benchmark's step has a large budget, so it is counted in leases);
 //  4. planlock-sync-each-call: the same with --sync-each-call, one
-//     fdatasync per forwarded call (shared by concurrent calls).
+//     fdatasync per forwarded call (shared by concurrent calls);
+//  5. the floor and the npm relays (relay_test.go): a line copier and a
+//     copier with one JSON decode+encode per message (stdio), and mcp-proxy,
+//     supergateway and @civic/passthrough-mcp-server (HTTP).
+//
+// Each setup also reports cpu-µs/call, the CPU time its relay process (the
+// upstream's, when direct) spent per call.
 //
 // bench/run runs these with the other benchmarks of the repository and prints
 // one table. By hand, from the repository root:
@@ -112,6 +118,8 @@ func stdioCommand(b *testing.B, kind string) []string {
 		return up
 	case "passthrough":
 		return append([]string{bin["passthrough"], "--"}, up...)
+	case "floor-lines", "floor-json":
+		return floorCommand(kind, up)
 	default:
 		plan, state := setup(b)
 		args := []string{bin["planlock"], "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state}
@@ -162,31 +170,40 @@ func echo(b *testing.B, c *client.Client) {
 var kinds = []string{"direct", "passthrough", "planlock", "planlock-sync-each-call"}
 
 // dial connects one client to a fresh setup of kind over transport tr
-// ("stdio" or "http").
-func dial(b *testing.B, tr, kind string) *client.Client {
+// ("stdio" or "http"); pid is the relay's process (the upstream's when direct).
+func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 	b.Helper()
 	if tr == "stdio" {
 		cmd := stdioCommand(b, kind)
-		return connect(b, transport.NewStdio(cmd[0], nil, cmd[1:]...))
+		var started *exec.Cmd
+		c = connect(b, transport.NewStdioWithOptions(cmd[0], nil, cmd[1:],
+			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+				started = exec.CommandContext(ctx, command, args...)
+				started.Env = append(os.Environ(), env...)
+				return started, nil
+			})))
+		return c, started.Process.Pid
 	}
-	t, err := transport.NewStreamableHTTP(serveHTTP(b, kind))
+	url, pid := serveHTTPProc(b, kind)
+	t, err := transport.NewStreamableHTTP(url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return connect(b, t)
+	return connect(b, t), pid
 }
 
 // BenchmarkLatency is one client's sequential calls.
 func BenchmarkLatency(b *testing.B) {
 	for _, tr := range []string{"stdio", "http"} {
-		for _, kind := range kinds {
+		for _, kind := range kindsFor(tr) {
 			b.Run(tr+"/"+kind, func(b *testing.B) {
-				c := dial(b, tr, kind)
+				c, pid := dial(b, tr, kind)
 				defer c.Close()
 				for range 50 { // warm up
 					echo(b, c)
 				}
 				lat := make([]time.Duration, 0, b.N)
+				cpu := startCPU(b, pid)
 				b.ResetTimer()
 				for range b.N {
 					start := time.Now()
@@ -194,6 +211,7 @@ func BenchmarkLatency(b *testing.B) {
 					lat = append(lat, time.Since(start))
 				}
 				b.StopTimer()
+				cpu.report(b, b.N)
 				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
@@ -204,23 +222,37 @@ func BenchmarkLatency(b *testing.B) {
 
 // serveHTTP starts a setup over streamable HTTP and returns its URL.
 func serveHTTP(b *testing.B, kind string) string {
+	url, _ := serveHTTPProc(b, kind)
+	return url
+}
+
+// serveHTTPProc is serveHTTP that also returns the relay's process id (the
+// upstream's when direct).
+func serveHTTPProc(b *testing.B, kind string) (url string, pid int) {
 	b.Helper()
-	up := startURL(b, bin["testupstream"], "--http", "127.0.0.1:0")
+	if isNPMPeer(kind) {
+		return servePeer(b, kind)
+	}
 	switch kind {
 	case "direct":
-		return up
+		return startURLProc(b, bin["testupstream"], "--http", "127.0.0.1:0")
 	case "passthrough":
-		return startURL(b, bin["passthrough"], "--http", "127.0.0.1:0", "--", bin["testupstream"])
+		return startURLProc(b, bin["passthrough"], "--http", "127.0.0.1:0", "--", bin["testupstream"])
 	default:
 		plan, state := setup(b)
 		args := append([]string{"proxy", "--plan", plan, "--insecure-skip-verify", "--state", state, "--listen", "127.0.0.1:0"}, proxyFlags(kind)...)
-		return startURL(b, bin["planlock"], append(args, "--", bin["testupstream"])...)
+		return startURLProc(b, bin["planlock"], append(args, "--", bin["testupstream"])...)
 	}
 }
 
 var urlRE = regexp.MustCompile(`(http://\S+/mcp)`)
 
 func startURL(b *testing.B, name string, args ...string) string {
+	url, _ := startURLProc(b, name, args...)
+	return url
+}
+
+func startURLProc(b *testing.B, name string, args ...string) (string, int) {
 	b.Helper()
 	cmd := exec.Command(name, args...)
 	stderr, err := cmd.StderrPipe()
@@ -241,30 +273,35 @@ func startURL(b *testing.B, name string, args ...string) string {
 				for sc.Scan() {
 				}
 			}()
-			return m[1]
+			return m[1], cmd.Process.Pid
 		}
 	}
 	b.Fatalf("%s printed no URL", name)
-	return ""
+	return "", 0
 }
 
 // BenchmarkThroughput16 is 16 clients calling at once. Over HTTP each client
 // has its own session; over stdio there is one pipe (one agent process), so
 // the 16 share one session with calls in flight concurrently.
-func BenchmarkThroughput16(b *testing.B) {
-	const clients = 16
-	for _, tr := range []string{"stdio", "http"} {
-		for _, kind := range kinds {
+func BenchmarkThroughput16(b *testing.B) { throughput(b, 16, "stdio", "http") }
+
+// throughput is clients clients calling at once over each transport of trs.
+func throughput(b *testing.B, clients int, trs ...string) {
+	for _, tr := range trs {
+		for _, kind := range kindsFor(tr) {
 			b.Run(tr+"/"+kind, func(b *testing.B) {
 				cs := make([]*client.Client, clients)
+				var pid int
 				if tr == "stdio" {
-					c := dial(b, tr, kind)
+					var c *client.Client
+					c, pid = dial(b, tr, kind)
 					defer c.Close()
 					for i := range cs {
 						cs[i] = c
 					}
 				} else {
-					url := serveHTTP(b, kind)
+					var url string
+					url, pid = serveHTTPProc(b, kind)
 					for i := range cs {
 						t, err := transport.NewStreamableHTTP(url)
 						if err != nil {
@@ -277,6 +314,7 @@ func BenchmarkThroughput16(b *testing.B) {
 				for _, c := range cs { // warm up
 					echo(b, c)
 				}
+				cpu := startCPU(b, pid)
 				b.ResetTimer()
 				start := time.Now()
 				var wg sync.WaitGroup
@@ -293,6 +331,7 @@ func BenchmarkThroughput16(b *testing.B) {
 				wg.Wait()
 				b.StopTimer()
 				b.ReportMetric(float64(per*clients)/time.Since(start).Seconds(), "calls/s")
+				cpu.report(b, per*clients)
 			})
 		}
 	}

@@ -409,7 +409,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 			result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d) and may or may not have run", msg, step.Name, t.Used, step.MaxCalls))
 		}
 	default:
-		r, perr := mcp.ParseCallToolResult(&res)
+		r, perr := relayResult(res)
 		if perr != nil {
 			msg := "upstream answered an invalid tool result: " + oneline.Of(perr.Error(), 300)
 			outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
@@ -460,8 +460,8 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 
 func firstText(r *mcp.CallToolResult) string {
 	for _, c := range r.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			return oneline.Of(t.Text, 300)
+		if t, ok := contentText(c); ok {
+			return oneline.Of(t, 300)
 		}
 	}
 	return "(no text)"

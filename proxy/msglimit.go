@@ -30,54 +30,91 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 }
 
 // limitLines passes the client's stdio lines of at most max bytes on to the
-// MCP server (through the returned reader) and answers each longer line
+// MCP server (the returned reader yields them) and answers each longer line
 // itself with a JSON-RPC error, without ever holding more than max bytes of
 // it: mcp-go reads a line whole, so one huge message would otherwise cost
-// several times its size in memory. The goroutine ends when in ends.
-func limitLines(ctx context.Context, in io.Reader, out io.Writer, max int, log io.Writer) io.Reader {
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(copyLimited(ctx, in, pw, out, max, log))
-	}()
-	return pr
-}
-
-func copyLimited(ctx context.Context, in io.Reader, pass io.Writer, out io.Writer, max int, log io.Writer) error {
+// several times its size in memory. The bound is kept inside the reader the
+// server reads from, so a line reaches it without another goroutine and pipe.
+func limitLines(ctx context.Context, in io.Reader, out io.Writer, max int, log io.Writer) *lineLimiter {
 	// A buffer of max bytes holds any acceptable line whole (ReadSlice
 	// copies nothing); a line that does not fit is streamed through the
 	// id scanner and dropped. Pages of the buffer are only touched as big
 	// lines arrive.
-	br := bufio.NewReaderSize(in, max)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
+	return &lineLimiter{ctx: ctx, br: bufio.NewReaderSize(in, max), out: out, max: max, log: log}
+}
+
+// copyLimited copies the lines limitLines passes to pass.
+func copyLimited(ctx context.Context, in io.Reader, pass io.Writer, out io.Writer, max int, log io.Writer) error {
+	_, err := io.Copy(pass, limitLines(ctx, in, out, max, log))
+	return err
+}
+
+// lineLimiter is the reader limitLines returns.
+type lineLimiter struct {
+	ctx context.Context
+	br  *bufio.Reader
+	out io.Writer
+	max int
+	log io.Writer
+	// line is what is left of the current line: a slice of br's buffer,
+	// valid until br is read again, which happens only once it is empty.
+	line []byte
+	err  error // returned once line is empty
+}
+
+// nextLine returns the next line that fits whole (its newline included, the
+// last one may lack it), valid until the next call; at the end, the error.
+func (l *lineLimiter) nextLine() ([]byte, error) {
+	for len(l.line) == 0 {
+		if l.err != nil {
+			return nil, l.err
 		}
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			over := &idScanner{}
-			size := 0
-			for errors.Is(err, bufio.ErrBufferFull) {
-				over.feed(line)
-				size += len(line)
-				line, err = br.ReadSlice('\n')
-			}
+		l.next()
+	}
+	line := l.line
+	l.line = nil
+	return line, nil
+}
+
+func (l *lineLimiter) Read(p []byte) (int, error) {
+	for len(l.line) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		l.next()
+	}
+	n := copy(p, l.line)
+	l.line = l.line[n:]
+	return n, nil
+}
+
+// next reads the next line that fits, refusing those that do not.
+func (l *lineLimiter) next() {
+	if err := l.ctx.Err(); err != nil {
+		l.err = err
+		return
+	}
+	line, err := l.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		over := &idScanner{}
+		size := 0
+		for errors.Is(err, bufio.ErrBufferFull) {
 			over.feed(line)
 			size += len(line)
-			fmt.Fprintf(log, "planlock proxy: refused a client message of %d bytes (more than --max-message-bytes %d)\n", size, max)
-			if werr := writeTooLarge(out, over.id(), size, max); werr != nil {
-				return werr
-			}
-		} else if len(line) > 0 {
-			if _, werr := pass.Write(line); werr != nil {
-				return werr
-			}
+			line, err = l.br.ReadSlice('\n')
 		}
-		if err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
+		over.feed(line)
+		size += len(line)
+		line = nil
+		fmt.Fprintf(l.log, "planlock proxy: refused a client message of %d bytes (more than --max-message-bytes %d)\n", size, l.max)
+		if werr := writeTooLarge(l.out, over.id(), size, l.max); werr != nil {
+			l.err = werr
+			return
 		}
+	}
+	l.line = line
+	if err != nil {
+		l.err = err // io.EOF after the last line
 	}
 }
 

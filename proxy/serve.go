@@ -20,8 +20,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	sw := &syncWriter{w: out}
 	out = progressCounter{w: sw, n: &p.stdioProg.written}
 	p.start(ctx)
-	s := server.NewStdioServer(p.srv)
-	err := s.Listen(ctx, limitLines(ctx, in, sw, p.maxMessageBytes(), p.cfg.Log), out)
+	err := p.serveLines(ctx, limitLines(ctx, in, sw, p.maxMessageBytes(), p.cfg.Log), out)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

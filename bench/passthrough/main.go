@@ -3,6 +3,7 @@
 // (the cost of one extra hop on the same library).
 //
 //	passthrough [--http ADDR] [--upstream-url URL] [-- UPSTREAM_CMD ARGS...]
+//	passthrough --floor lines|json -- UPSTREAM_CMD ARGS...
 //
 // Downstream: stdio by default, streamable HTTP at http://ADDR/mcp with --http.
 // Upstream: the command after "--" over stdio, or --upstream-url.
@@ -48,10 +49,14 @@ func run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	fs.SetOutput(errw)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
 	upstreamURL := fs.String("upstream-url", "", "streamable HTTP `URL` of the upstream")
+	floor := fs.String("floor", "", "instead of relaying MCP, copy stdio `MODE` lines (lines) or JSON messages (json) to and from the upstream command (floor.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cmd := fs.Args()
+	if *floor != "" {
+		return runFloor(ctx, *floor, cmd, in, out, errw)
+	}
 	if (*upstreamURL == "") == (len(cmd) == 0) {
 		return errors.New("give exactly one upstream: --upstream-url URL or -- COMMAND ARGS...")
 	}

@@ -36,6 +36,9 @@ func main() {
 		fmt.Println()
 	}
 	write(os.Stdout, res)
+	if hasRelay(res) {
+		writeRelay(os.Stdout, res)
+	}
 }
 
 // cpuLine is go test's own name for the CPU (its CPUID brand string), which

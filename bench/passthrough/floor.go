@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+)
+
+// runFloor is the floor any stdio relay is measured against: it starts the
+// upstream and copies lines between the two pipes, understanding nothing
+// ("lines"), or with one JSON decode and encode of each message ("json", the
+// least a relay that reads messages does). Nothing is checked or kept.
+func runFloor(ctx context.Context, mode string, cmd []string, in io.Reader, out, errw io.Writer) error {
+	var copyLine func(line []byte, w io.Writer) error
+	switch mode {
+	case "lines":
+		copyLine = func(line []byte, w io.Writer) error {
+			_, err := w.Write(line)
+			return err
+		}
+	case "json":
+		copyLine = func(line []byte, w io.Writer) error {
+			var v any
+			if err := json.Unmarshal(line, &v); err != nil {
+				return err
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(append(b, '\n'))
+			return err
+		}
+	default:
+		return fmt.Errorf("--floor %q: want lines or json", mode)
+	}
+	if len(cmd) == 0 {
+		return errors.New("--floor needs an upstream command after --")
+	}
+	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	c.Stderr = errw
+	upIn, err := c.StdinPipe()
+	if err != nil {
+		return err
+	}
+	upOut, err := c.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("start upstream: %w", err)
+	}
+	go func() { _ = copyLines(upOut, out, copyLine) }()
+	err = copyLines(in, upIn, copyLine)
+	upIn.Close()
+	_ = c.Wait()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// copyLines passes each line of r to copyLine, until r ends.
+func copyLines(r io.Reader, w io.Writer, copyLine func([]byte, io.Writer) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			if werr := copyLine(line, w); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

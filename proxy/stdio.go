@@ -1,0 +1,259 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// maxStdioRequests bounds the stdio client's requests handled at once; the
+// next one is read when one ends.
+const maxStdioRequests = 1024
+
+// serveLines serves the stdio client's messages (one per line, bounded by
+// lines) with the MCP server, writing answers and notifications to out.
+//
+// It does what mcp-go's StdioServer does for planlock, with less work per
+// message: one decode to tell requests from notifications (instead of
+// five), the request handed to an idle worker at once (instead of through
+// a read goroutine per line and a queue). The MCP server
+// behind it, and so every answer, is the same.
+func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Writer) error {
+	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 100)}
+	if err := p.srv.RegisterSession(ctx, sess); err != nil {
+		return fmt.Errorf("register session: %w", err)
+	}
+	defer p.srv.UnregisterSession(ctx, sess.SessionID())
+	ctx = p.srv.WithContext(ctx, sess)
+	// Requests run on their own goroutines; when the input ends (or ctx)
+	// they are cancelled and waited for, so none outlives the session.
+	ctx, cancel := context.WithCancel(ctx)
+	r := &lineReader{p: p, lines: lines, w: &messageWriter{out: out, log: p.cfg.Log},
+		slots: make(chan struct{}, maxStdioRequests), work: make(chan func())}
+	r.spawn(func() {
+		for {
+			select {
+			case n := <-sess.notifications:
+				r.w.write(n)
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	// The loop reads in a goroutine of its own only so that an ended ctx
+	// does not wait for the client's next line.
+	done := make(chan error, 1)
+	go func() { done <- r.loop(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()
+	r.close()
+	return err
+}
+
+// lineReader reads the client's messages and hands each request to a
+// goroutine of its own.
+type lineReader struct {
+	p     *Proxy
+	lines *lineLimiter
+	w     *messageWriter
+	slots chan struct{} // one per request in progress
+	work  chan func()   // hands a request to an idle worker
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// spawn runs f on a goroutine that close waits for; after close it does not.
+func (r *lineReader) spawn(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Go(f)
+	return true
+}
+
+func (r *lineReader) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+func (r *lineReader) loop(ctx context.Context) error {
+	for {
+		line, err := r.lines.nextLine()
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		var head struct {
+			ID json.RawMessage `json:"id"`
+		}
+		var syntax *json.SyntaxError
+		if err := json.Unmarshal(line, &head); errors.As(err, &syntax) {
+			// Not JSON: answered as mcp-go's stdio server does.
+			r.w.write(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+				Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
+			continue
+		}
+		msg := json.RawMessage(append([]byte(nil), line...)) // line is the reader's buffer
+		if head.ID == nil || string(head.ID) == "null" {
+			// A notification, or JSON that is not an object (the server
+			// answers that), handled in order before the next message: a
+			// cancellation must not wait behind requests.
+			if resp := r.p.handleMessage(ctx, nil, msg); resp != nil {
+				r.w.write(resp)
+			}
+			continue
+		}
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		id := head.ID
+		job := func() {
+			defer func() { <-r.slots }()
+			if resp := r.p.handleMessage(ctx, id, msg); resp != nil {
+				r.w.write(resp)
+			}
+		}
+		select {
+		case r.work <- job: // an idle worker took it
+		default:
+			if !r.spawn(func() { r.worker(ctx, job) }) {
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// worker runs job, then each request handed to it while idle, until ctx
+// ends. Workers live on, as many as requests were ever in progress at once,
+// because a request's deep call chain grows a goroutine's stack: a new
+// goroutine per request would grow (copy) it again each time.
+func (r *lineReader) worker(ctx context.Context, job func()) {
+	for {
+		job()
+		select {
+		case job = <-r.work:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// handleMessage runs the MCP server on one message; a panic becomes an
+// internal error answer to a request, and nothing for a notification.
+func (p *Proxy) handleMessage(ctx context.Context, id json.RawMessage, msg json.RawMessage) (resp any) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: panic handling a client message: %v\n", r)
+			resp = nil
+			if id != nil {
+				resp = map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
+					"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": fmt.Sprintf("internal panic: %v", r)}}
+			}
+		}
+	}()
+	if r := p.srv.HandleMessage(ctx, msg); r != nil {
+		return r
+	}
+	return nil
+}
+
+// messageWriter writes whole messages, one line each, to the client.
+type messageWriter struct {
+	out io.Writer // serialises writes (syncWriter underneath)
+	log io.Writer
+}
+
+func (w *messageWriter) write(m any) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		fmt.Fprintf(w.log, "planlock proxy: encode a message to the client: %v\n", err)
+		return
+	}
+	if _, err := w.out.Write(append(b, '\n')); err != nil {
+		fmt.Fprintf(w.log, "planlock proxy: write to the client: %v\n", err)
+	}
+}
+
+// stdioSession is the one stdio client's session with the MCP server.
+type stdioSession struct {
+	notifications chan mcp.JSONRPCNotification
+	initialized   atomic.Bool
+	level         atomic.Value // mcp.LoggingLevel
+
+	mu   sync.Mutex
+	info mcp.Implementation
+	caps mcp.ClientCapabilities
+}
+
+var (
+	_ server.SessionWithLogging    = (*stdioSession)(nil)
+	_ server.SessionWithClientInfo = (*stdioSession)(nil)
+)
+
+func (s *stdioSession) SessionID() string { return "stdio" }
+
+func (s *stdioSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	return s.notifications
+}
+
+func (s *stdioSession) Initialize() {
+	s.level.Store(mcp.LoggingLevelError)
+	s.initialized.Store(true)
+}
+
+func (s *stdioSession) Initialized() bool { return s.initialized.Load() }
+
+func (s *stdioSession) SetLogLevel(level mcp.LoggingLevel) { s.level.Store(level) }
+
+func (s *stdioSession) GetLogLevel() mcp.LoggingLevel {
+	if l, ok := s.level.Load().(mcp.LoggingLevel); ok {
+		return l
+	}
+	return mcp.LoggingLevelError
+}
+
+func (s *stdioSession) GetClientInfo() mcp.Implementation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info
+}
+
+func (s *stdioSession) SetClientInfo(info mcp.Implementation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.info = info
+}
+
+func (s *stdioSession) GetClientCapabilities() mcp.ClientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
+func (s *stdioSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caps = caps
+}
