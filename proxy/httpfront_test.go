@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -492,19 +491,5 @@ func TestHTTPWriteTimeoutCutsAStalledReader(t *testing.T) {
 	// now is refused (a reset) instead of being read.
 	if err := writesRefused(c); err != nil {
 		t.Fatalf("stalled GET stream: %v", err)
-	}
-}
-
-// TestCLIAllowOrigin: the planlock binary admits an --allow-origin origin
-// and refuses another.
-func TestCLIAllowOrigin(t *testing.T) {
-	dir := t.TempDir()
-	plan := writePlan(t, frontPlan)
-	url := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", plan, "--insecure-skip-verify",
-		"--state", filepath.Join(dir, "state"), "--listen", "127.0.0.1:0", "--allow-origin", "https://app.example", "--", testUpstreamBin)
-	for origin, want := range map[string]int{"https://app.example": http.StatusOK, "https://evil.example": http.StatusForbidden, "": http.StatusOK} {
-		if code, body, _ := rawDo(t, http.MethodPost, url, "", "", origin, initBody); code != want {
-			t.Errorf("Origin %q: HTTP %d, want %d: %s", origin, code, want, body)
-		}
 	}
 }

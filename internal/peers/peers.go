@@ -22,9 +22,11 @@ import (
 
 // Packages of the repository's Go MCP commands, for BuildCommands.
 const (
-	PkgTestUpstream = "./internal/testupstream/cmd/testupstream"
-	PkgRefundServer = "./examples/refund/server"
-	PkgPassthrough  = "./bench/passthrough"
+	PkgTestUpstream  = "./internal/testupstream/cmd/testupstream"
+	PkgRefundServer  = "./examples/refund/server"
+	PkgPassthrough   = "./bench/passthrough"
+	PkgPlanlock      = "./cmd/planlock"
+	PkgGitHubStandIn = "./internal/githubstandin"
 )
 
 const modulePath = "github.com/planlock/planlock"
@@ -145,14 +147,22 @@ func StartHTTP(t testing.TB, bin string, args ...string) string {
 // BuildCommands builds the given main packages (e.g. PkgTestUpstream) of the
 // repository into outDir with one go build and returns package → binary path.
 // It takes no testing.TB so that TestMain can build once per test binary.
+// Built from a race-enabled binary (a go test -race run), the commands are
+// built with -race too, so that the race detector watches them as well.
 func BuildCommands(outDir string, pkgs ...string) (map[string]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// A guard against a hung build, generous for a cold -race build on a
+	// small machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", outDir + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-o", outDir + string(filepath.Separator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {

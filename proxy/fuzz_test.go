@@ -1,4 +1,7 @@
-package fuzz
+// The fuzz targets of the proxy's client input (JSON-RPC over stdio, through
+// the message size limiter), driven through the exported API as a client
+// sees it.
+package proxy_test
 
 import (
 	"bytes"

@@ -1,8 +1,9 @@
-package peers_test
+//go:build e2e
+
+package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -19,25 +20,6 @@ import (
 
 // These tests prove the harness against the real peers directly, with no
 // proxy in between: what passes here is what the proxy must also pass.
-
-var bins map[string]string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "peers-bins-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bins, err = peers.BuildCommands(dir, peers.PkgTestUpstream, peers.PkgRefundServer)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 func transports(t *testing.T, stdio []string, startHTTP func(t *testing.T) string) []struct {
 	name   string
@@ -122,7 +104,7 @@ func TestAgentAgainstRefundServer(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			refund := peers.NewRefund(t, bins[peers.PkgRefundServer])
+			refund := peers.NewRefund(t, refundBin)
 			target := peers.Stdio(refund.Argv()...)
 			if transport == "http" {
 				target = peers.HTTP(refund.StartHTTP(t), "")
@@ -181,9 +163,9 @@ func TestInspectorListsRefundTools(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			target := peers.Stdio(bins[peers.PkgRefundServer])
+			target := peers.Stdio(refundBin)
 			if transport == "http" {
-				target = peers.HTTP(peers.StartHTTP(t, bins[peers.PkgRefundServer]), "")
+				target = peers.HTTP(peers.StartHTTP(t, refundBin), "")
 			}
 			out, err := peers.Inspector(t, target, "--method", "tools/list")
 			if err != nil {
@@ -217,7 +199,7 @@ func TestInspectorListsRefundTools(t *testing.T) {
 
 func TestInspectorReportsUnreachableServer(t *testing.T) {
 	t.Parallel()
-	_, err := peers.Inspector(t, peers.Stdio(bins[peers.PkgTestUpstream], "--mode", "exit-at-start"), "--method", "tools/list")
+	_, err := peers.Inspector(t, peers.Stdio(testUpstreamBin, "--mode", "exit-at-start"), "--method", "tools/list")
 	if err == nil {
 		t.Fatal("inspector against a server that exits at start succeeded")
 	}
@@ -237,7 +219,7 @@ func TestConformanceBaseline(t *testing.T) {
 	}{
 		{"server-everything", bl.Everything, func(t *testing.T) string { return peers.StartEverythingHTTP(t) }},
 		{"testupstream", bl.TestUpstream, func(t *testing.T) string {
-			return peers.StartHTTP(t, bins[peers.PkgTestUpstream], "--conformance")
+			return peers.StartHTTP(t, testUpstreamBin, "--conformance")
 		}},
 	}
 	for _, tt := range tests {
@@ -305,7 +287,7 @@ func TestConformanceSingleScenario(t *testing.T) {
 
 func TestTestUpstreamTools(t *testing.T) {
 	t.Parallel()
-	up := bins[peers.PkgTestUpstream]
+	up := testUpstreamBin
 	for _, tc := range transports(t, []string{up}, func(t *testing.T) string { return peers.StartHTTP(t, up) }) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -363,7 +345,7 @@ func TestTestUpstreamTools(t *testing.T) {
 
 func TestTestUpstreamFaultModes(t *testing.T) {
 	t.Parallel()
-	up := bins[peers.PkgTestUpstream]
+	up := testUpstreamBin
 	echo := peers.CallTool("echo", map[string]any{"message": "hi"}).Timeout(2000)
 	tests := []struct {
 		mode        testupstream.Mode
@@ -444,7 +426,7 @@ func tokenGate(t *testing.T, url, token string) string {
 
 func TestBearerToken(t *testing.T) {
 	t.Parallel()
-	url := tokenGate(t, peers.StartHTTP(t, bins[peers.PkgTestUpstream]), "s3cret")
+	url := tokenGate(t, peers.StartHTTP(t, testUpstreamBin), "s3cret")
 	tests := []struct {
 		name, token string
 		wantOK      bool

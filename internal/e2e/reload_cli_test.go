@@ -1,4 +1,6 @@
-package proxy
+//go:build e2e
+
+package e2e
 
 import (
 	"bufio"
@@ -196,7 +198,7 @@ func TestSignedPlanServesAndReloadsOnChange(t *testing.T) {
 	lp := startLiveProxy(t, "--plan", file, "--path", "plans/live.hcl", "--key", pub, "--state", filepath.Join(dir, "state"),
 		"--reload-interval", "20ms", "--", refundBin, "--calls-log", callsLog, "--hash-file", hashFile)
 	lp.waitLog("planlock: plan " + file + " verified: signed by key sha256:")
-	upstream := func() map[string]int { return (&harness{t: t, callsLog: callsLog}).upstreamCalls() }
+	upstream := func() map[string]int { return upstreamCalls(t, callsLog) }
 
 	// v1: one lookup.
 	if text, isErr := lp.call("get_order", `{"order_id":"4711"}`); isErr {

@@ -1,4 +1,6 @@
-package proxy
+//go:build e2e
+
+package e2e
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package main
+package refundserver
 
 import (
 	"bufio"
@@ -208,9 +208,9 @@ func TestRunRejectsBadUsage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errw bytes.Buffer
-			err := run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &errw)
+			err := Run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &errw)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("run(%v) = %v; want error containing %q", tt.args, err, tt.want)
+				t.Fatalf("Run(%v) = %v; want error containing %q", tt.args, err, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,6 @@
-package proxy
+//go:build e2e
+
+package e2e
 
 // The example plans examples/filesystem/edit-docs.hcl and
 // examples/github-triage/labels.hcl driven end to end by the official
@@ -78,7 +80,7 @@ func TestSDKAgentEditDocsExampleWithServerFilesystem(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("outside the tree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan := examplePlan(t, "../examples/filesystem/edit-docs.hcl",
+	plan := examplePlan(t, "../../examples/filesystem/edit-docs.hcl",
 		[]string{"node", filepath.Join(peers, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), docs},
 		"/srv/docs", docs)
 
@@ -171,7 +173,7 @@ func TestSDKAgentTriageLabelsExampleWithGitHubStandIn(t *testing.T) {
 	peersDir(t)
 	dir := t.TempDir()
 	callsLog := filepath.Join(dir, "calls.jsonl")
-	plan := examplePlan(t, "../examples/github-triage/labels.hcl", []string{githubBin, "--calls-log", callsLog})
+	plan := examplePlan(t, "../../examples/github-triage/labels.hcl", []string{githubBin, "--calls-log", callsLog})
 	// The plan's upstream env passes the token; the stand-in does not start
 	// without it.
 	env := []string{"GITHUB_PERSONAL_ACCESS_TOKEN=ghp_test_token"}

@@ -1,9 +1,14 @@
-package main
+// Package refundserver is the refund system of planlock's example plan (the
+// MCP server of examples/refund/server), importable so that tests can run it
+// without building the command.
+package refundserver
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -11,6 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/mcpserve"
 )
 
 // DefaultHash is the refund script's hash when no hash file is given; it is
@@ -239,4 +246,26 @@ func (s *shop) getScript(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		hash = strings.TrimSpace(string(b))
 	}
 	return jsonResult(map[string]string{"path": path, "hash": hash})
+}
+
+// Run serves the refund system with the command line args (see
+// examples/refund/server) until ctx ends.
+func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(errw)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:8000) instead of stdio")
+	hashFile := fs.String("hash-file", "", "`FILE` holding the refund script's hash, re-read on every get_script_by_path (default hash "+DefaultHash+")")
+	callsLog := fs.String("calls-log", "", "append every tools/call received to `FILE` (JSON Lines)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	srv, closeLog, err := NewServer(Config{HashFile: *hashFile, CallsLog: *callsLog})
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	return mcpserve.Serve(ctx, srv, mcpserve.Options{HTTPAddr: *httpAddr, Stdin: in, Stdout: out, Log: errw})
 }

@@ -1,4 +1,6 @@
-package approvals_test
+//go:build e2e
+
+package e2e
 
 // The whole hold loop with real peers: a bare Git repository made by the real
 // git as origin, the plans repository cloned with the real git, the planlock
@@ -115,12 +117,8 @@ func newLoopWith(t *testing.T, github, gitops bool) *loop {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	bins, err := peers.BuildCommands(t.TempDir(), "./cmd/planlock", peers.PkgRefundServer)
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	l := &loop{t: t, planlock: bins["./cmd/planlock"], origin: filepath.Join(root, "origin.git"),
+	l := &loop{t: t, planlock: planlockBin, origin: filepath.Join(root, "origin.git"),
 		work: filepath.Join(root, "work"), reviewer: filepath.Join(root, "reviewer"), state: filepath.Join(root, "state"),
 		envFile: filepath.Join(root, "upstream.env")}
 	rgit(t, root, "init", "--bare", "-q", "-b", "main", l.origin)
@@ -160,7 +158,7 @@ func newLoopWith(t *testing.T, github, gitops bool) *loop {
 	}
 
 	l.gh = githubfake.New(t, "acme", "plans", ghToken)
-	l.refund = peers.NewRefund(t, bins[peers.PkgRefundServer])
+	l.refund = peers.NewRefund(t, refundBin)
 	// The upstream records its whole environment before it starts serving.
 	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
 	planArgs := []string{"--plan", filepath.Join(l.work, "plans", "refund.hcl")}

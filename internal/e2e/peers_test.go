@@ -1,4 +1,6 @@
-package proxy
+//go:build e2e
+
+package e2e
 
 // Tests with real MCP peers from npm (test/peers): the official TypeScript
 // SDK client as the agent (test/peers/agent.mjs), the reference servers
@@ -25,7 +27,7 @@ import (
 
 func peersDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("../test/peers")
+	dir, err := filepath.Abs("../../test/peers")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package proxy
+//go:build e2e
+
+package e2e
 
 import (
 	"bufio"
@@ -16,7 +18,7 @@ import (
 // block naming the locally installed server-everything.
 func everythingExample(t *testing.T) string {
 	t.Helper()
-	src, err := os.ReadFile("../examples/everything/everything.hcl")
+	src, err := os.ReadFile("../../examples/everything/everything.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
