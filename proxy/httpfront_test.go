@@ -213,6 +213,7 @@ func TestHTTPSessionsAreIssuedAndOwned(t *testing.T) {
 // stream (as the TypeScript SDK opens one), counting log messages.
 func connectFront(t *testing.T, ctx context.Context, url, token string, logs *atomic.Int64) *client.Client {
 	t.Helper()
+	//lint:ignore SA1019 the GET stream of the 2025 protocol versions, as the TypeScript SDK opens one
 	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening(),
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	if err != nil {

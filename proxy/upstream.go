@@ -169,6 +169,11 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	var tr transport.Interface
 	var started *exec.Cmd
 	if u.cfg.URL != "" {
+		// The relay speaks the last legacy protocol version to upstreams
+		// (initialize below), where an HTTP server's notifications outside a
+		// call (tools/list_changed, log messages) come only on the standalone
+		// GET stream that this option keeps open.
+		//lint:ignore SA1019 deprecated for the 2026 protocol version, which the relay does not ask upstreams for
 		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()))
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)

@@ -553,6 +553,7 @@ func TestHoldLoopGitOnly(t *testing.T) {
 	// Refused: the reviewer deletes the hold branch without merging.
 	rej := map[string]any{"to": "customer-4711@example.com", "body": "refuse me"}
 	text, isErr = l.call("send_email", rej)
+	l.expect("to be refused", text, isErr, "needs approval")
 	rejID := holdID(t, text)
 	rgit(t, l.reviewer, "push", "-q", "origin", "--delete", "planlock/hold/refund-4711/"+rejID)
 	text, isErr = l.call("send_email", rej)
