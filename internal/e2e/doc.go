@@ -8,6 +8,6 @@
 //
 // so that `go test ./...` stays a fast unit run. TestMain builds each command
 // once per run (with -race when the test binary has it) into a temporary
-// directory. The package's tests drive planlock only from the outside, as a
-// user or an agent does.
+// directory. The tests drive the commands from the outside, as a user, an
+// agent or CI does.
 package e2e
