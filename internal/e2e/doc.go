@@ -7,7 +7,7 @@
 //	go test -tags e2e ./internal/e2e
 //
 // so that `go test ./...` stays a fast unit run. TestMain builds each command
-// once per run (with -race when the test binary has it) into a temporary
-// directory. The tests drive the commands from the outside, as a user, an
+// once per run into a temporary directory (without -race: the abuse tests
+// bound the proxy's memory, which the race detector multiplies). The tests drive the commands from the outside, as a user, an
 // agent or CI does.
 package e2e
