@@ -8,6 +8,6 @@
 //
 // so that `go test ./...` stays a fast unit run. TestMain builds each command
 // once per run into a temporary directory (without -race: the abuse tests
-// bound the proxy's memory, which the race detector multiplies). The tests drive the commands from the outside, as a user, an
-// agent or CI does.
+// bound the proxy's memory, which the race detector multiplies). The tests
+// drive the commands from the outside, as a user, an agent or CI does.
 package e2e
