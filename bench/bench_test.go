@@ -30,7 +30,7 @@
 //
 // PLANLOCK_BENCH_BIN names a directory holding testupstream, passthrough,
 // planlock and hclfmt already built (bench/run builds them once); otherwise
-// TestMain builds them.
+// the first benchmark that runs one builds them.
 package bench
 
 import (
@@ -50,40 +50,70 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/planlock/planlock/internal/peers"
 )
 
-var bin = map[string]string{}
+// The commands the benchmarks run, by name. PLANLOCK_BENCH_BIN names a
+// directory holding them already built (bench/run builds them once);
+// otherwise the first benchmark that needs one builds them all, so a run
+// without -bench builds nothing.
+var benchBins = map[string]string{
+	"testupstream": peers.PkgTestUpstream,
+	"passthrough":  peers.PkgPassthrough,
+	"planlock":     peers.PkgPlanlock,
+	"hclfmt":       "github.com/hashicorp/hcl/v2/cmd/hclfmt",
+}
+
+var (
+	binDir   string // a temporary directory of TestMain's, removed at the end
+	binOnce  sync.Once
+	binPaths map[string]string
+	binErr   error
+)
+
+// bin returns the path of the command name (a key of benchBins).
+func bin(b testing.TB, name string) string {
+	b.Helper()
+	binOnce.Do(func() {
+		if dir := os.Getenv("PLANLOCK_BENCH_BIN"); dir != "" {
+			binPaths = map[string]string{}
+			for n := range benchBins {
+				binPaths[n] = filepath.Join(dir, n)
+				if _, err := os.Stat(binPaths[n]); err != nil {
+					binErr = fmt.Errorf("PLANLOCK_BENCH_BIN: %w", err)
+					return
+				}
+			}
+			return
+		}
+		pkgs := make([]string, 0, len(benchBins))
+		for _, pkg := range benchBins {
+			pkgs = append(pkgs, pkg)
+		}
+		built, err := peers.BuildCommands(binDir, pkgs...)
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPaths = map[string]string{}
+		for n, pkg := range benchBins {
+			binPaths[n] = built[pkg]
+		}
+	})
+	if binErr != nil {
+		b.Fatal(binErr)
+	}
+	return binPaths[name]
+}
 
 func TestMain(m *testing.M) {
-	dir := os.Getenv("PLANLOCK_BENCH_BIN")
-	prebuilt := dir != ""
-	if !prebuilt {
-		var err error
-		if dir, err = os.MkdirTemp("", "planlock-bench"); err != nil {
-			panic(err)
-		}
+	dir, err := os.MkdirTemp("", "planlock-bench")
+	if err != nil {
+		panic(err)
 	}
-	for name, pkg := range map[string]string{
-		"testupstream": "github.com/planlock/planlock/internal/testupstream/cmd/testupstream",
-		"passthrough":  "github.com/planlock/planlock/bench/passthrough",
-		"planlock":     "github.com/planlock/planlock/cmd/planlock",
-		"hclfmt":       "github.com/hashicorp/hcl/v2/cmd/hclfmt",
-	} {
-		bin[name] = filepath.Join(dir, name)
-		if prebuilt {
-			if _, err := os.Stat(bin[name]); err != nil {
-				panic(fmt.Sprintf("PLANLOCK_BENCH_BIN: %v", err))
-			}
-			continue
-		}
-		if out, err := exec.Command("go", "build", "-o", bin[name], pkg).CombinedOutput(); err != nil {
-			panic(fmt.Sprintf("build %s: %v\n%s", pkg, err, out))
-		}
-	}
+	binDir = dir
 	code := m.Run()
-	if !prebuilt {
-		os.RemoveAll(dir)
-	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -112,17 +142,17 @@ func setup(b *testing.B) (plan, state string) {
 
 // stdioCommand is the command line of each setup, as the client starts it.
 func stdioCommand(b *testing.B, kind string) []string {
-	up := []string{bin["testupstream"]}
+	up := []string{bin(b, "testupstream")}
 	switch kind {
 	case "direct":
 		return up
 	case "passthrough":
-		return append([]string{bin["passthrough"], "--"}, up...)
+		return append([]string{bin(b, "passthrough"), "--"}, up...)
 	case "floor-lines", "floor-json":
-		return floorCommand(kind, up)
+		return floorCommand(b, kind, up)
 	default:
 		plan, state := setup(b)
-		args := []string{bin["planlock"], "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state}
+		args := []string{bin(b, "planlock"), "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state}
 		return append(append(args, proxyFlags(kind)...), append([]string{"--"}, up...)...)
 	}
 }
@@ -235,13 +265,13 @@ func serveHTTPProc(b *testing.B, kind string) (url string, pid int) {
 	}
 	switch kind {
 	case "direct":
-		return startURLProc(b, bin["testupstream"], "--http", "127.0.0.1:0")
+		return startURLProc(b, bin(b, "testupstream"), "--http", "127.0.0.1:0")
 	case "passthrough":
-		return startURLProc(b, bin["passthrough"], "--http", "127.0.0.1:0", "--", bin["testupstream"])
+		return startURLProc(b, bin(b, "passthrough"), "--http", "127.0.0.1:0", "--", bin(b, "testupstream"))
 	default:
 		plan, state := setup(b)
 		args := append([]string{"proxy", "--plan", plan, "--insecure-skip-verify", "--state", state, "--listen", "127.0.0.1:0"}, proxyFlags(kind)...)
-		return startURLProc(b, bin["planlock"], append(args, "--", bin["testupstream"])...)
+		return startURLProc(b, bin(b, "planlock"), append(args, "--", bin(b, "testupstream"))...)
 	}
 }
 

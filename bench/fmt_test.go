@@ -60,10 +60,10 @@ func BenchmarkCLI500Steps(b *testing.B) {
 		name string
 		args []string
 	}{
-		{"hclfmt", []string{bin["hclfmt"], file}},
-		{"hclfmt-check", []string{bin["hclfmt"], "-check", file}},
-		{"plan-fmt", []string{bin["planlock"], "plan", "fmt", "--check", file}},
-		{"plan-validate", []string{bin["planlock"], "plan", "validate", file}},
+		{"hclfmt", []string{bin(b, "hclfmt"), file}},
+		{"hclfmt-check", []string{bin(b, "hclfmt"), "-check", file}},
+		{"plan-fmt", []string{bin(b, "planlock"), "plan", "fmt", "--check", file}},
+		{"plan-validate", []string{bin(b, "planlock"), "plan", "validate", file}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			for b.Loop() {

@@ -109,7 +109,7 @@ func gatewaySetup(b *testing.B, kind string, n int) ([]string, string) {
 	var files []string
 	for p := range n {
 		name := fmt.Sprintf("bench%d", p)
-		plan := strings.Replace(benchPlan, `plan "bench" {`, fmt.Sprintf("plan %q {\n  upstream {\n    command = [%q]\n  }", name, bin["testupstream"]), 1)
+		plan := strings.Replace(benchPlan, `plan "bench" {`, fmt.Sprintf("plan %q {\n  upstream {\n    command = [%q]\n  }", name, bin(b, "testupstream")), 1)
 		f := filepath.Join(plansDir, name+".hcl")
 		if err := os.WriteFile(f, []byte(plan), 0o644); err != nil {
 			b.Fatal(err)
@@ -120,7 +120,7 @@ func gatewaySetup(b *testing.B, kind string, n int) ([]string, string) {
 	var urls []string
 	if kind != "serve" {
 		for _, f := range files {
-			u := startURL(b, bin["planlock"], "proxy", "--plan", f, "--insecure-skip-verify", "--state", filepath.Join(dir, "state", filepath.Base(f)),
+			u := startURL(b, bin(b, "planlock"), "proxy", "--plan", f, "--insecure-skip-verify", "--state", filepath.Join(dir, "state", filepath.Base(f)),
 				"--listen", "127.0.0.1:0")
 			urls = append(urls, u)
 		}
@@ -131,7 +131,7 @@ func gatewaySetup(b *testing.B, kind string, n int) ([]string, string) {
 	if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" bench *\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	base := startURL(b, bin["planlock"], "serve", "--plans", plansDir, "--insecure-skip-verify", "--tokens", tokens,
+	base := startURL(b, bin(b, "planlock"), "serve", "--plans", plansDir, "--insecure-skip-verify", "--tokens", tokens,
 		"--state", filepath.Join(dir, "state"), "--listen", "127.0.0.1:0")
 	for p := range n {
 		urls = append(urls, fmt.Sprintf("%s/bench%d", base, p))

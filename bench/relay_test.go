@@ -42,8 +42,8 @@ func kindsFor(tr string) []string {
 	return ks
 }
 
-func floorCommand(kind string, up []string) []string {
-	return append([]string{bin["passthrough"], "--floor", strings.TrimPrefix(kind, "floor-"), "--"}, up...)
+func floorCommand(b testing.TB, kind string, up []string) []string {
+	return append([]string{bin(b, "passthrough"), "--floor", strings.TrimPrefix(kind, "floor-"), "--"}, up...)
 }
 
 // servePeer starts an npm relay over streamable HTTP in front of the test
@@ -56,12 +56,12 @@ func servePeer(b *testing.B, kind string) (string, int) {
 	switch kind {
 	case "mcp-proxy": // stdio upstream
 		cmd = exec.Command(filepath.Join(dir, ".bin", "mcp-proxy"), "--host", "127.0.0.1", "--port", port,
-			"--server", "stream", "--", bin["testupstream"])
+			"--server", "stream", "--", bin(b, "testupstream"))
 	case "supergateway": // stdio upstream, one session per client
-		cmd = exec.Command(filepath.Join(dir, ".bin", "supergateway"), "--stdio", bin["testupstream"],
+		cmd = exec.Command(filepath.Join(dir, ".bin", "supergateway"), "--stdio", bin(b, "testupstream"),
 			"--outputTransport", "streamableHttp", "--stateful", "--port", port, "--logLevel", "none")
 	case "civic-passthrough": // HTTP to HTTP only
-		up := startURL(b, bin["testupstream"], "--http", "127.0.0.1:0")
+		up := startURL(b, bin(b, "testupstream"), "--http", "127.0.0.1:0")
 		// Run by path: its entry point starts only when argv[1] is its own file;
 		// it adds /mcp to the target URL itself.
 		cmd = exec.Command("node", filepath.Join(dir, "@civic", "passthrough-mcp-server", "dist", "cli.js"))
@@ -240,7 +240,7 @@ func BenchmarkMemoryPlan10000Steps(b *testing.B) {
 		if err := os.WriteFile(plan, src, 0o644); err != nil {
 			b.Fatal(err)
 		}
-		cmd := []string{bin["planlock"], "proxy", "--plan", plan, "--insecure-skip-verify", "--state", filepath.Join(dir, "state"), "--", bin["testupstream"]}
+		cmd := []string{bin(b, "planlock"), "proxy", "--plan", plan, "--insecure-skip-verify", "--state", filepath.Join(dir, "state"), "--", bin(b, "testupstream")}
 		var started *exec.Cmd
 		c := connect(b, transport.NewStdioWithOptions(cmd[0], nil, cmd[1:],
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -257,4 +259,20 @@ func TestRestartedHTTPUpstreamGetsAFreshSession(t *testing.T) {
 	if got := l.Progress(plan.Digest).Calls(0); got != 2 {
 		t.Fatalf("counted %d, want 2", got)
 	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+func readString(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }

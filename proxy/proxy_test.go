@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,33 +18,26 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/testbin"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // refundBin is the example refund server (examples/refund/server), the
 // upstream of these tests; testUpstreamBin plays faults
-// (internal/testupstream); githubBin stands in for the GitHub MCP server
-// (internal/githubstandin); planlockBin is the CLI. Built once in TestMain.
-var refundBin, testUpstreamBin, githubBin, planlockBin string
+// (internal/testupstream). Both are this test binary itself, run under
+// another name: the tests need no built command (the end-to-end tests that
+// run the planlock CLI are in internal/e2e).
+var refundBin, testUpstreamBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "planlock-proxy-test")
+	testbin.Serve()
+	bins, cleanup, err := testbin.Link(testbin.Refund, testbin.TestUpstream)
 	if err != nil {
 		panic(err)
 	}
-	refundBin = filepath.Join(dir, "refund")
-	testUpstreamBin = filepath.Join(dir, "testupstream")
-	githubBin = filepath.Join(dir, "githubstandin")
-	planlockBin = filepath.Join(dir, "planlock")
-	for bin, pkg := range map[string]string{refundBin: "examples/refund/server", testUpstreamBin: "internal/testupstream/cmd/testupstream",
-		githubBin: "internal/githubstandin", planlockBin: "cmd/planlock"} {
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/planlock/planlock/"+pkg).CombinedOutput()
-		if err != nil {
-			panic("build " + pkg + ": " + err.Error() + "\n" + string(out))
-		}
-	}
+	refundBin, testUpstreamBin = bins[testbin.Refund], bins[testbin.TestUpstream]
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 		return runFloor(ctx, *floor, cmd, in, out, errw)
 	}
 	if (*upstreamURL == "") == (len(cmd) == 0) {
+		//lint:ignore ST1005 the message ends with the usage's ARGS..., as planlock's own do
 		return errors.New("give exactly one upstream: --upstream-url URL or -- COMMAND ARGS...")
 	}
 	up, err := dial(ctx, *upstreamURL, cmd, errw)

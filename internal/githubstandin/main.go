@@ -137,6 +137,7 @@ func (r *repo) find(req mcp.CallToolRequest) (int, error) {
 	owner, repo := req.GetString("owner", ""), req.GetString("repo", "")
 	n := req.GetInt("issue_number", 0)
 	if owner != "acme" || repo != "app" || n < 1 || n > 100 {
+		//lint:ignore ST1005 GitHub's own message, as the stand-in answers it
 		return 0, fmt.Errorf("Not Found: %s/%s#%d", owner, repo, n)
 	}
 	return n, nil

@@ -22,9 +22,11 @@ import (
 
 // Packages of the repository's Go MCP commands, for BuildCommands.
 const (
-	PkgTestUpstream = "./internal/testupstream/cmd/testupstream"
-	PkgRefundServer = "./examples/refund/server"
-	PkgPassthrough  = "./bench/passthrough"
+	PkgTestUpstream  = "./internal/testupstream/cmd/testupstream"
+	PkgRefundServer  = "./examples/refund/server"
+	PkgPassthrough   = "./bench/passthrough"
+	PkgPlanlock      = "./cmd/planlock"
+	PkgGitHubStandIn = "./internal/githubstandin"
 )
 
 const modulePath = "github.com/planlock/planlock"
@@ -145,12 +147,17 @@ func StartHTTP(t testing.TB, bin string, args ...string) string {
 // BuildCommands builds the given main packages (e.g. PkgTestUpstream) of the
 // repository into outDir with one go build and returns package → binary path.
 // It takes no testing.TB so that TestMain can build once per test binary.
+// The commands are built without -race even in a -race run: the race
+// detector multiplies their memory, and the abuse tests bound the proxy's
+// peak RSS.
 func BuildCommands(outDir string, pkgs ...string) (map[string]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// A guard against a hung build, generous for a cold -race build on a
+	// small machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", outDir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root

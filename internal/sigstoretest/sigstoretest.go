@@ -391,13 +391,19 @@ func (s *Sigstore) issue(c Claims, pub crypto.PublicKey) ([]byte, error) {
 	ext := func(oid asn1.ObjectIdentifier, v []byte) {
 		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, pkix.Extension{Id: oid, Value: v})
 	}
+	//lint:ignore SA1019 Fulcio still issues the legacy issuer extension beside OIDIssuerV2; the fake does too
 	ext(certificate.OIDIssuer, []byte(c.Issuer))
 	ext(certificate.OIDIssuerV2, derString(c.Issuer))
 	if c.Repository != "" {
+		//lint:ignore SA1019 Fulcio still issues the legacy GitHub extensions beside the new ones; the fake does too
 		ext(certificate.OIDGitHubWorkflowTrigger, []byte(c.EventName))
+		//lint:ignore SA1019 Fulcio still issues the legacy GitHub extensions beside the new ones; the fake does too
 		ext(certificate.OIDGitHubWorkflowSHA, []byte(c.SHA))
+		//lint:ignore SA1019 Fulcio still issues the legacy GitHub extensions beside the new ones; the fake does too
 		ext(certificate.OIDGitHubWorkflowName, []byte(c.Workflow))
+		//lint:ignore SA1019 Fulcio still issues the legacy GitHub extensions beside the new ones; the fake does too
 		ext(certificate.OIDGitHubWorkflowRepository, []byte(c.Repository))
+		//lint:ignore SA1019 Fulcio still issues the legacy GitHub extensions beside the new ones; the fake does too
 		ext(certificate.OIDGitHubWorkflowRef, []byte(c.Ref))
 		ext(certificate.OIDBuildSignerURI, derString(c.Identity()))
 		ext(certificate.OIDSourceRepositoryURI, derString("https://github.com/"+c.Repository))

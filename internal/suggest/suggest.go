@@ -372,7 +372,7 @@ func (a *arg) add(v any) error {
 }
 
 func (a *arg) learn(calls int, hint string) error {
-	from := fmt.Sprintf("%s", plural(a.present, "call", "calls"))
+	from := plural(a.present, "call", "calls")
 	if a.optional {
 		from += fmt.Sprintf(", absent in %d", calls-a.present)
 	}

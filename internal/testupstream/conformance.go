@@ -119,6 +119,7 @@ func addConformanceTools(s *server.MCPServer, t *tools) {
 		cm := mcp.CreateMessageRequest{}
 		cm.CreateMessageParams.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: req.GetString("prompt", "")}}}
 		cm.CreateMessageParams.MaxTokens = 100
+		//lint:ignore SA1019 the conformance scenario asks for sampling, a server-initiated request of the 2025 protocol versions
 		res, err := s.RequestSampling(ctx, cm)
 		if err != nil {
 			return mcp.NewToolResultError(fmt.Sprintf("sampling failed: %v", err)), nil

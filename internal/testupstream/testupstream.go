@@ -196,6 +196,7 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 		server.WithToolCapabilities(false),
 		server.WithLogging(),
 		server.WithHooks(hooks),
+		//lint:ignore SA1019 the test upstream plays server-initiated requests of the 2025 protocol versions, which the proxy must refuse at once
 		server.WithLegacyServerInitiatedRequests(),
 	)
 	t := &tools{s: s, mode: cfg.Mode, out: out}
@@ -332,6 +333,7 @@ func (t *tools) sample(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	cm := mcp.CreateMessageRequest{}
 	cm.CreateMessageParams.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: req.GetString("prompt", "")}}}
 	cm.CreateMessageParams.MaxTokens = 100
+	//lint:ignore SA1019 a server-initiated request of the 2025 protocol versions, which the proxy must refuse at once
 	res, err := t.s.RequestSampling(ctx, cm)
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("sampling failed: %v", err)), nil

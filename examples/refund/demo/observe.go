@@ -149,7 +149,7 @@ func (w *world) observeFirst(ctx context.Context, s *story) error {
 	}
 	s.step(err == nil && len(seen) == len(observedCalls), "throwaway refund system: its calls log shows the observed calls really ran", answer)
 
-	got, err = w.cmd(ctx, "Operator", dir, w.planlock, "plan", "suggest", "--from-audit", audit, "--plan", "refund-draft.hcl")
+	_, err = w.cmd(ctx, "Operator", dir, w.planlock, "plan", "suggest", "--from-audit", audit, "--plan", "refund-draft.hcl")
 	_, serr := os.Stat(filepath.Join(dir, "refund-draft.suggested_test.hcl"))
 	s.step(err == nil && serr == nil, "operator: planlock plan suggest --from-audit observe/state/audit.jsonl --plan refund-draft.hcl",
 		"wrote refund-draft.suggested.hcl and refund-draft.suggested_test.hcl")

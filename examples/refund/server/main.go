@@ -14,41 +14,19 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/planlock/planlock/internal/mcpserve"
+	"github.com/planlock/planlock/internal/refundserver"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+	if err := refundserver.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "refund server: %v\n", err)
 		os.Exit(1)
 	}
-}
-
-func run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) error {
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(errw)
-	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (e.g. 127.0.0.1:8000) instead of stdio")
-	hashFile := fs.String("hash-file", "", "`FILE` holding the refund script's hash, re-read on every get_script_by_path (default hash "+DefaultHash+")")
-	callsLog := fs.String("calls-log", "", "append every tools/call received to `FILE` (JSON Lines)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	srv, closeLog, err := NewServer(Config{HashFile: *hashFile, CallsLog: *callsLog})
-	if err != nil {
-		return err
-	}
-	defer closeLog()
-	return mcpserve.Serve(ctx, srv, mcpserve.Options{HTTPAddr: *httpAddr, Stdin: in, Stdout: out, Log: errw})
 }

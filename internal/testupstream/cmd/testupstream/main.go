@@ -7,42 +7,9 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/planlock/planlock/internal/testupstream"
 )
 
-func main() {
-	fs := flag.NewFlagSet("testupstream", flag.ExitOnError)
-	mode := fs.String("mode", os.Getenv("TESTUPSTREAM_MODE"), "fault `mode` to play (default normal)")
-	exitAfter := fs.Int("exit-after", 1, "exit-mid-call: exit when the `N`th tools/call arrives")
-	callsLog := fs.String("calls-log", "", "append every tools/call received to `FILE` (JSON Lines)")
-	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
-	conformance := fs.Bool("conformance", false, "add the tools the conformance suite's server scenarios call")
-	_ = fs.Parse(os.Args[1:])
-	m, err := testupstream.ParseMode(*mode)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The hanging modes keep handlers blocked for good, which would hold a
-	// graceful shutdown forever: once asked to stop, leave soon regardless.
-	go func() {
-		<-ctx.Done()
-		time.Sleep(time.Second)
-		os.Exit(0)
-	}()
-	cfg := testupstream.Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance}
-	if err := testupstream.Run(ctx, cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { testupstream.Main(os.Args[1:]) }
