@@ -250,14 +250,8 @@ func BenchmarkLatency(b *testing.B) {
 	}
 }
 
-// serveHTTP starts a setup over streamable HTTP and returns its URL.
-func serveHTTP(b *testing.B, kind string) string {
-	url, _ := serveHTTPProc(b, kind)
-	return url
-}
-
-// serveHTTPProc is serveHTTP that also returns the relay's process id (the
-// upstream's when direct).
+// serveHTTPProc starts a setup over streamable HTTP and returns its URL
+// and the relay's process id (the upstream's when direct).
 func serveHTTPProc(b *testing.B, kind string) (url string, pid int) {
 	b.Helper()
 	if isNPMPeer(kind) {

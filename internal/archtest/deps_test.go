@@ -3,7 +3,6 @@ package archtest
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -37,8 +36,8 @@ var forbidden = []struct {
 // deps lists the import paths pkg depends on, itself included.
 func deps(t *testing.T, pkg string) []string {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg)
+	// The go command on PATH: the one running these tests.
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg)
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
 	if err != nil {

@@ -94,8 +94,8 @@ func (s *keySource) keys(ctx context.Context, kid string) ([]jose.JSONWebKey, er
 		}
 		if attempt == 0 && !mayFetch {
 			// A fetch may be under way: wait for it, then decide.
-			//lint:ignore SA2001 the empty critical section is the wait
 			s.fetchMu.Lock()
+			//lint:ignore SA2001 the empty critical section is the wait
 			s.fetchMu.Unlock()
 			continue
 		}
