@@ -213,6 +213,7 @@ type ExportRecord struct {
 	SignedPath  string          `json:"signed_path,omitempty"`
 	StateSHA256 string          `json:"state_sha256,omitempty"`
 	PrevSegment string          `json:"prev_segment,omitempty"`
+	Replica     string          `json:"replica,omitempty"`
 	Prev        string          `json:"prev"`
 	Hash        string          `json:"hash"`
 }
@@ -225,7 +226,7 @@ func exportOf(p *parsed) ExportRecord {
 		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
 		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,
 		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, StateSHA256: r.StateSHA,
-		PrevSegment: r.PrevSegment, Prev: p.Prev, Hash: p.Hash}
+		PrevSegment: r.PrevSegment, Replica: r.Replica, Prev: p.Prev, Hash: p.Hash}
 }
 
 // AppendExportLine appends e as one JSON line (HTML escaping off, so
