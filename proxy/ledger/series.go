@@ -277,3 +277,39 @@ func Export(w io.Writer, paths []string, fromSeq uint64, limit func(io.Reader, s
 	out.Head = res.Head
 	return out, err
 }
+
+// ExportJournal writes the records of a whole journal held in memory (a
+// store that keeps the lines elsewhere, e.g. a database, read as a file
+// would hold them) with seq >= fromSeq to w, as Export does for files:
+// the same ExportRecord lines, each record's chain checked before it is
+// written; a break stops the export there with a *VerifyError.
+func ExportJournal(w io.Writer, data []byte, fromSeq uint64) (ExportResult, error) {
+	out := ExportResult{Head: genesis}
+	seq := uint64(0)
+	var line []byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return out, &VerifyError{Line: int(seq + 1), Torn: true, Reason: "the last record has no newline"}
+		}
+		p, hash, reason := checkLine(data[:i], seq+1, out.Head, true)
+		if reason != "" {
+			return out, &VerifyError{Line: int(seq + 1), Reason: reason}
+		}
+		seq, out.Head, data = p.Seq, hash, data[i+1:]
+		if p.Seq < fromSeq {
+			continue
+		}
+		e := exportOf(p)
+		var err error
+		if line, err = AppendExportLine(line[:0], &e); err != nil {
+			return out, err
+		}
+		if _, err := w.Write(line); err != nil {
+			return out, fmt.Errorf("export: %w", err)
+		}
+		out.Records++
+		out.Last = p.Seq
+	}
+	return out, nil
+}
