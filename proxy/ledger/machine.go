@@ -362,8 +362,22 @@ func (m *Machine) LoadPlan(p PlanLoad, now time.Time) error {
 	return nil
 }
 
-// Progress returns a copy of the plan's order state and counts.
-func (m *Machine) Progress(planDigest string) Progress { return m.st.progress(planDigest) }
+// Progress returns a copy of the plan's order state and counts. Calls
+// counts, besides the calls recorded, those open replica leases cover and
+// have not recorded yet: taken, whether forwarded yet or not.
+func (m *Machine) Progress(planDigest string) Progress {
+	p := m.st.progress(planDigest)
+	for _, l := range m.leases {
+		if l.plan != planDigest {
+			continue
+		}
+		for len(p.used) <= l.idx {
+			p.used = append(p.used, 0)
+		}
+		p.used[l.idx] += l.size - l.recorded
+	}
+	return p
+}
 
 // ListHolds returns all holds in creation order, as of now.
 func (m *Machine) ListHolds(now time.Time) []Hold { return m.st.listHolds(now) }
