@@ -135,6 +135,12 @@ func (s *Store) reserveTx(m *ledger.Machine, rv ledger.Reservation, now time.Tim
 			return t, err
 		}
 	}
+	s.lmu.Lock()
+	off := s.leaseOff
+	s.lmu.Unlock()
+	if off { // closing: no new lease
+		return m.Reserve(rv, now)
+	}
 	t, g, err := m.LeaseReserve(rv, s.replica, s.leaseTTL, now)
 	if err != nil || g.Seq == 0 {
 		return t, err

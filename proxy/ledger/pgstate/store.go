@@ -17,11 +17,11 @@
 // Fail closed: while the database cannot be reached, every change returns
 // an error naming it (ErrUnavailable) and the proxy forwards nothing;
 // holds stay as they were. The connection pool reconnects by itself, so
-// service resumes when the database is back. A replica that dies holds no
-// lease: its open transaction is rolled back by the server when the
-// connection drops (or after idle_in_transaction_session_timeout when the
-// network, not the process, is gone), and every call it forwarded was
-// committed before.
+// service resumes when the database is back. A replica that dies has its
+// open transaction rolled back by the server when the connection drops (or
+// after idle_in_transaction_session_timeout when the network, not the
+// process, is gone); every call it forwarded was counted before, alone or
+// in a lease, and its leases are settled as used at their expiry (lease.go).
 package pgstate
 
 import (
