@@ -96,15 +96,35 @@ func (m *Machine) noteLease(r *record, seq uint64, takenBefore int) {
 // are appended together. A call that consumes a hold is never leased. The
 // returned grant is zero when no lease was taken.
 func (m *Machine) LeaseReserve(rv Reservation, replica string, ttl time.Duration, now time.Time) (Ticket, LeaseGrant, error) {
+	g, err := m.Lease(rv, replica, ttl, now)
+	if err != nil || g.Seq == 0 {
+		if err == nil {
+			var t Ticket
+			t, err = m.Reserve(rv, now)
+			return t, LeaseGrant{}, err
+		}
+		return Ticket{}, LeaseGrant{}, err
+	}
+	t, err := m.RecordLeased(g, rv.Call, g.First, now)
+	if err != nil {
+		return Ticket{}, LeaseGrant{}, err
+	}
+	return t, g, nil
+}
+
+// Lease appends a lease record for replica on the next calls of rv's
+// step (see LeaseReserve), without taking a call: a replica takes its next
+// lease before the current one is used up. The grant is zero (and nothing
+// appended) when the step has too few calls left for a lease, or rv
+// consumes a hold.
+func (m *Machine) Lease(rv Reservation, replica string, ttl time.Duration, now time.Time) (LeaseGrant, error) {
 	if rv.HoldID != "" || rv.OverLimit || replica == "" || rv.MaxCalls < 1 || rv.StepIndex < 0 {
-		t, err := m.Reserve(rv, now)
-		return t, LeaseGrant{}, err
+		return LeaseGrant{}, nil
 	}
 	taken := m.taken(rv.PlanDigest, rv.StepIndex)
 	k := leaseSize(rv.MaxCalls, taken)
 	if k < 2 {
-		t, err := m.Reserve(rv, now)
-		return t, LeaseGrant{}, err
+		return LeaseGrant{}, nil
 	}
 	now = now.UTC()
 	if rv.Check != nil {
@@ -113,7 +133,7 @@ func (m *Machine) LeaseReserve(rv Reservation, replica string, ttl time.Duration
 			p = &planState{}
 		}
 		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
-			return Ticket{}, LeaseGrant{}, err
+			return LeaseGrant{}, err
 		}
 	}
 	i := rv.StepIndex
@@ -123,20 +143,15 @@ func (m *Machine) LeaseReserve(rv Reservation, replica string, ttl time.Duration
 		Note: fmt.Sprintf("calls %d to %d counted ahead for replica %s", taken+1, taken+k, replica)}
 	body, err := m.encode(&lr)
 	if err != nil {
-		return Ticket{}, LeaseGrant{}, err
+		return LeaseGrant{}, err
 	}
 	pp := m.st.plan(rv.PlanDigest)
 	pp.grow(i)
 	pp.leased[i], pp.names[i] = lr.Through, rv.Step
 	seq := m.append(body)
 	m.noteLease(&lr, seq, taken)
-	g := LeaseGrant{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: i, Tool: rv.Tool,
-		MaxCalls: rv.MaxCalls, First: taken + 1, Through: taken + k, Expires: exp}
-	t, err := m.RecordLeased(g, rv.Call, taken+1, now)
-	if err != nil {
-		return Ticket{}, LeaseGrant{}, err
-	}
-	return t, g, nil
+	return LeaseGrant{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: i, Tool: rv.Tool,
+		MaxCalls: rv.MaxCalls, First: taken + 1, Through: taken + k, Expires: exp}, nil
 }
 
 // RecordLeased appends the allow record of call number n of lease g, a

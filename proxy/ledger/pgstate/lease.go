@@ -44,6 +44,10 @@ type grant struct {
 	next     int       // the next call number to hand out
 	useUntil time.Time // by this replica's clock; half the lease's time
 	failures uint64    // Store.failures when granted
+	// spare is the next lease, taken once half of this one is used, so
+	// that calls do not wait for a transaction when this one runs out.
+	spare    *grant
+	fetching bool
 	prog     ledger.Progress
 }
 
@@ -75,13 +79,40 @@ func (s *Store) take(rv ledger.Reservation, now time.Time) (*grant, int) {
 	if gr == nil || s.leaseOff {
 		return nil, 0
 	}
+	if gr.next > gr.g.Through && gr.spare != nil {
+		gr = gr.spare // the used-up lease needs no return
+		s.grants[k] = gr
+	}
 	if gr.next > gr.g.Through || !now.Before(gr.useUntil) || gr.g.MaxCalls != rv.MaxCalls {
 		s.dropLocked(k)
 		return nil, 0
 	}
 	n := gr.next
 	gr.next++
+	if size := gr.g.Through - gr.g.First + 1; !gr.fetching && gr.spare == nil && gr.g.Through-n < size/2 {
+		gr.fetching = true
+		s.prefetch(k, gr, rv)
+	}
 	return gr, n
+}
+
+// prefetch queues the transaction that takes gr's spare lease; lmu held.
+func (s *Store) prefetch(k stepKey, gr *grant, rv ledger.Reservation) {
+	rv.Check = nil // the order rule is checked for each call inside the lease
+	s.post(func(m *ledger.Machine, now time.Time) error {
+		g, err := m.Lease(rv, s.replica, s.leaseTTL, now)
+		s.lmu.Lock()
+		defer s.lmu.Unlock()
+		gr.fetching = false
+		if err != nil || g.Seq == 0 {
+			return nil
+		}
+		if s.leaseOff || s.grants[k] != gr || gr.spare != nil {
+			return m.ReturnLease(g.Seq, now) // not needed after all
+		}
+		gr.spare = &grant{g: g, next: g.First, useUntil: s.now().Add(s.leaseTTL / 2), prog: m.Progress(g.PlanDigest), failures: s.failures}
+		return nil
+	})
 }
 
 // leased forwards rv inside a lease of this replica, when it has one: ok
@@ -163,6 +194,14 @@ func (s *Store) dropLocked(k stepKey) {
 		return
 	}
 	delete(s.grants, k)
+	if sp := gr.spare; sp != nil {
+		s.postReturn(sp)
+	}
+	s.postReturn(gr)
+}
+
+// postReturn queues the return of what is left of a lease; lmu held.
+func (s *Store) postReturn(gr *grant) {
 	if gr.next <= gr.g.Through {
 		seq, failures := gr.g.Seq, gr.failures
 		s.post(func(m *ledger.Machine, now time.Time) error {
