@@ -58,17 +58,28 @@ func replicaID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// post queues a change that nobody waits for (a leased call's records).
+// How long the records of leased calls may wait for their transaction, and
+// how many make one at once.
+const (
+	postFlush = 10 * time.Millisecond
+	postBatch = 512
+)
+
+// post queues a change that nobody waits for (a leased call's records); the
+// writer appends it with the next transaction, within postFlush.
 func (s *Store) post(fn func(m *ledger.Machine, now time.Time) error) {
-	o := &op{fn: fn, done: make(chan struct{})}
+	o := &op{fn: fn}
 	s.qmu.Lock()
 	if s.closed {
 		s.qmu.Unlock()
 		return
 	}
 	s.queue = append(s.queue, o)
+	n := len(s.queue)
 	s.qmu.Unlock()
-	s.signal()
+	if n >= postBatch {
+		s.signal()
+	}
 }
 
 // take hands out the next call of a usable lease for rv; lmu held. A lease
@@ -113,6 +124,7 @@ func (s *Store) prefetch(k stepKey, gr *grant, rv ledger.Reservation) {
 		gr.spare = &grant{g: g, next: g.First, useUntil: s.now().Add(s.leaseTTL / 2), prog: m.Progress(g.PlanDigest), failures: s.failures}
 		return nil
 	})
+	s.signal() // now, not at the next flush: the lease may run out first
 }
 
 // leased forwards rv inside a lease of this replica, when it has one: ok

@@ -274,7 +274,16 @@ func (s *Store) do(ctx context.Context, fn func(m *ledger.Machine, now time.Time
 
 func (s *Store) writer() {
 	defer close(s.stopped)
-	for range s.kick {
+	// The records of leased calls (posted, nobody waits) are appended at
+	// least every postFlush, or as soon as a change someone waits for
+	// queues, or postBatch of them queued.
+	tick := time.NewTicker(postFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.kick:
+		case <-tick.C:
+		}
 		s.qmu.Lock()
 		ops, closing := s.queue, s.closed
 		s.queue = nil
@@ -289,7 +298,9 @@ func (s *Store) writer() {
 			s.qmu.Unlock()
 			for _, o := range rest {
 				o.err = ledger.ErrClosed
-				close(o.done)
+				if o.done != nil {
+					close(o.done)
+				}
 			}
 			return
 		}
@@ -317,7 +328,9 @@ func (s *Store) run(ops []*op) {
 		if err != nil && o.err == nil {
 			o.err = err
 		}
-		close(o.done)
+		if o.done != nil {
+			close(o.done)
+		}
 	}
 }
 
