@@ -16,7 +16,9 @@
 //
 // BenchmarkLatency reports p50 and p99 latency (p50-µs, p99-µs) of one
 // client's sequential calls, BenchmarkThroughput16 calls/s with 16 concurrent
-// clients, each over stdio and streamable HTTP. BenchmarkFdatasync is the
+// clients, each over stdio and streamable HTTP. BenchmarkGateway64
+// (gateway_test.go) compares one planlock serve of 8 plans with 8 planlock
+// proxy processes under 64 clients. BenchmarkFdatasync is the
 // disk's floor for one durable record; cli_test.go compares plan fmt and plan
 // validate with hclfmt. The gate's own check is BenchmarkCheck in proxy/gate.
 //

@@ -1,13 +1,13 @@
 package gitapprove
 
 import (
-	"github.com/planlock/planlock/internal/githubtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 func approveReq(t *testing.T, repo *Repo, forge Forge, src string) ApproveRequest {

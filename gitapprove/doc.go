@@ -32,4 +32,13 @@
 // forge client is made, and refuses a token that would go over plain http.
 // This package never starts a process of its own and never sets environment
 // variables.
+//
+// # Public API
+//
+// gitapprove is one of planlock's four public packages (with hclplan, sign
+// and proxy): cmd/planlock opens plan approval pull requests (Approve),
+// writes hold request files and opens, reads and retires their pull requests
+// (Holds), and writes the signing workflow (GitHubWorkflow) with it. What a plan
+// change means in plain words is hclplan/plandiff's; the fake GitHub API
+// for tests is internal/githubtest.
 package gitapprove

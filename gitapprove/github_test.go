@@ -3,12 +3,13 @@ package gitapprove
 import (
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/githubtest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 func TestCreateOrUpdatePRHandlesExistingPR(t *testing.T) {

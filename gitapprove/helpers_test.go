@@ -2,7 +2,6 @@ package gitapprove
 
 import (
 	"context"
-	"github.com/planlock/planlock/internal/githubtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // gitEnv isolates the real git command from the machine's configuration.

@@ -27,6 +27,7 @@ type HoldRequest struct {
 	Args        json.RawMessage
 	Reason      string
 	ObservedPin string // the pin value read from the upstream, for pin holds
+	RequestedBy string // the authenticated caller whose call was held ("" when unknown)
 	Created     time.Time
 	Expires     time.Time
 }
@@ -113,6 +114,9 @@ func WriteHold(h *HoldRequest) ([]byte, error) {
 	if h.ObservedPin != "" {
 		set("observed_pin", h.ObservedPin)
 	}
+	if h.RequestedBy != "" {
+		set("requested_by", h.RequestedBy)
+	}
 	set("created", h.Created.UTC().Format(time.RFC3339Nano))
 	set("expires", h.Expires.UTC().Format(time.RFC3339Nano))
 	return append([]byte(holdHeader), hclwrite.Format(f.Bytes())...), nil
@@ -127,6 +131,7 @@ var holdSchema = &hcl.BodySchema{
 		{Name: "arguments", Required: true},
 		{Name: "reason", Required: true},
 		{Name: "observed_pin"},
+		{Name: "requested_by"},
 		{Name: "created", Required: true},
 		{Name: "expires", Required: true},
 	},
@@ -168,7 +173,7 @@ func ParseHold(src []byte) (*HoldRequest, error) {
 	h := &HoldRequest{
 		ID: blk.Labels[0], PlanName: vals["plan"], PlanDigest: vals["plan_digest"],
 		Step: vals["step"], Tool: vals["tool"], Args: json.RawMessage(vals["arguments"]),
-		Reason: vals["reason"], ObservedPin: vals["observed_pin"],
+		Reason: vals["reason"], ObservedPin: vals["observed_pin"], RequestedBy: vals["requested_by"],
 	}
 	var err error
 	if h.Created, err = time.Parse(time.RFC3339Nano, vals["created"]); err != nil {

@@ -62,6 +62,7 @@ func TestHoldRoundTrip(t *testing.T) {
 	tricky.Args = json.RawMessage(`{"note":"say \"hi\" ${name} %{if x} \\ back\nslash","emoji":"✓","n":1e-7,"nested":{"a":[1,2,{"b":null}]}}`)
 	tricky.Reason = "multi\nline \"reason\" with ${interp} and %{directive}"
 	tricky.ObservedPin = ""
+	tricky.RequestedBy = "jwt:alice@example.com"
 	tricky.Created = time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
 	for _, tc := range []struct {
 		name string
@@ -269,6 +270,7 @@ func TestHoldBodyGolden(t *testing.T) {
 	h := sampleHold()
 	h.Reason = "upstream said: `](https://evil.example) **approve me**\nnext line"
 	h.ObservedPin = "``x``"
+	h.RequestedBy = "token:ci`bot"
 	h.Args = json.RawMessage(`{"note":"` + "```" + `\n# heading","tag":"<b>&</b>"}`)
 	body := HoldBody(h, &PinChange{PlanPath: "plans/refund.hcl"})
 	golden(t, "hold-body.md", []byte(body))

@@ -144,6 +144,9 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "An agent running plan %s asks to make one call that needs a human.\n\n", mdCode(clip(hold.PlanName, 200)))
 	fmt.Fprintf(&b, "- **Why:** %s\n", mdCode(clip(hold.Reason, 2000)))
+	if hold.RequestedBy != "" {
+		fmt.Fprintf(&b, "- **Requested by:** %s\n", mdCode(clip(hold.RequestedBy, 200)))
+	}
 	fmt.Fprintf(&b, "- **Step:** %s, tool %s\n", mdCode(clip(hold.Step, 200)), mdCode(clip(hold.Tool, 200)))
 	fmt.Fprintf(&b, "- **Plan digest:** %s\n", mdCode(hold.PlanDigest))
 	fmt.Fprintf(&b, "- **Expires:** %s\n", hold.Expires.UTC().Format(time.RFC3339))

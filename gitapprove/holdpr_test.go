@@ -3,12 +3,13 @@ package gitapprove
 import (
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/githubtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 // publishBundle plays CI: it commits a bundle beside the file's path on the

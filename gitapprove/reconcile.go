@@ -11,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // Approval kinds as the approvals branch and the signer name them.
@@ -114,7 +116,7 @@ func (r *Repo) Reconcile(ctx context.Context, o ReconcileOptions) ([]ApprovalFil
 		}
 		f.Bundle = b
 		if err := o.Valid(ctx, f.Path, f.Kind, f.Content, b); err != nil {
-			f.Problem = "bundle does not verify: " + oneLine(err.Error())
+			f.Problem = "bundle does not verify: " + oneline.Of(err.Error(), 0)
 		}
 	}
 	return files, nil
@@ -175,5 +177,3 @@ func globSegs(pat, name []string) bool {
 	}
 	return len(name) == 0
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

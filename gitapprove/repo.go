@@ -318,6 +318,39 @@ func (r *Repo) readFileAt(commit plumbing.Hash, p string) ([]byte, bool, error) 
 	return b, true, nil
 }
 
+// ListFilesAt lists the names of the files directly in directory dir
+// (slash-separated, "" for the root) at commit, sorted; a missing directory
+// lists nothing.
+func (r *Repo) ListFilesAt(commit plumbing.Hash, dir string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.repo.CommitObject(commit)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", commit, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read the tree of %s: %w", commit, err)
+	}
+	if dir != "" && dir != "." {
+		tree, err = tree.Tree(dir)
+		if errors.Is(err, object.ErrDirectoryNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s at %s: %w", dir, commit, err)
+		}
+	}
+	var names []string
+	for _, e := range tree.Entries {
+		if e.Mode.IsFile() {
+			names = append(names, e.Name)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
 // IsAncestor reports whether commit a is reachable from commit b.
 func (r *Repo) IsAncestor(a, b plumbing.Hash) (bool, error) {
 	r.mu.Lock()

@@ -18,6 +18,8 @@ import (
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // CEL expressions in plans (v2): `expr` on an arg, items or field block, with
@@ -165,7 +167,7 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	}
 	est, err := env.EstimateCost(ast, hints)
 	if err != nil {
-		d.errorf(e.Range, "Expression cost unknown", "The cost of this expression cannot be estimated: %s.", oneLine(err.Error()))
+		d.errorf(e.Range, "Expression cost unknown", "The cost of this expression cannot be estimated: %s.", celMessage(err.Error()))
 		return nil
 	}
 	if est.Max > exprCostLimit {
@@ -175,7 +177,7 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	}
 	prog, err := env.Program(ast, cel.CostLimit(exprCostLimit), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		d.errorf(e.Range, "Invalid expression", "%s.", oneLine(err.Error()))
+		d.errorf(e.Range, "Invalid expression", "%s.", celMessage(err.Error()))
 		return nil
 	}
 	e.prog = prog
@@ -192,7 +194,7 @@ func (d *decoder) compileExpr(e *Expr, env *cel.Env) (*cel.Ast, bool) {
 			if ce.Location != nil && ce.Location.Line() > 0 {
 				rng = e.placeOf(ce.Location.Line(), ce.Location.Column())
 			}
-			d.errorf(rng, "Invalid expression", "%s.", oneLine(ce.Message))
+			d.errorf(rng, "Invalid expression", "%s.", celMessage(ce.Message))
 		}
 		return nil, false
 	}
@@ -217,10 +219,10 @@ func costText(c uint64) string {
 	return strconv.FormatUint(c, 10)
 }
 
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(s, "ERROR: <input>:")
-	return strings.Join(strings.Fields(s), " ")
+// celMessage is a CEL error on one line, without CEL's "ERROR: <input>:"
+// prefix (the diagnostic already says where).
+func celMessage(s string) string {
+	return oneline.Of(strings.TrimPrefix(strings.TrimSpace(s), "ERROR: <input>:"), 0)
 }
 
 // evalReason evaluates e with its variable bound to v and returns "" when the
@@ -232,7 +234,7 @@ func (e *Expr) evalReason(v any) string {
 	}
 	out, _, err := e.prog.Eval(oneVar{name: e.variable, val: jsonToCEL(v)})
 	if err != nil {
-		return fmt.Sprintf("check %s could not be evaluated, so the call is refused: %s", e.quoted(), oneLine(err.Error()))
+		return fmt.Sprintf("check %s could not be evaluated, so the call is refused: %s", e.quoted(), celMessage(err.Error()))
 	}
 	b, ok := out.(types.Bool)
 	if !ok {

@@ -211,6 +211,6 @@ func (d *decoder) typeCheck(p *schemaProvider, s *Step, e *Expr, variable string
 		if ce.Location != nil && ce.Location.Line() > 0 {
 			rng = e.placeOf(ce.Location.Line(), ce.Location.Column())
 		}
-		d.errorf(rng, "Expression does not fit the tool's schema", "In step %q (tool %q): %s.", s.Name, s.Tool, oneLine(ce.Message))
+		d.errorf(rng, "Expression does not fit the tool's schema", "In step %q (tool %q): %s.", s.Name, s.Tool, celMessage(ce.Message))
 	}
 }

@@ -1,8 +1,6 @@
 package hclplan
 
 import (
-	"github.com/planlock/planlock/internal/canonjson"
-
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/planlock/planlock/internal/canonjson"
 )
 
 // Violation is why a call's arguments break a step. Its message names the

@@ -1,12 +1,12 @@
 package hclplan
 
 import (
-	"github.com/planlock/planlock/internal/canonjson"
-
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/planlock/planlock/internal/canonjson"
 )
 
 // stepFrom parses a one-step plan whose step body is body.
@@ -210,7 +210,7 @@ func TestNumberCmp(t *testing.T) {
 		{"2.5e-3", "0.0025", 0},
 	}
 	for _, tt := range tests {
-		if got := MustNumber(tt.a).Cmp(MustNumber(tt.b)); got != tt.want {
+		if got := canonjson.MustNumber(tt.a).Cmp(canonjson.MustNumber(tt.b)); got != tt.want {
 			t.Errorf("Cmp(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,40 @@ func TestExamplesDoNotExpireSoon(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no example plans found")
+	}
+}
+
+// TestDocPlansDoNotExpireSoon does for the plans the documentation shows
+// (```hcl blocks of README.md and docs/*.md) what
+// TestExamplesDoNotExpireSoon does for examples/: a reader copies them.
+func TestDocPlansDoNotExpireSoon(t *testing.T) {
+	limit := time.Now().AddDate(1, 0, 0)
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```hcl\n(.*?)```")
+	n := 0
+	for _, path := range append(docs, "../README.md") {
+		md, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range block.FindAllSubmatch(md, -1) {
+			if !strings.Contains(string(m[1]), "plan \"") {
+				continue
+			}
+			p, _ := Parse(fmt.Sprintf("%s#%d", path, i), m[1])
+			if p == nil || p.Name == "" {
+				continue // a fragment, not a whole plan
+			}
+			n++
+			if !p.Expires.IsZero() && p.Expires.Before(limit) {
+				t.Errorf("%s: hcl block %d: plan %q expires at %s, within a year: remove expires or set it later", path, i, p.Name, p.Expires.Format(time.RFC3339))
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no plans found in the documentation")
 	}
 }

@@ -5,6 +5,16 @@
 // an hcl.Diagnostic with its source range. A Plan is never modified after Parse;
 // callers share it freely and must not modify it. Step.Check is the constraint
 // evaluator that sits on every tool call.
+//
+// # Public API
+//
+// hclplan is one of planlock's four public packages (with sign, gitapprove
+// and proxy): cmd/planlock and a program embedding the gate use it to parse
+// (Parse), format (Format), check (Step.Check, CheckTools against an
+// upstream's tools/list) and show (Summary, JSON) plans. Its subpackage
+// plandiff says what a proposed plan changes compared with an approved one.
+// Canonical JSON and exact numbers come from internal/canonjson (Number is
+// its type); anything else planlock needs lives under internal/.
 package hclplan
 
 import (

@@ -1,14 +1,14 @@
 package hclplan
 
 import (
-	"github.com/planlock/planlock/internal/canonjson"
-
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/internal/editdist"
 )
 

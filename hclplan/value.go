@@ -1,29 +1,16 @@
 package hclplan
 
 import (
-	"github.com/planlock/planlock/internal/canonjson"
-
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
-	"strconv"
+
+	"github.com/planlock/planlock/internal/canonjson"
 )
 
 // Value is a JSON value from a plan: nil, bool, string, json.Number, []any or
 // map[string]any, with numbers kept as their exact decimal text.
 type Value struct{ v any }
-
-// NewValue wraps a JSON-like Go value (as decoded by encoding/json, with or
-// without UseNumber). Numbers are normalised to json.Number.
-func NewValue(v any) (Value, error) {
-	n, err := normalize(v, 0)
-	if err != nil {
-		return Value{}, err
-	}
-	return Value{v: n}, nil
-}
 
 // Interface returns the value as nil, bool, string, json.Number, []any or
 // map[string]any.
@@ -52,54 +39,6 @@ func (v Value) String() string {
 // numbers compare numerically (30 equals 30.0, not "30").
 func (v Value) Equal(x any) bool { return canonjson.Equal(v.v, x) }
 
-const maxDepth = 10000
-
-func normalize(v any, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxDepth)
-	}
-	switch t := v.(type) {
-	case nil, bool, string:
-		return t, nil
-	case json.Number:
-		if _, err := ParseNumber(string(t)); err != nil {
-			return nil, err
-		}
-		return t, nil
-	case float64:
-		if math.IsNaN(t) || math.IsInf(t, 0) {
-			return nil, fmt.Errorf("%v is not a JSON number", t)
-		}
-		return json.Number(strconv.FormatFloat(t, 'g', -1, 64)), nil
-	case int:
-		return json.Number(strconv.Itoa(t)), nil
-	case int64:
-		return json.Number(strconv.FormatInt(t, 10)), nil
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("unsupported value of type %T", v)
-	}
-}
-
 // Number is an exact JSON number (package canonjson's).
 type Number = canonjson.Number
 
@@ -115,9 +54,6 @@ func CheckNumber[T string | []byte](s T) error { return canonjson.CheckNumber(s)
 
 // ParseNumber parses JSON number text exactly, within CheckNumber's bounds.
 func ParseNumber(s string) (Number, error) { return canonjson.ParseNumber(s) }
-
-// MustNumber is ParseNumber for constants in tests and code.
-func MustNumber(s string) Number { return canonjson.MustNumber(s) }
 
 // Pattern is an RE2 expression that must match a whole string.
 type Pattern struct {

@@ -79,7 +79,7 @@ func serveHTTPInProcess(t testing.TB, planSrc string, st State, o ledger.Options
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = p.ServeHTTP(ctx, ln, "") }()
+	go func() { defer close(done); _ = p.ServeListener(ctx, ln, "") }()
 	t.Cleanup(func() { cancel(); <-done })
 	return "http://" + ln.Addr().String() + "/mcp", l
 }

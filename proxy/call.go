@@ -14,6 +14,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/canonjson"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -42,7 +43,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
 	defer end()
-	call := ledger.Call{PlanDigest: st.plan.Digest, Tool: tool, Args: raw}
+	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
 	args, err := decodeArgs(raw)
 	if err != nil {
 		call.Args = nil
@@ -66,12 +67,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any) gate.Input {
 	prog := p.cfg.State.Progress(call.PlanDigest)
 	in := gate.Input{Now: p.cfg.Now(), Tool: call.Tool, Args: args, Progress: ledgerProgress{&prog},
-		OnErrorHeld: func(i int) (string, bool) {
-			p.heldMu.Lock()
-			defer p.heldMu.Unlock()
-			why, ok := st.held[i]
-			return why, ok
-		}}
+		OnErrorHeld: st.heldWhy}
 	in.Hold = func() *gate.BoundHold {
 		h, ok := p.holds().Bound(call)
 		if !ok {
@@ -241,7 +237,7 @@ func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 	defer cancel()
 	res, err := p.up.Request(cctx, "tools/call", map[string]any{"name": pin.Tool, "arguments": pin.Args})
 	if err != nil {
-		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneLine(err.Error()))}
+		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneline.Of(err.Error(), 300))}
 	}
 	doc, err := resultDocument(res)
 	if err != nil {
@@ -276,7 +272,7 @@ func resultDocument(raw json.RawMessage) (any, error) {
 	if r.IsError {
 		msg := "tool error"
 		if len(r.Content) > 0 {
-			msg = oneLine(r.Content[0].Text)
+			msg = oneline.Of(r.Content[0].Text, 300)
 		}
 		return nil, fmt.Errorf("the tool answered an error: %s", msg)
 	}
@@ -368,7 +364,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		}
 		// Fail closed: without a durable count there is no call.
 		note(ctx, call.Step, OutcomeNotSent, RuleStateFailed, 0)
-		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneLine(err.Error()))), nil
+		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneline.Of(err.Error(), 300))), nil
 	}
 	res := p.forward(ctx, req, st, grant{call: call, step: step, ticket: t})
 	p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
@@ -404,7 +400,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		case ctx.Err() != nil:
 			msg = "cancelled by the client"
 		default:
-			msg = oneLine(err.Error())
+			msg = oneline.Of(err.Error(), 300)
 		}
 		outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
 		if g.observed {
@@ -415,7 +411,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	default:
 		r, perr := mcp.ParseCallToolResult(&res)
 		if perr != nil {
-			msg := "upstream answered an invalid tool result: " + oneLine(perr.Error())
+			msg := "upstream answered an invalid tool result: " + oneline.Of(perr.Error(), 300)
 			outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
 			result = errorResult(msg)
 		} else {
@@ -426,13 +422,17 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 			}
 		}
 	}
+	stepName := call.Step // an observed call of a tool outside the plan has no step
+	if step != nil {
+		stepName = step.Name
+	}
 	switch {
 	case g.observed:
-		note(ctx, step.Name, OutcomeObserved, "", lat)
+		note(ctx, stepName, OutcomeObserved, "", lat)
 	case answered:
-		note(ctx, step.Name, OutcomeForwarded, "", lat)
+		note(ctx, stepName, OutcomeForwarded, "", lat)
 	default:
-		note(ctx, step.Name, OutcomeFailed, "", lat)
+		note(ctx, stepName, OutcomeFailed, "", lat)
 	}
 	if g.observed {
 		if g.shadow {
@@ -445,9 +445,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	}
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
 		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
-		p.heldMu.Lock()
-		st.held[step.Index] = reason
-		p.heldMu.Unlock()
+		st.setHeld(step.Index, reason)
 		// The failed call's own hold keeps the step on hold across restarts;
 		// approving it lets exactly that call run once more.
 		spec := ledger.HoldSpec{Reason: reason, Cause: string(gate.CauseOnError), Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
@@ -455,9 +453,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 		}
 	} else if outcome.OK {
-		p.heldMu.Lock()
-		delete(st.held, step.Index) // an approved call went through
-		p.heldMu.Unlock()
+		st.setHeld(step.Index, "") // an approved call went through
 	}
 	return result
 }
@@ -465,17 +461,8 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 func firstText(r *mcp.CallToolResult) string {
 	for _, c := range r.Content {
 		if t, ok := c.(mcp.TextContent); ok {
-			return oneLine(t.Text)
+			return oneline.Of(t.Text, 300)
 		}
 	}
 	return "(no text)"
-}
-
-// oneLine keeps a message to one short line.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
 }

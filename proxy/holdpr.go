@@ -15,16 +15,16 @@ type HoldApprover interface {
 	Decide(ctx context.Context, r holdreq.Request) holdreq.Decision
 }
 
-// Holds is the one way the call path creates and looks up holds. Behind it
+// holdKeeper is the one way the call path creates and looks up holds. Behind it
 // sit either the durable state alone (stateHolds) or approval pull requests
 // (prHolds); the call path does not know which.
-type Holds interface {
+type holdKeeper interface {
 	// Bound is the newest hold for exactly this call (plan digest, tool,
 	// canonical arguments), as the durable state has it.
 	Bound(call ledger.Call) (ledger.Hold, bool)
 	// Request records a hold for the call, or finds the same one again, and
 	// says what to answer.
-	Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer
+	Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) holdAnswer
 }
 
 // holdOutcome is what a hold request came to.
@@ -36,14 +36,14 @@ const (
 	holdRefused                     // block the call with Message
 )
 
-// HoldAnswer is the answer to a hold request.
-type HoldAnswer struct {
+// holdAnswer is the answer to a hold request.
+type holdAnswer struct {
 	outcome holdOutcome
 	message string
 }
 
 // holds is the proxy's hold keeper.
-func (p *Proxy) holds() Holds {
+func (p *Proxy) holds() holdKeeper {
 	if p.cfg.Approvals != nil {
 		return prHolds{state: p.cfg.State, approver: p.cfg.Approvals}
 	}
@@ -56,19 +56,19 @@ type stateHolds struct{ state State }
 
 func (s stateHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
 
-func (s stateHolds) Request(ctx context.Context, _ string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer {
+func (s stateHolds) Request(ctx context.Context, _ string, call ledger.Call, spec ledger.HoldSpec) holdAnswer {
 	h, err := s.state.NewHold(context.WithoutCancel(ctx), call, spec)
 	if err != nil {
-		return HoldAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", spec.Reason, err)}
+		return holdAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", spec.Reason, err)}
 	}
 	if h.State == ledger.HoldApproved {
-		return HoldAnswer{outcome: holdApproved}
+		return holdAnswer{outcome: holdApproved}
 	}
 	where := fmt.Sprintf("hold %s", h.ID)
 	if h.PRURL != "" {
 		where += ", pull request " + h.PRURL
 	}
-	return HoldAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; needs approval (%s, expires %s). Ask the user to approve it (planlock holds show %s), then repeat exactly the same call.",
+	return holdAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; needs approval (%s, expires %s). Ask the user to approve it (planlock holds show %s), then repeat exactly the same call.",
 		spec.Reason, where, h.Expires.UTC().Format(time.RFC3339), h.ID)}
 }
 
@@ -83,7 +83,7 @@ type prHolds struct {
 
 func (s prHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
 
-func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) HoldAnswer {
+func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) holdAnswer {
 	d := s.approver.Decide(ctx, holdreq.Request{
 		PlanName:    planName,
 		Call:        call,
@@ -94,11 +94,11 @@ func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call,
 	})
 	switch d.Outcome {
 	case holdreq.Approved:
-		return HoldAnswer{outcome: holdApproved}
+		return holdAnswer{outcome: holdApproved}
 	case holdreq.Refused:
-		return HoldAnswer{outcome: holdRefused, message: d.Message}
+		return holdAnswer{outcome: holdRefused, message: d.Message}
 	}
-	return HoldAnswer{outcome: holdWaiting, message: d.Message}
+	return holdAnswer{outcome: holdWaiting, message: d.Message}
 }
 
 // pinText is a pin value as a hold request records it and a pin change

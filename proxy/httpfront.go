@@ -1,6 +1,6 @@
 package proxy
 
-// The HTTP front of ServeHTTPWith: origin check, bearer identities, sessions
+// The HTTP front of ServeListenerWith: origin check, bearer identities, sessions
 // bound to the identity that created them, per-request deadlines, and the
 // routing of upstream log messages to one session.
 
@@ -21,9 +21,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/authn"
 )
 
-// HTTPOptions configures the streamable HTTP front (ServeHTTPWith).
+// HTTPOptions configures the streamable HTTP front (ServeListenerWith).
 type HTTPOptions struct {
 	// Tokens are the accepted bearer tokens; each is its own identity, and a
 	// session is bound to the identity that created it. None means no
@@ -415,4 +417,13 @@ func (p *Proxy) routeLog(method string, params map[string]any) {
 		return
 	}
 	_ = p.srv.SendNotificationToClient(ctx, method, params)
+}
+
+// callerOf is the authenticated identity a call came with (authn, set by a
+// gateway front), for its audit record and hold; "" without one.
+func callerOf(ctx context.Context) string {
+	if id, ok := authn.FromContext(ctx); ok {
+		return id.Subject
+	}
+	return ""
 }

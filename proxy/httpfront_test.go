@@ -80,7 +80,7 @@ func serveFront(t *testing.T, o HTTPOptions) (string, *Proxy, *syncBuffer) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := p.ServeHTTPWith(ctx, ln, o); err != nil {
+		if err := p.ServeListenerWith(ctx, ln, o); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -184,7 +185,7 @@ func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	}
 	if err := p.cfg.State.(Observer).Observe(context.WithoutCancel(ctx), call, decision, reason); err != nil {
 		// Fail closed: an observed call that is not audited is not forwarded.
-		return errorResult(fmt.Sprintf("planlock could not record the observed call, so it was not forwarded: %v", oneLine(err.Error())))
+		return errorResult(fmt.Sprintf("planlock could not record the observed call, so it was not forwarded: %v", oneline.Of(err.Error(), 300)))
 	}
 	g := grant{call: call, step: step, observed: true, shadow: decision == ledger.WouldAllow && p.cfg.Observe.All}
 	return p.forward(ctx, req, st, g)

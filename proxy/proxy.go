@@ -7,6 +7,19 @@
 // Resources and prompts are served only when the plan has resource or
 // prompt blocks, and then gated the same way (resources.go); without such
 // blocks they are not exposed.
+//
+// # Public API
+//
+// proxy is one of planlock's four public packages (with hclplan, sign and
+// gitapprove): it is what cmd/planlock runs, and what a program embedding
+// the gate uses (New with a Config, then Run with ServeStdio or
+// ServeListener; SetPlan to swap the plan). Its subpackages are public
+// because an embedder needs them: ledger is the durable state a Config
+// takes, planload loads and verifies the plan to give it, gate is the pure
+// decision (for dry runs and plan tests), and holdreq is the contract a hold
+// approver implements. The approval pull request backend (internal/approvals)
+// is planlock's own: proxy depends on the holdreq contract only, so the relay
+// does not depend on Git, GitHub or sigstore (internal/archtest checks it).
 package proxy
 
 import (
@@ -68,7 +81,7 @@ type Config struct {
 	Observer CallObserver
 }
 
-// Proxy is one running gate. Create it with New, then Serve or ServeHTTP.
+// Proxy is one running gate. Create it with New, then Serve (stdio) or ServeListener (streamable HTTP on a listener).
 type Proxy struct {
 	cfg Config
 	up  *Upstream
@@ -94,8 +107,6 @@ type Proxy struct {
 	stdioProg *sessionProgress // the one stdio client's (ServeStdio)
 	sessMu    sync.Mutex
 	sessProg  map[string]*sessionProgress // HTTP sessions (trackSession)
-
-	heldMu sync.Mutex // guards planState.held
 
 	inflight callsInFlight // tool calls being handled, for routeLog
 
@@ -160,15 +171,12 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	cfg.Upstream.ClientName = "planlock"
 	cfg.Upstream.ClientVersion = cfg.Version
-	p.up = NewUpstream(cfg.Upstream, p.relayNotification, p.setTools)
+	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect
 	p.srv.SetTools(p.placeholders(cfg.Plan)...)
 	p.initExtras()
 	return p, nil
 }
-
-// MCPServer is the agent-facing server (for tests and custom transports).
-func (p *Proxy) MCPServer() *server.MCPServer { return p.srv }
 
 // Run supervises the upstream until ctx ends. Serve* call it.
 func (p *Proxy) Run(ctx context.Context) { p.up.Run(ctx) }
@@ -480,7 +488,7 @@ func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMetho
 		return
 	}
 	plan := p.cur.Load().plan
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: req.Params.Name}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: req.Params.Name}
 	if _, derr := decodeArgs(req.Params.RawArguments); derr == nil {
 		call.Args = req.Params.RawArguments
 	}

@@ -297,7 +297,7 @@ func rawToolsList(t *testing.T, command []string) map[string]rawToolDef {
 	defer cancel()
 	env, _ := UpstreamEnv(nil, os.LookupEnv)
 	var got []json.RawMessage
-	u := NewUpstream(UpstreamConfig{Command: command, Env: env}, nil, func(ts []json.RawMessage) { got = ts })
+	u := newUpstream(UpstreamConfig{Command: command, Env: env}, nil, func(ts []json.RawMessage) { got = ts })
 	c, err := u.connect(ctx)
 	if err != nil {
 		t.Fatal(err)

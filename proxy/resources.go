@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -33,13 +34,13 @@ import (
 // sendFunc sends one request on an upstream connection.
 type sendFunc func(ctx context.Context, method string, params any) (json.RawMessage, error)
 
-// UpstreamCaps is what the upstream announced in initialize that the proxy
+// upstreamCaps is what the upstream announced in initialize that the proxy
 // relays.
-type UpstreamCaps struct {
+type upstreamCaps struct {
 	Resources, Subscribe, Prompts, Completions bool
 }
 
-func parseCaps(raw json.RawMessage) UpstreamCaps {
+func parseCaps(raw json.RawMessage) upstreamCaps {
 	var c struct {
 		Resources *struct {
 			Subscribe bool `json:"subscribe"`
@@ -48,10 +49,10 @@ func parseCaps(raw json.RawMessage) UpstreamCaps {
 		Completions json.RawMessage `json:"completions"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
-		return UpstreamCaps{}
+		return upstreamCaps{}
 	}
 	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
-	return UpstreamCaps{Resources: c.Resources != nil, Subscribe: c.Resources != nil && c.Resources.Subscribe,
+	return upstreamCaps{Resources: c.Resources != nil, Subscribe: c.Resources != nil && c.Resources.Subscribe,
 		Prompts: present(c.Prompts), Completions: present(c.Completions)}
 }
 
@@ -103,7 +104,7 @@ func (p *Proxy) initExtras() {
 // no subscribe and no completions. listChanged is always announced: the
 // proxy's lists change with plan reloads whatever the upstream does. Once
 // orders the writes before any client is served (start waits for it).
-func (p *Proxy) announceExtras(caps UpstreamCaps, ok bool) {
+func (p *Proxy) announceExtras(caps upstreamCaps, ok bool) {
 	p.ex.capsOnce.Do(func() {
 		if p.ex.resources {
 			server.WithResourceCapabilities(ok && caps.Subscribe, true)(p.srv)
@@ -121,7 +122,7 @@ func (p *Proxy) announceExtras(caps UpstreamCaps, ok bool) {
 
 // onConnect reads the upstream's resources and prompts on each new
 // connection and subscribes again to what clients are subscribed to.
-func (p *Proxy) onConnect(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+func (p *Proxy) onConnect(ctx context.Context, send sendFunc, caps upstreamCaps) {
 	p.announceExtras(caps, true)
 	if p.ex.resources {
 		p.refreshResources(ctx, send, caps.Resources)
@@ -364,7 +365,7 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	plan := st.plan
 	uri := req.Params.URI
 	args, _ := json.Marshal(map[string]string{"uri": uri})
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodResourcesRead), Args: args}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesRead), Args: args}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -394,7 +395,7 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	}
 	p.completeExtra(ctx, t, err, start)
 	if err != nil {
-		return nil, fmt.Errorf("resources/read %s: %s; the read was counted (resource %q, %d of max_reads %d)", uri, oneLine(err.Error()), r.Name, t.Used, r.MaxReads)
+		return nil, fmt.Errorf("resources/read %s: %s; the read was counted (resource %q, %d of max_reads %d)", uri, oneline.Of(err.Error(), 300), r.Name, t.Used, r.MaxReads)
 	}
 	return out.Contents, nil
 }
@@ -412,7 +413,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	// What is checked is what is sent: the arguments are forwarded
 	// re-encoded from this map (the raw bytes passed strictArgs first).
 	args, _ := json.Marshal(map[string]any{"name": name, "arguments": promptArgs})
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodPromptsGet), Args: args}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodPromptsGet), Args: args}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -433,7 +434,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 		checked[k] = v
 	}
 	if err := pr.Check(checked); err != nil {
-		return nil, p.blockExtra(ctx, plan, call, oneLine(err.Error()))
+		return nil, p.blockExtra(ctx, plan, call, oneline.Of(err.Error(), 300))
 	}
 	t, err := p.reserveExtra(ctx, plan, call, pr.MaxCalls, "max_calls")
 	if err != nil {
@@ -449,7 +450,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	}
 	p.completeExtra(ctx, t, err, start)
 	if err != nil {
-		return nil, fmt.Errorf("prompts/get %s: %s; the get was counted (prompt %q, %d of max_calls %d)", name, oneLine(err.Error()), pr.Name, t.Used, pr.MaxCalls)
+		return nil, fmt.Errorf("prompts/get %s: %s; the get was counted (prompt %q, %d of max_calls %d)", name, oneline.Of(err.Error(), 300), pr.Name, t.Used, pr.MaxCalls)
 	}
 	return out, nil
 }
@@ -470,7 +471,7 @@ func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledge
 	case errors.As(err, &ex):
 		return t, p.blockExtra(ctx, plan, call, fmt.Sprintf("%s: %s %d used up (%d forwarded)", call.Step, what, ex.Max, ex.Used))
 	case err != nil:
-		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %v", call.Tool, oneLine(err.Error()))
+		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %v", call.Tool, oneline.Of(err.Error(), 300))
 	}
 	return t, nil
 }
@@ -478,7 +479,7 @@ func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledge
 func (p *Proxy) completeExtra(ctx context.Context, t ledger.Ticket, err error, start time.Time) {
 	o := ledger.Outcome{OK: err == nil, Latency: time.Since(start)}
 	if err != nil {
-		o.Err = oneLine(err.Error())
+		o.Err = oneline.Of(err.Error(), 300)
 	}
 	if cerr := p.cfg.State.Complete(context.WithoutCancel(ctx), t, o); cerr != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", cerr)
@@ -525,7 +526,7 @@ func (p *Proxy) precheckRequest(ctx context.Context, _ any, message any) error {
 	}
 	decoded, err := decodeArgs(params)
 	if err != nil {
-		return p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: m.Method},
+		return p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: m.Method},
 			fmt.Sprintf("%s: params must be one JSON object: %v", m.Method, err))
 	}
 	uri, _ := decoded["uri"].(string)
@@ -549,7 +550,7 @@ func sessionID(ctx context.Context) string {
 // subscribes upstream for the first subscriber.
 func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) error {
 	args, _ := json.Marshal(map[string]string{"uri": uri})
-	call := ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodResourcesSubscribe), Args: args}
+	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesSubscribe), Args: args}
 	if uri == "" {
 		return nil // mcp-go answers "uri is required"
 	}
@@ -570,7 +571,7 @@ func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) e
 		cancel()
 		if err != nil {
 			p.unsubscribeLocal(sid, uri)
-			return fmt.Errorf("resources/subscribe %s: %s", uri, oneLine(err.Error()))
+			return fmt.Errorf("resources/subscribe %s: %s", uri, oneline.Of(err.Error(), 300))
 		}
 	}
 	return nil
@@ -627,13 +628,13 @@ func (p *Proxy) auditUnknownExtra(ctx context.Context, _ any, method mcp.MCPMeth
 	case *mcp.ReadResourceRequest:
 		if method == mcp.MethodResourcesRead && errors.Is(err, server.ErrResourceNotFound) {
 			args, _ := json.Marshal(map[string]string{"uri": req.Params.URI})
-			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(method), Args: args},
+			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(method), Args: args},
 				fmt.Sprintf("resource %q is not in plan %q", req.Params.URI, plan.Name))
 		}
 	case *mcp.GetPromptRequest:
 		if method == mcp.MethodPromptsGet && errors.Is(err, server.ErrPromptNotFound) {
 			args, _ := json.Marshal(map[string]any{"name": req.Params.Name, "arguments": req.Params.Arguments})
-			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(method), Args: args},
+			_ = p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(method), Args: args},
 				fmt.Sprintf("prompt %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, plan.Name))
 		}
 	}
@@ -646,7 +647,7 @@ func (c promptCompleter) CompletePromptArgument(ctx context.Context, name string
 	plan := c.p.cur.Load().plan
 	if plan.Prompt(name) == nil {
 		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": name}, "argument": arg})
-		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodCompletionComplete), Args: args},
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args},
 			fmt.Sprintf("completion for prompt %q: the prompt is not in plan %q", name, plan.Name))
 	}
 	return c.p.complete(ctx, map[string]any{"type": "ref/prompt", "name": name}, arg, cc)
@@ -660,7 +661,7 @@ func (c resourceCompleter) CompleteResourceArgument(ctx context.Context, uri str
 	plan := c.p.cur.Load().plan
 	if !templateAllowed(plan, uri) && plan.Resource(uri) == nil {
 		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/resource", "uri": uri}, "argument": arg})
-		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Tool: string(mcp.MethodCompletionComplete), Args: args},
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args},
 			fmt.Sprintf("completion for resource %q: no resource block of plan %q names it", uri, plan.Name))
 	}
 	return c.p.complete(ctx, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)
@@ -677,7 +678,7 @@ func (p *Proxy) complete(ctx context.Context, ref map[string]any, arg mcp.Comple
 	defer cancel()
 	res, err := p.up.Request(cctx, "completion/complete", params)
 	if err != nil {
-		return nil, fmt.Errorf("completion/complete: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("completion/complete: %s", oneline.Of(err.Error(), 300))
 	}
 	var r mcp.CompleteResult
 	if err := json.Unmarshal(res, &r); err != nil {
@@ -760,8 +761,8 @@ type Catalog struct {
 // left empty (tools are what a plan needs first).
 func FetchCatalog(ctx context.Context, cfg UpstreamConfig) (Catalog, error) {
 	var c Catalog
-	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { c.Tools = t })
-	u.onConnect = func(ctx context.Context, send sendFunc, caps UpstreamCaps) {
+	u := newUpstream(cfg, nil, func(t []json.RawMessage) { c.Tools = t })
+	u.onConnect = func(ctx context.Context, send sendFunc, caps upstreamCaps) {
 		if caps.Resources {
 			c.Resources, _ = listAll(ctx, send, "resources/list", "resources")
 			c.Templates, _ = listAll(ctx, send, "resources/templates/list", "resourceTemplates")

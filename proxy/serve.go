@@ -28,21 +28,21 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	return err
 }
 
-// ServeHTTP serves streamable HTTP at http://<ln>/mcp until ctx ends. When
+// ServeListener serves streamable HTTP at http://<ln>/mcp until ctx ends. When
 // token is not empty every request needs "Authorization: Bearer <token>".
-// ServeHTTPWith takes the other options.
-func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, token string) error {
+// ServeListenerWith takes the other options.
+func (p *Proxy) ServeListener(ctx context.Context, ln net.Listener, token string) error {
 	var o HTTPOptions
 	if token != "" {
 		o.Tokens = []string{token}
 	}
-	return p.ServeHTTPWith(ctx, ln, o)
+	return p.ServeListenerWith(ctx, ln, o)
 }
 
-// ServeHTTPWith serves streamable HTTP at http://<ln>/mcp until ctx ends,
+// ServeListenerWith serves streamable HTTP at http://<ln>/mcp until ctx ends,
 // behind the front httpfront.go describes: origin, bearer identity, session
 // ownership, then the body limit and the MCP server.
-func (p *Proxy) ServeHTTPWith(ctx context.Context, ln net.Listener, o HTTPOptions) error {
+func (p *Proxy) ServeListenerWith(ctx context.Context, ln net.Listener, o HTTPOptions) error {
 	o.defaults()
 	allowed := map[string]bool{}
 	for _, a := range append(ownOrigins(ln.Addr()), o.AllowOrigins...) {
@@ -89,7 +89,7 @@ func (p *Proxy) start(ctx context.Context) {
 	case <-p.up.FirstAttempt():
 	case <-ctx.Done():
 	}
-	p.announceExtras(UpstreamCaps{}, false) // no-op when the upstream answered
+	p.announceExtras(upstreamCaps{}, false) // no-op when the upstream answered
 	if ok, why := p.up.Ready(); !ok {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
 	}

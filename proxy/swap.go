@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -14,12 +15,13 @@ import (
 )
 
 // planState is one plan with what the proxy derives from it. It is replaced
-// as a whole, never changed, except held (under Proxy.heldMu), which belongs
-// to this plan only: a new plan starts with no step on hold.
+// as a whole, never changed, except held (under heldMu), which belongs to
+// this plan only: a new plan starts with no step on hold.
 type planState struct {
-	plan *hclplan.Plan
-	gate *gate.Gate
-	held map[int]string // step index → why the step is on hold (on_error = "hold")
+	plan   *hclplan.Plan
+	gate   *gate.Gate
+	heldMu sync.Mutex
+	held   map[int]string // step index → why the step is on hold (on_error = "hold"); under heldMu
 	// shadow is observe mode's in-memory progress (observe.go).
 	shadow *shadowProgress
 }
@@ -37,6 +39,25 @@ func (p *Proxy) newPlanState(plan *hclplan.Plan) *planState {
 		}
 	}
 	return st
+}
+
+// heldWhy says why step i is on hold, if it is.
+func (st *planState) heldWhy(i int) (string, bool) {
+	st.heldMu.Lock()
+	defer st.heldMu.Unlock()
+	why, ok := st.held[i]
+	return why, ok
+}
+
+// setHeld puts step i on hold (why != "") or takes it off ("").
+func (st *planState) setHeld(i int, why string) {
+	st.heldMu.Lock()
+	defer st.heldMu.Unlock()
+	if why == "" {
+		delete(st.held, i)
+		return
+	}
+	st.held[i] = why
 }
 
 // Plan is the plan the proxy checks new calls against.

@@ -45,7 +45,7 @@ type Upstream struct {
 	// onConnect, when set, runs after tools/list on each new connection,
 	// before onReady, with that connection's request function and the
 	// upstream's announced capabilities (resources.go).
-	onConnect func(ctx context.Context, send sendFunc, caps UpstreamCaps)
+	onConnect func(ctx context.Context, send sendFunc, caps upstreamCaps)
 
 	mu      sync.Mutex
 	conn    *upConn
@@ -81,8 +81,8 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("upstream error %d: %s", e.Code, e.Message) }
 
-// NewUpstream prepares a connection; Run starts and supervises it.
-func NewUpstream(cfg UpstreamConfig, onNotify func(mcp.JSONRPCNotification), onReady func([]json.RawMessage)) *Upstream {
+// newUpstream prepares a connection; Run starts and supervises it.
+func newUpstream(cfg UpstreamConfig, onNotify func(mcp.JSONRPCNotification), onReady func([]json.RawMessage)) *Upstream {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
@@ -169,6 +169,15 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	var tr transport.Interface
 	var started *exec.Cmd
 	if u.cfg.URL != "" {
+		// The standalone GET stream is how an upstream on a protocol
+		// version before 2026-07-28 (all that planlock proxies today) sends
+		// notifications outside a request, such as tools/list_changed,
+		// which the proxy relays and re-checks the plan against. mcp-go
+		// deprecates the option because 2026-07-28 replaced the stream with
+		// subscriptions/listen (Client.Listen); enabling it keeps the
+		// connection on the legacy version, which is the one these upstreams
+		// speak. Move to Client.Listen when upstreams speak 2026-07-28.
+		//lint:ignore SA1019 needed for notifications from pre-2026-07-28 upstreams (see above)
 		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()))
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)
@@ -379,7 +388,7 @@ func (u *Upstream) Ready() (bool, error) {
 // closes the connection.
 func FetchTools(ctx context.Context, cfg UpstreamConfig) ([]json.RawMessage, error) {
 	var tools []json.RawMessage
-	u := NewUpstream(cfg, nil, func(t []json.RawMessage) { tools = t })
+	u := newUpstream(cfg, nil, func(t []json.RawMessage) { tools = t })
 	c, err := u.connect(ctx)
 	if err != nil {
 		return nil, err

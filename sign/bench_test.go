@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // BenchmarkVerifyKeyless is Policy.Verify of one keyless bundle (policy

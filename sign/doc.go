@@ -68,4 +68,12 @@
 // VerifyInput.Kind = KindHold proves the file was approved; which call it
 // approves (plan digest, tool, arguments) is in the file itself, so the
 // caller parses the verified bytes and checks that binding.
+//
+// # Public API
+//
+// sign is one of planlock's four public packages (with hclplan, gitapprove
+// and proxy): cmd/planlock and a program embedding the gate sign and verify
+// plan and hold files with it (Sign, Policy.Verify). In-process stand-ins of
+// Fulcio, Rekor, a timestamp authority and Vault for tests are in
+// internal/sigstoretest and internal/vaulttest.
 package sign

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // Key-signed bundles with transparency log entries and RFC 3161 timestamps

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // editBundle decodes bundle JSON, lets edit change it, and encodes it again.

@@ -18,6 +18,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // PolicyOptions is the operator's trust policy (cosign's flag names). Either
@@ -294,7 +296,7 @@ func (p *Policy) Verify(ctx context.Context, in VerifyInput) (*Approval, error) 
 	}
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(in.Bundle); err != nil {
-		return nil, refuse(ErrBundleInvalid, "%s: bundle is not a valid sigstore bundle: %s", path, oneLine(err))
+		return nil, refuse(ErrBundleInvalid, "%s: bundle is not a valid sigstore bundle: %s", path, oneline.Of(err.Error(), 0))
 	}
 	env := b.GetDsseEnvelope()
 	if env == nil {
@@ -396,7 +398,7 @@ func (p *Policy) keyLogVerifier(ctx context.Context, b *bundle.Bundle, path stri
 	what := describeLogMaterial(len(entries), len(stamps))
 	tm, err := p.trustedRoot(ctx)
 	if err != nil {
-		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, and the trusted root to check it could not be loaded: %s", path, what, oneLine(err))
+		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, and the trusted root to check it could not be loaded: %s", path, what, oneline.Of(err.Error(), 0))
 	}
 	if tm == nil {
 		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, but the policy has no trusted root to check it (give --trusted-root)", path, what)
@@ -496,7 +498,7 @@ func signingTime(ts []verify.TimestampVerificationResult, predicate time.Time) (
 func (p *Policy) checkSignerMaterial(b *bundle.Bundle, path string) error {
 	vc, err := b.VerificationContent()
 	if err != nil {
-		return refuse(ErrBundleInvalid, "%s: bundle is not a valid sigstore bundle: %s", path, oneLine(err))
+		return refuse(ErrBundleInvalid, "%s: bundle is not a valid sigstore bundle: %s", path, oneline.Of(err.Error(), 0))
 	}
 	cert := vc.Certificate()
 	if !p.keyless {
@@ -510,7 +512,7 @@ func (p *Policy) checkSignerMaterial(b *bundle.Bundle, path string) error {
 	}
 	sum, err := certificate.SummarizeCertificate(cert)
 	if err != nil {
-		return refuse(ErrSignatureInvalid, "%s: signature does not verify: certificate: %s", path, oneLine(err))
+		return refuse(ErrSignatureInvalid, "%s: signature does not verify: certificate: %s", path, oneline.Of(err.Error(), 0))
 	}
 	return p.checkIdentity(sum, path)
 }
@@ -678,9 +680,9 @@ func (p *Policy) explain(b *bundle.Bundle, path string, err error) error {
 	}
 	var idErr *verify.ErrNoMatchingCertificateIdentity
 	if errors.As(err, &idErr) {
-		return refuse(ErrIdentityNotAllowed, "%s: identity not allowed by policy: %s", path, oneLine(err))
+		return refuse(ErrIdentityNotAllowed, "%s: identity not allowed by policy: %s", path, oneline.Of(err.Error(), 0))
 	}
-	msg := oneLine(err)
+	msg := oneline.Of(err.Error(), 0)
 	switch {
 	case strings.Contains(msg, "not enough verified log entries"):
 		msg = "the transparency log entry is not signed by a trusted log (" + msg + ")"
@@ -712,9 +714,4 @@ func short(d string) string {
 		return d[:16] + "…"
 	}
 	return d
-}
-
-// oneLine keeps error messages on one line.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // TestWorkflowFlagMatrix: each --certificate-github-workflow-* value is

@@ -107,6 +107,7 @@ func commands() []*cli.Command {
 		in(catApprove, reconcileCommand()),
 		in(catApprove, checkPRCommand()),
 		in(catRun, proxyCommand()),
+		in(catRun, serveCommand()),
 		in(catRun, mcpConfigCommand()),
 		in(catRun, stateCommand()),
 		in(catInspect, holdsCommand()),

@@ -50,6 +50,7 @@ func commandEnv() map[string][]envVar {
 		"sign":          signEnv(),
 		"verify":        {tufCacheEnv},
 		"proxy":         proxyEnv(),
+		"serve":         serveEnv(),
 		"holds list":    {stateEnv},
 		"state migrate": pgEnv,
 		"state copy":    pgEnv,

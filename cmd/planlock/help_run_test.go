@@ -47,6 +47,7 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock verify --json --trusted-root trusted_root.json  --certificate-identity-regexp 'https://github\.com/acme/plans/\.github/workflows/sign\.yml@refs/heads/.+'  --certificate-oidc-issuer https://token.actions.githubusercontent.com  --certificate-github-workflow-ref refs/heads/main plans/*.hcl`, "needs a private sigstore's trusted root and keyless bundles"},
 	{`planlock proxy --plan plans/refund.hcl --key planlock.pub`, "serves until stopped; needs the refund server as node server.js"},
 	{`PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`, "serves until stopped; needs the refund server as node server.js"},
+	{`planlock serve --plans plans --key planlock.pub --tokens tokens.txt --listen 127.0.0.1:8080`, "serves until stopped; needs a token file and plans with upstream blocks"},
 	{`planlock mcp-config --client claude-code --plan plans/read-docs.hcl --key plan-signing.pub`, "needs plans/read-docs.hcl and its key (docs/getting-started.md runs the same command)"},
 	{`planlock mcp-config --client vscode --write --plan plans/read-docs.hcl`, "writes into .vscode/mcp.json and needs a trust policy in the config file"},
 	{`planlock mcp-config --client cursor --listen 127.0.0.1:3001 --plan plans/read-docs.hcl`, "needs plans/read-docs.hcl and a trust policy in the config file"},

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/boundedio"
 	"io/fs"
 	"os/user"
 	"time"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/planlock/planlock/gitapprove"
 	"github.com/planlock/planlock/internal/approvals"
+	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
@@ -135,7 +136,7 @@ func runHoldsReject(ctx context.Context, o *holdsRejectOptions) error {
 	}
 	note := fmt.Sprintf("rejected by %s at %s", who, time.Now().UTC().Format(time.RFC3339))
 	if r := o.Reason; r != "" {
-		note += ": " + oneLine(r)
+		note += ": " + oneline.Of(r, 0)
 	}
 	path := approvals.LocalRejectionPath(dir, h.ID)
 	if err := approvals.WriteFileAtomic(path, []byte(note+"\n")); err != nil {

@@ -11,11 +11,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/planlock/planlock/internal/boundedio"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/catalog"
 )
 

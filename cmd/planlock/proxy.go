@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/boundedio"
 	"net"
 	"os"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/planload"
 )
@@ -323,7 +323,7 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	*started = true
 	if ln != nil {
 		errw(fmt.Sprintf("planlock: serving plan %q on http://%s/mcp", plan.Name, ln.Addr()))
-		err = p.ServeHTTPWith(ctx, ln, front)
+		err = p.ServeListenerWith(ctx, ln, front)
 	} else {
 		err = p.ServeStdio(ctx, o.IO.in, o.IO.out)
 	}

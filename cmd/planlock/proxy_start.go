@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/internal/boundedio"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
 )
@@ -107,14 +108,12 @@ func proxyLog(path, line string) error {
 	if err != nil {
 		return err
 	}
-	_, werr := fmt.Fprintf(f, "%s pid %d: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), oneLine(line))
+	_, werr := fmt.Fprintf(f, "%s pid %d: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), oneline.Of(line, 0))
 	if err := f.Close(); werr == nil {
 		werr = err
 	}
 	return werr
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // initializeWait bounds how long a proxy that cannot start waits for the
 // client's initialize request to answer it with the reason.

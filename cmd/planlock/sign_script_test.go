@@ -4,8 +4,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/planlock/planlock/internal/sigstoretest"
 )
 
 // setupSigstore gives each script an in-process fake Fulcio, Rekor and TSA (the

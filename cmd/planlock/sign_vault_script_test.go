@@ -4,8 +4,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/planlock/planlock/internal/vaulttest"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/planlock/planlock/internal/vaulttest"
 )
 
 // vaultTestToken is the only token the fake Vault accepts; scripts check it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/planlock/planlock/internal/gateway"
 	"github.com/planlock/planlock/internal/telemetry"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -45,6 +46,15 @@ func (t *runningTelemetry) OnSync() func(time.Duration) {
 		return nil
 	}
 	return t.Metrics.ObserveSync
+}
+
+// gatewayMetrics are the metrics planlock serve reports plans and holds to;
+// nil (no interface holding a nil pointer) without --metrics-listen.
+func (t *runningTelemetry) gatewayMetrics() gateway.Metrics {
+	if t.Metrics == nil {
+		return nil
+	}
+	return t.Metrics
 }
 
 // Close stops the metrics server and flushes the traces not yet sent.

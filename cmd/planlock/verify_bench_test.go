@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
-	"github.com/planlock/planlock/sign"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/sign"
 )
 
 // verifyBenchSetup signs one plan keyless with the fake sigstore and writes

@@ -33,7 +33,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/planlock/planlock/proxy/holdreq"
 	"io"
 	"slices"
 	"strings"
@@ -41,6 +40,8 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )
@@ -233,7 +234,7 @@ func (a *Approvals) decide(ctx context.Context, r holdreq.Request) decision {
 	}
 	h, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, spec)
 	if err != nil {
-		return decision{Outcome: holdreq.Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneLine(err.Error()))}
+		return decision{Outcome: holdreq.Refused, Message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", r.Reason, oneline.Of(err.Error(), 300))}
 	}
 	a.notePlan(h.ID, r.PlanName)
 	if previous != nil && previous.ID != h.ID {
@@ -281,7 +282,7 @@ func request(r holdreq.Request, h ledger.Hold) *gitapprove.HoldRequest {
 	}
 	return &gitapprove.HoldRequest{
 		ID: h.ID, PlanName: r.PlanName, PlanDigest: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Args: args, Reason: h.Reason, ObservedPin: pin, Created: h.Created, Expires: h.Expires,
+		Args: args, Reason: h.Reason, ObservedPin: pin, RequestedBy: h.RequestedBy, Created: h.Created, Expires: h.Expires,
 	}
 }
 
@@ -311,7 +312,7 @@ func (a *Approvals) open(ctx context.Context, r holdreq.Request, h ledger.Hold) 
 	if f.err != nil {
 		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf(
 			"held: %s; needs approval, but the approval pull request for hold %s could not be opened (%s). The hold is kept; repeat exactly the same call later to try again.",
-			h.Reason, h.ID, oneLine(f.err.Error()))}
+			h.Reason, h.ID, oneline.Of(f.err.Error(), 300))}
 	}
 	h.PRURL, h.PR = f.url, f.number
 	return pending(h, false)
@@ -347,7 +348,7 @@ func (a *Approvals) startOpen(hr *gitapprove.HoldRequest, pin *gitapprove.PinCha
 		pr, err := a.cfg.PRs.Open(ctx, hr, pin)
 		if err != nil {
 			f.err = err
-			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: opening the approval pull request: %s (the hold is kept; the next identical call tries again)\n", hr.ID, oneLine(err.Error()))
+			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: opening the approval pull request: %s (the hold is kept; the next identical call tries again)\n", hr.ID, oneline.Of(err.Error(), 300))
 			return
 		}
 		f.url = pr.URL()
@@ -356,7 +357,7 @@ func (a *Approvals) startOpen(hr *gitapprove.HoldRequest, pin *gitapprove.PinCha
 		}
 		if _, err := a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), hr.ID, ledger.HoldUpdate{PRURL: f.url, PR: f.number, Note: "approval pull request opened on branch " + pr.Branch}); err != nil {
 			f.err = fmt.Errorf("pull request %s opened, but recording it failed: %w", f.url, err)
-			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: %s\n", hr.ID, oneLine(f.err.Error()))
+			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: %s\n", hr.ID, oneline.Of(f.err.Error(), 300))
 		}
 	}()
 	return f
@@ -369,7 +370,7 @@ func (a *Approvals) check(ctx context.Context, r holdreq.Request, h ledger.Hold)
 	defer cancel()
 	st, err := a.cfg.PRs.Status(cctx, hr, h.PR)
 	if err != nil {
-		why := oneLine(err.Error())
+		why := oneline.Of(err.Error(), 300)
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			why = fmt.Sprintf("no answer within %s", a.cfg.CheckTimeout)
 		}
@@ -399,11 +400,11 @@ func (a *Approvals) approve(ctx context.Context, r holdreq.Request, h ledger.Hol
 	}
 	appr, err := a.cfg.Policy.Verify(ctx, sign.VerifyInput{Path: hr.Path(), Content: st.File, Bundle: st.Bundle, Kind: sign.KindHold})
 	if err != nil {
-		return refuse("its approval signature does not verify: %s", oneLine(err.Error()))
+		return refuse("its approval signature does not verify: %s", oneline.Of(err.Error(), 300))
 	}
 	got, err := gitapprove.ParseHold(st.File)
 	if err != nil {
-		return refuse("the signed hold file is not valid: %s", oneLine(err.Error()))
+		return refuse("the signed hold file is not valid: %s", oneline.Of(err.Error(), 300))
 	}
 	if why := binds(got, r, h, a.cfg.Now()); why != "" {
 		return refuse("the signed approval is for another call (%s)", why)
@@ -433,7 +434,7 @@ func (a *Approvals) record(ctx context.Context, r holdreq.Request, d decision) d
 	switch {
 	case u.State == ledger.HoldRejected:
 		if err != nil && !errors.Is(err, ledger.ErrHoldState) {
-			return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, u.Note, oneLine(err.Error()))}
+			return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was rejected (%s), and recording that failed: %v; do not retry this call", h.ID, u.Note, oneline.Of(err.Error(), 300))}
 		}
 		if err == nil {
 			h = nh
@@ -444,7 +445,7 @@ func (a *Approvals) record(ctx context.Context, r holdreq.Request, d decision) d
 		if cur, ok := a.cfg.Store.FindHold(r.Call); ok && cur.ID == h.ID && cur.State == ledger.HoldApproved {
 			return decision{Outcome: holdreq.Approved, Hold: cur}
 		}
-		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but recording the approval failed: %s; the call was not forwarded", h.ID, oneLine(err.Error()))}
+		return decision{Outcome: holdreq.Refused, Hold: h, Message: fmt.Sprintf("hold %s was merged, but recording the approval failed: %s; the call was not forwarded", h.ID, oneline.Of(err.Error(), 300))}
 	}
 	return decision{Outcome: holdreq.Approved, Hold: nh}
 }
@@ -505,14 +506,6 @@ func rejected(h ledger.Hold) decision {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
-}
 
 // Lazy is a PRBackend made on first use, and again after a failed attempt, so
 // that a proxy starts (and holds are kept) while Git is unreachable.

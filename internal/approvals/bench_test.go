@@ -1,7 +1,6 @@
 package approvals
 
 import (
-	"github.com/planlock/planlock/proxy/holdreq"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

@@ -3,10 +3,11 @@ package approvals
 import (
 	"context"
 	"fmt"
-	"github.com/planlock/planlock/proxy/holdreq"
 	"time"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -39,7 +40,7 @@ func (a *Approvals) Ran(h ledger.Hold, planName string, auditSeq uint64, status 
 	a.background(func(ctx context.Context) {
 		hr := &gitapprove.HoldRequest{ID: h.ID, PlanName: planName}
 		if err := lc.Ran(ctx, hr, n, auditSeq, status); err != nil {
-			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: telling %s that the call ran: %s\n", h.ID, h.PRURL, oneLine(err.Error()))
+			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: telling %s that the call ran: %s\n", h.ID, h.PRURL, oneline.Of(err.Error(), 300))
 		}
 	})
 }
@@ -100,7 +101,7 @@ func (a *Approvals) Sweep(ctx context.Context) int {
 		}
 		why := fmt.Sprintf("expired at %s without being approved and used", stamp(h.Expires))
 		if err := lc.Retire(ctx, &gitapprove.HoldRequest{ID: h.ID, PlanName: plan}, h.PR, why); err != nil {
-			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: retiring %s: %s (tried again later)\n", h.ID, h.PRURL, oneLine(err.Error()))
+			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: retiring %s: %s (tried again later)\n", h.ID, h.PRURL, oneline.Of(err.Error(), 300))
 			continue
 		}
 		a.mu.Lock()
@@ -123,7 +124,7 @@ func (a *Approvals) supersede(old ledger.Hold, planName, newID string) {
 	a.background(func(ctx context.Context) {
 		why := fmt.Sprintf("expired at %s and is superseded by hold %s for the same call", stamp(old.Expires), newID)
 		if err := lc.Retire(ctx, &gitapprove.HoldRequest{ID: old.ID, PlanName: planName}, old.PR, why); err != nil {
-			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: retiring %s: %s\n", old.ID, old.PRURL, oneLine(err.Error()))
+			fmt.Fprintf(a.cfg.Log, "planlock proxy: hold %s: retiring %s: %s\n", old.ID, old.PRURL, oneline.Of(err.Error(), 300))
 			return
 		}
 		a.mu.Lock()
@@ -199,7 +200,7 @@ func (a *Approvals) reopened(ctx context.Context, r holdreq.Request, old ledger.
 	}
 	nh, err := a.cfg.Store.NewHold(context.WithoutCancel(ctx), r.Call, ledger.HoldSpec{Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, Expires: r.Expires})
 	if err != nil {
-		return decision{Outcome: holdreq.Refused, Hold: old, Message: fmt.Sprintf("pull request %s was reopened, but planlock could not record a new hold (%v); the call was not forwarded", old.PRURL, oneLine(err.Error()))}, true
+		return decision{Outcome: holdreq.Refused, Hold: old, Message: fmt.Sprintf("pull request %s was reopened, but planlock could not record a new hold (%v); the call was not forwarded", old.PRURL, oneline.Of(err.Error(), 300))}, true
 	}
 	a.notePlan(nh.ID, r.PlanName)
 	var pin *gitapprove.PinChange
@@ -210,11 +211,11 @@ func (a *Approvals) reopened(ctx context.Context, r holdreq.Request, old ledger.
 	defer ocancel()
 	if _, err := ro.Reopen(octx, request(r, old), request(r, nh), n, pin); err != nil {
 		return decision{Outcome: holdreq.Refused, Hold: nh, Message: fmt.Sprintf(
-			"held: %s; pull request %s was reopened, but moving it to hold %s failed (%s). The hold is kept; repeat exactly the same call later.", r.Reason, old.PRURL, nh.ID, oneLine(err.Error()))}, true
+			"held: %s; pull request %s was reopened, but moving it to hold %s failed (%s). The hold is kept; repeat exactly the same call later.", r.Reason, old.PRURL, nh.ID, oneline.Of(err.Error(), 300))}, true
 	}
 	nh, err = a.cfg.Store.UpdateHold(context.WithoutCancel(ctx), nh.ID, ledger.HoldUpdate{PRURL: old.PRURL, PR: old.PR, Note: fmt.Sprintf("pull request reopened: it now asks for this hold instead of the refused hold %s", old.ID)})
 	if err != nil {
-		return decision{Outcome: holdreq.Refused, Hold: nh, Message: fmt.Sprintf("pull request %s was reopened, but recording it failed: %s; repeat exactly the same call later", old.PRURL, oneLine(err.Error()))}, true
+		return decision{Outcome: holdreq.Refused, Hold: nh, Message: fmt.Sprintf("pull request %s was reopened, but recording it failed: %s; repeat exactly the same call later", old.PRURL, oneline.Of(err.Error(), 300))}, true
 	}
 	return pending(nh, false), true
 }

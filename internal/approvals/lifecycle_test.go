@@ -3,13 +3,13 @@ package approvals
 import (
 	"context"
 	"fmt"
-	"github.com/planlock/planlock/proxy/holdreq"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

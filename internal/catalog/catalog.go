@@ -6,8 +6,6 @@
 package catalog
 
 import (
-	"github.com/planlock/planlock/hclplan"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -15,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // Tool is one entry of tools/list (hclplan's: one tool type for plan checks
@@ -192,7 +193,7 @@ func SkeletonWith(name string, tools []Tool, extras Extras, command []string, ur
 	for _, t := range tools {
 		b.WriteString("\n")
 		if d := firstLine(t.Description); d != "" {
-			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+			fmt.Fprintf(&b, "  # %s\n", oneline.Of(d, 0))
 		}
 		if !nameRE.MatchString(t.Name) {
 			fmt.Fprintf(&b, "  # (tool %q has a name a plan cannot use as a step name; name the step yourself)\n", t.Name)
@@ -217,7 +218,7 @@ func SkeletonWith(name string, tools []Tool, extras Extras, command []string, ur
 	for _, r := range extras.Resources {
 		b.WriteString("\n")
 		if d := firstLine(r.Description); d != "" {
-			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+			fmt.Fprintf(&b, "  # %s\n", oneline.Of(d, 0))
 		}
 		fmt.Fprintf(&b, "  # resource %s {\n", hclString(resourceName(r.Name)))
 		fmt.Fprintf(&b, "  #   uri       = %s\n", hclString(r.URI))
@@ -227,7 +228,7 @@ func SkeletonWith(name string, tools []Tool, extras Extras, command []string, ur
 	for _, t := range extras.Templates {
 		b.WriteString("\n")
 		if d := firstLine(t.Description); d != "" {
-			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+			fmt.Fprintf(&b, "  # %s\n", oneline.Of(d, 0))
 		}
 		fmt.Fprintf(&b, "  # resource %s {\n", hclString(resourceName(t.Name)))
 		fmt.Fprintf(&b, "  #   uri_template = %s\n", hclString(t.URITemplate))
@@ -237,7 +238,7 @@ func SkeletonWith(name string, tools []Tool, extras Extras, command []string, ur
 	for _, p := range extras.Prompts {
 		b.WriteString("\n")
 		if d := firstLine(p.Description); d != "" {
-			fmt.Fprintf(&b, "  # %s\n", oneLineComment(d))
+			fmt.Fprintf(&b, "  # %s\n", oneline.Of(d, 0))
 		}
 		fmt.Fprintf(&b, "  # prompt %s {\n", hclString(p.Name))
 		fmt.Fprintf(&b, "  #   max_calls = 1\n")
@@ -313,7 +314,7 @@ func writeArg(b *bytes.Buffer, a Arg) {
 	}
 	comment := a.Type
 	if d, ok := a.Schema.Description.(string); ok && d != "" {
-		comment += ": " + oneLineComment(firstLine(d))
+		comment += ": " + oneline.Of(firstLine(d), 0)
 	}
 	fmt.Fprintf(b, "  #   arg %s { # %s\n", hclString(a.Name), comment)
 	// Align the "=" as planlock plan fmt would.
@@ -351,10 +352,6 @@ func hclString(s string) string {
 	q := strconv.Quote(s)
 	q = strings.ReplaceAll(q, "${", "$${")
 	return strings.ReplaceAll(q, "%{", "%%{")
-}
-
-func oneLineComment(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // MCPConfig is the JSON snippet that runs upstream behind planlock proxy for

@@ -23,7 +23,21 @@ type Target struct {
 	Command []string // stdio: argv of the server (or of the proxy in front of it)
 	URL     string   // streamable HTTP endpoint
 	Token   string   // bearer token for URL, optional
-	Env     []string // extra KEY=VALUE for the agent and, over stdio, the server it starts
+	// OAuth, when set, makes the SDK client get its token on its own from
+	// the authorization server the server's protected resource metadata
+	// names (instead of Token).
+	OAuth *OAuthClient
+	Env   []string // extra KEY=VALUE for the agent and, over stdio, the server it starts
+}
+
+// OAuthClient is how the agent authenticates to the authorization server:
+// the client_credentials grant with ClientID and ClientSecret, or, with
+// Code, dynamic registration and the authorization code grant with PKCE
+// (the authorization server must approve without a login page).
+type OAuthClient struct {
+	Issuer                 string // the authorization server the client expects
+	ClientID, ClientSecret string
+	Code                   bool
 }
 
 // Stdio is a Target that starts argv and speaks MCP over its stdin/stdout.
@@ -194,6 +208,14 @@ func RunAgentContext(ctx context.Context, peersDir string, target Target, script
 		args = append(args, "--url", target.URL)
 		if target.Token != "" {
 			args = append(args, "--token", target.Token)
+		}
+		if o := target.OAuth; o != nil {
+			args = append(args, "--oauth-issuer", o.Issuer)
+			if o.Code {
+				args = append(args, "--oauth-code")
+			} else {
+				args = append(args, "--oauth-client-id", o.ClientID, "--oauth-client-secret", o.ClientSecret)
+			}
 		}
 	case len(target.Command) > 0:
 		args = append(append(args, "--"), target.Command...)

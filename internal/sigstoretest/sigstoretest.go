@@ -41,6 +41,7 @@ import (
 	"github.com/go-openapi/swag/conv"
 	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/rekor/pkg/types"
+	_ "github.com/sigstore/rekor/pkg/types/dsse/v0.0.1" // register the dsse entry type
 	rekorutil "github.com/sigstore/rekor/pkg/util"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -48,8 +49,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
-
-	_ "github.com/sigstore/rekor/pkg/types/dsse/v0.0.1" // register the dsse entry type
 )
 
 // GitHubIssuer is the OIDC issuer of GitHub Actions tokens.

@@ -17,6 +17,10 @@
 // none is allowed by the order, the order rule blocks; when none matches, the
 // first allowed step's violation is reported; when every match is used up,
 // the first match's max_calls is reported.
+//
+// gate is a subpackage of the public package proxy: a program embedding the
+// gate can decide a call without I/O (plan tests, dry runs), as
+// internal/plantest does.
 package gate
 
 import (

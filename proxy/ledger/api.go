@@ -62,6 +62,9 @@ type Call struct {
 	StepIndex  int             // 0-based position of the step in the plan
 	Tool       string          // tool name
 	Args       json.RawMessage // arguments as received; nil is treated as {}
+	// Caller names who made the call ("token:ci-bot", "jwt:alice"), written
+	// in its decision record; empty when the front knows no identity.
+	Caller string
 }
 
 // Reservation asks to forward one call.
@@ -161,7 +164,9 @@ type Hold struct {
 	Cause string `json:"cause,omitempty"`
 	// ObservedPin is the pin value read when the hold was made ("" when the
 	// step has no pin or the read failed).
-	ObservedPin string    `json:"observed_pin,omitempty"`
+	ObservedPin string `json:"observed_pin,omitempty"`
+	// RequestedBy is the caller whose call made the hold ("" when unknown).
+	RequestedBy string    `json:"requested_by,omitempty"`
 	State       HoldState `json:"state"`
 	PRURL       string    `json:"pr_url,omitempty"`
 	// PR is the approval pull request's number (0: none, e.g. a hold pushed

@@ -135,4 +135,10 @@
 //     URL and, once decided, approved or rejected.
 //   - Progress exposes the current step, which steps are done, held, and
 //     their counts.
+//
+// # Public API
+//
+// ledger is a subpackage of the public package proxy: a program embedding
+// the gate opens a Ledger and gives it to proxy.Config as its State, and
+// reads holds and the audit journal with it.
 package ledger

@@ -55,7 +55,7 @@ func (l *Ledger) newHold(c Call, spec HoldSpec, key holdKey, canon []byte, now t
 		h := l.st.holds[old]
 		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(reason), Hold: old}
+				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Caller: c.Caller, ArgsSHA: sha, Reason: firstLine(reason), Hold: old}
 			body, err := encodeBody(&r)
 			if err != nil {
 				return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
@@ -69,14 +69,14 @@ func (l *Ledger) newHold(c Call, spec HoldSpec, key holdKey, canon []byte, now t
 		return Hold{}, nil, err
 	}
 	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
-		ArgsSHA256: sha, Reason: oneLine(reason), Cause: spec.Cause, ObservedPin: oneLine(spec.ObservedPin),
-		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
+		ArgsSHA256: sha, Reason: firstLine(reason), Cause: spec.Cause, ObservedPin: firstLine(spec.ObservedPin),
+		RequestedBy: c.Caller, State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
 	if !l.redact {
 		h.Args = canon
 	}
 	exp := h.Expires
 	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Args: h.Args, ArgsSHA: sha,
+		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Caller: c.Caller, Args: h.Args, ArgsSHA: sha,
 		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
 	body, err := encodeBody(&r)
 	if err != nil {
@@ -138,7 +138,7 @@ func (l *Ledger) updateHold(id string, u HoldUpdate, now time.Time) (Hold, *batc
 		return Hold{}, nil, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
 	}
 	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: oneLine(u.Note)}
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: firstLine(u.Note)}
 	body, err := encodeBody(&r)
 	if err != nil {
 		return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)

@@ -223,7 +223,7 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	}
 	now := l.stamp()
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
-		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Hold: rv.HoldID, Max: rv.MaxCalls}
+		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
 	if err := l.argsFields(&r, rv.Args); err != nil {
 		return Ticket{}, err
 	}
@@ -360,7 +360,7 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &t.StepIndex,
 		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
 	if !ok {
-		r.Error = oneLine(o.Err)
+		r.Error = firstLine(o.Err)
 		if r.Error == "" {
 			r.Error = "failed"
 		}
@@ -392,7 +392,7 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 // block, an observed call) without waiting for disk.
 func (l *Ledger) commitCallRecord(ctx context.Context, typ, decision string, c Call, reason string) error {
 	r := record{Time: l.stamp(), Type: typ, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+		Step: c.Step, Tool: c.Tool, Caller: c.Caller, Reason: firstLine(reason)}
 	if c.Step != "" {
 		r.StepIndex = &c.StepIndex
 	}
@@ -455,8 +455,11 @@ func (l *Ledger) LoadPlan(ctx context.Context, p PlanLoad) error {
 	})
 }
 
-// oneLine keeps reasons and errors to one line in the log.
-func oneLine(s string) string {
+// firstLine keeps what the journal records of a reason, error, note or
+// observed pin to its first line, cut with " …". It is not oneline.Of on
+// purpose: a stored observed pin is compared with later holds' values, so
+// the way journals already written cut them must not change.
+func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i] + " …"

@@ -170,7 +170,7 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 	}
 	i := rv.StepIndex
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
-		Step: rv.Step, StepIndex: &i, Tool: rv.Tool, Hold: rv.HoldID, Max: rv.MaxCalls}
+		Step: rv.Step, StepIndex: &i, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
 	if err := m.argsFields(&r, rv.Args); err != nil {
 		return Ticket{}, err
 	}
@@ -205,7 +205,7 @@ func (m *Machine) Complete(t Ticket, o Outcome, now time.Time) error {
 	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &idx,
 		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
 	if !ok {
-		r.Error = oneLine(o.Err)
+		r.Error = firstLine(o.Err)
 		if r.Error == "" {
 			r.Error = "failed"
 		}
@@ -245,7 +245,7 @@ func (m *Machine) Observe(c Call, decision, reason string, now time.Time) error 
 
 func (m *Machine) callRecord(typ, decision string, c Call, reason string, now time.Time) error {
 	r := record{Time: now.UTC(), Type: typ, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Reason: oneLine(reason)}
+		Step: c.Step, Tool: c.Tool, Caller: c.Caller, Reason: firstLine(reason)}
 	if c.Step != "" {
 		idx := c.StepIndex
 		r.StepIndex = &idx
@@ -275,7 +275,7 @@ func (m *Machine) NewHold(c Call, spec HoldSpec, now time.Time) (Hold, error) {
 		h := m.st.holds[id]
 		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
 			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-				Step: c.Step, StepIndex: &idx, Tool: c.Tool, ArgsSHA: sha, Reason: oneLine(spec.Reason), Hold: id}
+				Step: c.Step, StepIndex: &idx, Tool: c.Tool, Caller: c.Caller, ArgsSHA: sha, Reason: firstLine(spec.Reason), Hold: id}
 			body, err := m.encode(&r)
 			if err != nil {
 				return Hold{}, err
@@ -289,14 +289,14 @@ func (m *Machine) NewHold(c Call, spec HoldSpec, now time.Time) (Hold, error) {
 		return Hold{}, err
 	}
 	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
-		ArgsSHA256: sha, Reason: oneLine(spec.Reason), Cause: spec.Cause, ObservedPin: oneLine(spec.ObservedPin),
+		ArgsSHA256: sha, Reason: firstLine(spec.Reason), Cause: spec.Cause, ObservedPin: firstLine(spec.ObservedPin), RequestedBy: c.Caller,
 		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
 	if !m.redact {
 		h.Args = canon
 	}
 	exp := h.Expires
 	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-		Step: c.Step, StepIndex: &idx, Tool: c.Tool, Args: h.Args, ArgsSHA: sha,
+		Step: c.Step, StepIndex: &idx, Tool: c.Tool, Caller: c.Caller, Args: h.Args, ArgsSHA: sha,
 		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
 	body, err := m.encode(&r)
 	if err != nil {
@@ -321,7 +321,7 @@ func (m *Machine) UpdateHold(id string, u HoldUpdate, now time.Time) (Hold, erro
 		return Hold{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
 	}
 	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, Note: oneLine(u.Note)}
+		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: firstLine(u.Note)}
 	body, err := m.encode(&r)
 	if err != nil {
 		return Hold{}, err
@@ -330,7 +330,7 @@ func (m *Machine) UpdateHold(id string, u HoldUpdate, now time.Time) (Hold, erro
 		h.State = u.State
 	}
 	if u.PRURL != "" {
-		h.PRURL = u.PRURL
+		h.PRURL, h.PR = u.PRURL, r.PR
 	}
 	h.Updated = now
 	m.append(body)

@@ -42,6 +42,7 @@ type record struct {
 	Step      string          `json:"step,omitempty"`
 	StepIndex *int            `json:"step_index,omitempty"`
 	Tool      string          `json:"tool,omitempty"`
+	Caller    string          `json:"caller,omitempty"`
 	Args      json.RawMessage `json:"args,omitempty"`
 	ArgsSHA   string          `json:"args_sha256,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
@@ -115,6 +116,7 @@ func encodeBody(r *record) ([]byte, error) {
 		b = strconv.AppendInt(b, int64(*r.StepIndex), 10)
 	}
 	b = appendStringField(b, "tool", r.Tool, true)
+	b = appendStringField(b, "caller", r.Caller, true)
 	if len(r.Args) > 0 {
 		b = append(b, `,"args":`...)
 		buf := bytes.NewBuffer(b)

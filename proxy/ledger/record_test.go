@@ -43,6 +43,7 @@ func TestEncodeBodyMatchesEncodingJSON(t *testing.T) {
 	tests := []record{
 		{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: "sha256:abc", Step: "refund", StepIndex: &idx,
 			Tool: "refund_customer", Args: json.RawMessage(`{ "amount" : 30.0, "note": "<b>&</b>", "u": "\u00e9\u2028" }`), Used: 1, Max: 3},
+		{Time: now, Type: typeDecision, Decision: DecisionAllow, Tool: "echo", Caller: "jwt:alice@example.com \"<é>\""},
 		{Time: now, Type: typeDecision, Decision: DecisionBlock, StepIndex: &zero, Reason: `step "refund": arg "amount" = 31 is over max 30 \ back`},
 		{Time: now, Type: typeDecision, Decision: DecisionHold, Hold: "h1", HoldState: HoldPending, Expires: &exp, ArgsSHA: "ab12"},
 		{Time: now, Type: typeDecision, Decision: DecisionHold, Hold: "h2", HoldState: HoldPending, Cause: "approval,pin", ObservedPin: "9f8\"é"},

@@ -190,6 +190,7 @@ type ExportRecord struct {
 	Step        string          `json:"step,omitempty"`
 	StepIndex   *int            `json:"step_index,omitempty"`
 	Tool        string          `json:"tool,omitempty"`
+	Caller      string          `json:"caller,omitempty"`
 	Args        json.RawMessage `json:"args,omitempty"`
 	ArgsSHA256  string          `json:"args_sha256,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
@@ -221,7 +222,7 @@ type ExportRecord struct {
 func exportOf(p *parsed) ExportRecord {
 	r := &p.record
 	return ExportRecord{Schema: ExportSchema, Seq: p.Seq, Time: r.Time, Type: r.Type, Decision: r.Decision,
-		Plan: r.Plan, PlanName: r.PlanName, Step: r.Step, StepIndex: r.StepIndex, Tool: r.Tool, Args: r.Args,
+		Plan: r.Plan, PlanName: r.PlanName, Step: r.Step, StepIndex: r.StepIndex, Tool: r.Tool, Caller: r.Caller, Args: r.Args,
 		ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Hold: r.Hold, HoldState: r.HoldState, Expires: r.Expires,
 		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
 		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,

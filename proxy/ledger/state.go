@@ -94,7 +94,7 @@ func (s *state) apply(r *parsed) {
 			}
 			h := &Hold{
 				ID: r.Hold, PlanDigest: r.Plan, Step: r.Step, Tool: r.Tool,
-				ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, State: HoldPending,
+				ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Cause: r.Cause, ObservedPin: r.ObservedPin, RequestedBy: r.Caller, State: HoldPending,
 				Created: r.Time, Updated: r.Time,
 			}
 			if r.StepIndex != nil {

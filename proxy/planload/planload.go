@@ -4,6 +4,9 @@
 // ledger before the plan is served. Reloader re-does all of it when the plan
 // file or its bundle changes on disk, and keeps the last verified plan when
 // the new one does not pass.
+//
+// planload is a subpackage of the public package proxy: a program embedding
+// the gate loads, verifies and admits the plan it gives proxy.Config with it.
 package planload
 
 import (

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // Reloader watches the plan file and its bundle and loads the plan again
@@ -132,7 +133,7 @@ func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
 	}
 	keep := func(why error) *Loaded {
 		r.log(fmt.Sprintf("planlock: %s changed on disk but was NOT loaded; still serving %s: %s",
-			r.Source.File, current.short(), oneLine(why.Error())))
+			r.Source.File, current.short(), oneline.Of(why.Error(), 0)))
 		return nil
 	}
 	l, err := r.Source.Read(ctx, now())
@@ -181,5 +182,3 @@ func digestSum(d string) [sha256.Size]byte {
 	}
 	return s
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/planlock/planlock/gitapprove"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -205,7 +206,7 @@ func (s *RepoSync) Step(ctx context.Context) error {
 	switch {
 	case err != nil && ctx.Err() != nil:
 	case err != nil:
-		if msg := oneLine(err.Error()); msg != s.lastErr {
+		if msg := oneline.Of(err.Error(), 0); msg != s.lastErr {
 			s.lastErr = msg
 			s.log(fmt.Sprintf("planlock: plans repository: %s; still serving the last verified plan", msg))
 		}

@@ -2,10 +2,17 @@
 // A scripted MCP agent built on the official TypeScript SDK client. planlock's
 // Go tests drive it the way a real agent drives an MCP server.
 //
-//   node agent.mjs [--url URL [--token T]] [--script FILE|-] [--timeout MS] [-- COMMAND ARGS...]
+//   node agent.mjs [--url URL [--token T | --oauth-issuer ISS (--oauth-client-id ID --oauth-client-secret S | --oauth-code)]]
+//                  [--script FILE|-] [--timeout MS] [-- COMMAND ARGS...]
 //
 // Transport: streamable HTTP with --url (optional bearer --token), otherwise
 // stdio to COMMAND ARGS (started with this process's environment).
+// With --oauth-issuer the SDK's own OAuth support gets the token: on the
+// server's 401 it reads the protected resource metadata, discovers the
+// authorization server and gets a token, with the client_credentials grant
+// (--oauth-client-id/--oauth-client-secret) or, with --oauth-code, dynamic
+// registration and the authorization code grant with PKCE against an
+// authorization server that approves without a login page (a test's).
 // The script (JSON, from FILE or stdin) is either an array of steps or
 //   {"steps": [...], "sampling": {"text": "..."}, "elicitation": {"action": "accept", "content": {...}},
 //    "connectTimeoutMs": MS}
@@ -28,6 +35,8 @@ import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
@@ -48,7 +57,8 @@ function exit(code) {
 }
 
 function parseArgs(argv) {
-  const o = { url: null, token: null, script: "-", timeout: 60000, command: null, args: [] };
+  const o = { url: null, token: null, script: "-", timeout: 60000, command: null, args: [],
+    oauthIssuer: null, oauthClientId: null, oauthClientSecret: null, oauthCode: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -61,13 +71,48 @@ function parseArgs(argv) {
       break;
     } else if (a === "--url") o.url = next();
     else if (a === "--token") o.token = next();
+    else if (a === "--oauth-issuer") o.oauthIssuer = next();
+    else if (a === "--oauth-client-id") o.oauthClientId = next();
+    else if (a === "--oauth-client-secret") o.oauthClientSecret = next();
+    else if (a === "--oauth-code") o.oauthCode = true;
     else if (a === "--script") o.script = next();
     else if (a === "--timeout") o.timeout = Number(next());
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.url && !o.command) throw new Error("give --url URL or -- COMMAND ARGS...");
   if (o.url && o.command) throw new Error("give either --url or a command, not both");
+  if (o.oauthIssuer && !o.oauthCode && !(o.oauthClientId && o.oauthClientSecret))
+    throw new Error("--oauth-issuer needs --oauth-client-id and --oauth-client-secret, or --oauth-code");
   return o;
+}
+
+// An OAuth client provider for the authorization code grant whose
+// "browser" follows the authorization URL itself: the authorization server
+// (a test's stand-in) approves at once and redirects with the code.
+class AutoApproveProvider {
+  constructor() {
+    this.redirect = "http://127.0.0.1:1/callback"; // never contacted: the code is read from the Location header
+    this.code = null;
+  }
+  get redirectUrl() { return this.redirect; }
+  get clientMetadata() {
+    return { client_name: "planlock-test-agent", redirect_uris: [this.redirect], grant_types: ["authorization_code"],
+      response_types: ["code"], token_endpoint_auth_method: "client_secret_basic" };
+  }
+  clientInformation() { return this.client; }
+  saveClientInformation(info) { this.client = info; }
+  tokens() { return this.saved; }
+  saveTokens(tokens) { this.saved = tokens; }
+  saveCodeVerifier(v) { this.verifier = v; }
+  codeVerifier() { return this.verifier; }
+  async redirectToAuthorization(url) {
+    const res = await fetch(url, { redirect: "manual" });
+    const loc = res.headers.get("location");
+    if (!loc) throw new Error(`authorization endpoint answered ${res.status} without a redirect`);
+    const back = new URL(loc);
+    if (back.searchParams.get("error")) throw new Error(`authorization refused: ${back.searchParams.get("error")}`);
+    this.code = back.searchParams.get("code");
+  }
 }
 
 function errorOf(err) {
@@ -200,14 +245,32 @@ async function main() {
   }
 
   let transport;
-  if (opts.url) {
+  let authProvider;
+  const newTransport = () => {
+    if (!opts.url) {
+      return new StdioClientTransport({ command: opts.command, args: opts.args, env: { ...process.env }, stderr: "inherit" });
+    }
     const init = opts.token ? { headers: { Authorization: `Bearer ${opts.token}` } } : undefined;
-    transport = new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: init });
-  } else {
-    transport = new StdioClientTransport({ command: opts.command, args: opts.args, env: { ...process.env }, stderr: "inherit" });
+    return new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: init, authProvider });
+  };
+  if (opts.oauthIssuer && opts.oauthCode) {
+    authProvider = new AutoApproveProvider();
+  } else if (opts.oauthIssuer) {
+    authProvider = new ClientCredentialsProvider({ clientId: opts.oauthClientId, clientSecret: opts.oauthClientSecret,
+      expectedIssuer: opts.oauthIssuer, clientName: "planlock-test-agent" });
   }
+  transport = newTransport();
   try {
-    await client.connect(transport, { timeout: script.connectTimeoutMs ?? opts.timeout });
+    try {
+      await client.connect(transport, { timeout: script.connectTimeoutMs ?? opts.timeout });
+    } catch (err) {
+      // The authorization code flow stops at the redirect: finish it with
+      // the code the authorization server gave, and connect again.
+      if (!(err instanceof UnauthorizedError) || !authProvider?.code) throw err;
+      await transport.finishAuth(authProvider.code);
+      transport = newTransport();
+      await client.connect(transport, { timeout: script.connectTimeoutMs ?? opts.timeout });
+    }
   } catch (err) {
     emit({ op: "connect", ok: false, error: errorOf(err) });
     return exit(1);

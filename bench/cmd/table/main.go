@@ -198,4 +198,5 @@ func write(w io.Writer, r results) {
 		y, yok := r.get(v.ref, "ns/op")
 		row(v.label, "", num(y/1e6, yok), num(x/1e6, xok), ratio(x, xok, y, yok), "reference: "+v.refLabel)
 	}
+	writeGateway(row, r) // gateway.go
 }
