@@ -12,6 +12,7 @@ import (
 
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/urfave/cli/v2"
 )
 
@@ -154,6 +155,9 @@ written. A record a running proxy is still writing (a torn last line) is
 left for the next run. A break in the chain stops the export at the break,
 with exit status 1.
 
+With --state postgres://... the chain kept in that database is exported
+instead (the same lines), after it verified whole and against its head row.
+
 Examples:
    planlock audit export ~/.local/state/planlock/ > audit-export.jsonl
    planlock audit export --from-seq 40001 /var/lib/planlock/refund-4711/
@@ -167,18 +171,29 @@ Exit status: 0 when every file verified and was written, 1 otherwise.`,
 // auditExportOptions are the flags of planlock audit export.
 type auditExportOptions struct {
 	cmdline
+	State        string
 	FromSeq      uint64
 	MaxLineBytes int64
 }
 
 func (o *auditExportOptions) flags() []cli.Flag {
 	return []cli.Flag{
+		&cli.StringFlag{Name: "state", Usage: "export the chain of a PostgreSQL state (postgres:// `URL`) instead of FILEs", Destination: &o.State},
 		&cli.Uint64Flag{Name: "from-seq", Value: 1, Usage: "write the records from sequence number `N` on (the last one stored plus one)", Destination: &o.FromSeq},
 		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
 	}
 }
 
-func runAuditExport(_ context.Context, o *auditExportOptions) error {
+func runAuditExport(ctx context.Context, o *auditExportOptions) error {
+	if o.State != "" {
+		if !pgstate.IsURL(o.State) || len(o.Args) > 0 {
+			return usageErrorf("audit export: --state takes a postgres:// URL, and then no FILE")
+		}
+		if _, err := pgstate.Export(ctx, o.IO.out, o.State, o.FromSeq); err != nil {
+			return failf("audit export: %s: %v", pgstate.Describe(o.State), err)
+		}
+		return nil
+	}
 	if len(o.Args) < 1 {
 		return usageErrorf("audit export: give the audit log's files or its directory")
 	}

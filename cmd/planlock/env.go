@@ -55,6 +55,7 @@ func commandEnv() map[string][]envVar {
 		"state migrate": pgEnv,
 		"state copy":    pgEnv,
 		"audit verify":  pgEnv,
+		"audit export":  pgEnv,
 		"holds show":    {stateEnv},
 		"mcp-config": {xdgConfigEnv,
 			{"APPDATA", "Windows: where --write finds Claude Desktop's configuration"}},

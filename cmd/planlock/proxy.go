@@ -106,7 +106,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true, Destination: &o.TokenFile},
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
 		&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere", Destination: &o.AcceptMissingAnchor},
-		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients)", Destination: &o.SyncEachCall},
+		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients); with --state postgres://, every call in its own transaction", Destination: &o.SyncEachCall},
 		&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.CallTimeout},
 		&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error", Destination: &o.MaxMessageBytes},
 	}

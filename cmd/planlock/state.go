@@ -61,9 +61,9 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 		}
 		return l, nil
 	}
-	for _, f := range []string{"audit", "sync-each-call", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
+	for _, f := range []string{"audit", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
 		if o.given(f) {
-			return nil, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain and commits every call", f)
+			return nil, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain", f)
 		}
 	}
 	// Hold request files and the Git cache stay on this machine.
@@ -75,7 +75,8 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, failf("local state directory: %v", err)
 	}
-	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact})
+	// --sync-each-call: every call in its own transaction, no leases.
+	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall})
 	if err != nil {
 		return nil, failf("%v", err)
 	}

@@ -81,3 +81,65 @@ func TestStateMigrateCopyVerify(t *testing.T) {
 		t.Fatalf("audit verify of a cut table: %d %q", code, errs)
 	}
 }
+
+// audit export --state of a database that state copy filled writes the
+// same lines as audit export of the source directory.
+func TestAuditExportStateMatchesDirectory(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t).NewDatabase(t)
+	dir := filepath.Join(t.TempDir(), "refund")
+	l, err := ledger.Open(ctx, ledger.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := ledger.Call{PlanDigest: "sha256:p", Step: "s", Tool: "t", Args: json.RawMessage(`{"a":"<b>"}`)}
+	for range 250 {
+		tk, err := l.Reserve(ctx, ledger.Reservation{Call: call, MaxCalls: 100000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Complete(ctx, tk, ledger.Outcome{OK: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.NewHold(ctx, call, ledger.HoldSpec{Reason: "r", Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runState("state", "migrate", "--state", url); code != 0 {
+		t.Fatalf("migrate: %s", errs)
+	}
+	if code, _, errs := runState("state", "copy", "--from", dir, "--to", url); code != 0 {
+		t.Fatalf("copy: %s", errs)
+	}
+	for _, from := range []string{"1", "200"} {
+		code, fromDir, errs := runState("audit", "export", "--from-seq", from, dir)
+		if code != 0 {
+			t.Fatalf("export of the directory: %s", errs)
+		}
+		code, fromDB, errs := runState("audit", "export", "--from-seq", from, "--state", url)
+		if code != 0 {
+			t.Fatalf("export --state: %s", errs)
+		}
+		if fromDB != fromDir || !strings.Contains(fromDB, `"schema":"planlock.audit.v1"`) || strings.Count(fromDB, "\n") < 100 {
+			t.Fatalf("--from-seq %s: the exports differ or are empty:\n%.300s\n---\n%.300s", from, fromDir, fromDB)
+		}
+	}
+	if code, _, errs := runState("audit", "export", "--state", url, dir); code == 0 || !strings.Contains(errs, "no FILE") {
+		t.Fatalf("--state and a FILE: %d %q", code, errs)
+	}
+	// A cut table: nothing is written, exit status 1.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ALTER TABLE planlock_audit DISABLE TRIGGER USER; DELETE FROM planlock_audit WHERE seq = (SELECT max(seq) FROM planlock_audit)"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runState("audit", "export", "--state", url); code != 1 || out != "" || !strings.Contains(errs, "truncated") {
+		t.Fatalf("export of a cut table: %d %q %q", code, out, errs)
+	}
+}

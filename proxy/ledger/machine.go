@@ -28,6 +28,8 @@ type Machine struct {
 	head   string
 	redact bool
 	lines  [][]byte // appended since TakeLines
+	// leases are the open replica leases by their record's seq (see LeaseReserve).
+	leases map[uint64]*replicaLease
 }
 
 // NewMachine returns the state of an empty journal; redact records the
@@ -46,7 +48,12 @@ func (m *Machine) Apply(line []byte) error {
 	if reason != "" {
 		return &VerifyError{Line: int(m.seq + 1), Reason: reason}
 	}
+	var taken int
+	if p.Type == typeLease && p.Replica != "" && p.Ref == 0 && p.StepIndex != nil {
+		taken = m.taken(p.Plan, *p.StepIndex)
+	}
 	m.st.apply(p)
+	m.noteLease(&p.record, p.Seq, taken)
 	m.seq, m.head = p.Seq, hash
 	return nil
 }
@@ -139,8 +146,10 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 	if rv.StepIndex < len(p.used) {
 		used = p.used[rv.StepIndex]
 	}
-	if used >= rv.MaxCalls && !rv.OverLimit {
-		return Ticket{}, &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: used, Max: rv.MaxCalls}
+	// Calls other replicas' open leases cover are taken too.
+	taken := m.taken(rv.PlanDigest, rv.StepIndex)
+	if taken >= rv.MaxCalls && !rv.OverLimit {
+		return Ticket{}, &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: taken, Max: rv.MaxCalls}
 	}
 	var h *Hold
 	if rv.HoldID != "" {
@@ -170,7 +179,7 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 		return Ticket{}, err
 	}
 	body = append(body, `,"used":`...)
-	body = strconv.AppendInt(body, int64(used+1), 10)
+	body = strconv.AppendInt(body, int64(taken+1), 10)
 	pp := m.st.plan(rv.PlanDigest)
 	pp.grow(i)
 	pp.used[i], pp.names[i] = used+1, rv.Step
@@ -180,7 +189,7 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 		pp.held[i] = false
 	}
 	seq := m.append(body)
-	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: i, Tool: rv.Tool, Used: used + 1, At: now}, nil
+	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: i, Tool: rv.Tool, Used: taken + 1, At: now}, nil
 }
 
 // Complete records the upstream's outcome, as Ledger.Complete.
@@ -353,8 +362,22 @@ func (m *Machine) LoadPlan(p PlanLoad, now time.Time) error {
 	return nil
 }
 
-// Progress returns a copy of the plan's order state and counts.
-func (m *Machine) Progress(planDigest string) Progress { return m.st.progress(planDigest) }
+// Progress returns a copy of the plan's order state and counts. Calls
+// counts, besides the calls recorded, those open replica leases cover and
+// have not recorded yet: taken, whether forwarded yet or not.
+func (m *Machine) Progress(planDigest string) Progress {
+	p := m.st.progress(planDigest)
+	for _, l := range m.leases {
+		if l.plan != planDigest {
+			continue
+		}
+		for len(p.used) <= l.idx {
+			p.used = append(p.used, 0)
+		}
+		p.used[l.idx] += l.size - l.recorded
+	}
+	return p
+}
 
 // ListHolds returns all holds in creation order, as of now.
 func (m *Machine) ListHolds(now time.Time) []Hold { return m.st.listHolds(now) }

@@ -94,3 +94,59 @@ func TestMachineSharesTheJournalFormat(t *testing.T) {
 		t.Fatal("a foreign line was applied")
 	}
 }
+
+// Replica leases: a Machine that replays another's lines reaches the same
+// counts and open leases, a lease bounds the other replicas, an expired
+// lease settles as used and a returned one gives its calls back.
+func TestMachineReplicaLeases(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rv := Reservation{Call: Call{PlanDigest: "sha256:p", Step: "s", Tool: "t"}, MaxCalls: 1000}
+	a := NewMachine(false)
+	t1, g, err := a.LeaseReserve(rv, "a", time.Second, now)
+	if err != nil || g.Seq == 0 || g.First != 1 || g.Through != 10 || t1.Used != 1 {
+		t.Fatalf("lease: %+v %+v %v", t1, g, err)
+	}
+	if _, err := a.RecordLeased(g, rv.Call, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Progress("sha256:p").Calls(0); got != 10 {
+		t.Fatalf("calls taken with a lease of 10 open: %d", got)
+	}
+	t2, err := a.Reserve(rv, now) // another replica's call: after the lease
+	if err != nil || t2.Used != 11 {
+		t.Fatalf("reserve past the lease: %+v %v", t2, err)
+	}
+	g2, err := a.Lease(rv, "b", time.Hour, now)
+	if err != nil || g2.First != 12 || g2.Through != 20 {
+		t.Fatalf("second lease: %+v %v", g2, err)
+	}
+	// Past a's expiry: its 8 unrecorded calls count as used; b returns its 9 (1% of 989 left).
+	if n, err := a.SettleLeases("", now.Add(2*time.Second)); err != nil || n != 1 {
+		t.Fatalf("settle: %d %v", n, err)
+	}
+	if err := a.ReturnLease(g2.Seq, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, open := a.Progress("sha256:p").Calls(0), a.OpenLeases(); got != 11 || open != 0 {
+		t.Fatalf("after settle and return: calls %d, open leases %d; want 11, 0", got, open)
+	}
+	var lines [][]byte
+	lines = append(lines, a.TakeLines()...)
+	b := NewMachine(false)
+	for _, l := range lines {
+		if err := b.Apply(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	da, _ := a.StateDigest()
+	db, _ := b.StateDigest()
+	if da != db || b.Progress("sha256:p").Calls(0) != 11 || b.OpenLeases() != 0 || b.Head() != a.Head() {
+		t.Fatalf("replay differs: %s vs %s, calls %d", da, db, b.Progress("sha256:p").Calls(0))
+	}
+	// Below 200 calls left: no lease.
+	small := rv
+	small.MaxCalls = 150
+	if _, g, err := b.LeaseReserve(small, "a", time.Second, now); err != nil || g.Seq != 0 {
+		t.Fatalf("lease with 139 left: %+v %v", g, err)
+	}
+}

@@ -74,6 +74,9 @@ type record struct {
 	// the new file replays on its own.
 	PrevSegment string          `json:"prev_segment,omitempty"`
 	State       json.RawMessage `json:"state,omitempty"`
+	// Replica (leases of a shared state, see Machine.LeaseReserve) names
+	// the proxy a lease was granted to.
+	Replica string `json:"replica,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.
@@ -186,6 +189,7 @@ func encodeBody(r *record) ([]byte, error) {
 		}
 		b = buf.Bytes()
 	}
+	b = appendStringField(b, "replica", r.Replica, true)
 	return b, nil
 }
 

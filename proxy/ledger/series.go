@@ -214,6 +214,7 @@ type ExportRecord struct {
 	SignedPath  string          `json:"signed_path,omitempty"`
 	StateSHA256 string          `json:"state_sha256,omitempty"`
 	PrevSegment string          `json:"prev_segment,omitempty"`
+	Replica     string          `json:"replica,omitempty"`
 	Prev        string          `json:"prev"`
 	Hash        string          `json:"hash"`
 }
@@ -226,7 +227,7 @@ func exportOf(p *parsed) ExportRecord {
 		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
 		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,
 		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, StateSHA256: r.StateSHA,
-		PrevSegment: r.PrevSegment, Prev: p.Prev, Hash: p.Hash}
+		PrevSegment: r.PrevSegment, Replica: r.Replica, Prev: p.Prev, Hash: p.Hash}
 }
 
 // AppendExportLine appends e as one JSON line (HTML escaping off, so
@@ -276,4 +277,40 @@ func Export(w io.Writer, paths []string, fromSeq uint64, limit func(io.Reader, s
 	}, true)
 	out.Head = res.Head
 	return out, err
+}
+
+// ExportJournal writes the records of a whole journal held in memory (a
+// store that keeps the lines elsewhere, e.g. a database, read as a file
+// would hold them) with seq >= fromSeq to w, as Export does for files:
+// the same ExportRecord lines, each record's chain checked before it is
+// written; a break stops the export there with a *VerifyError.
+func ExportJournal(w io.Writer, data []byte, fromSeq uint64) (ExportResult, error) {
+	out := ExportResult{Head: genesis}
+	seq := uint64(0)
+	var line []byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return out, &VerifyError{Line: int(seq + 1), Torn: true, Reason: "the last record has no newline"}
+		}
+		p, hash, reason := checkLine(data[:i], seq+1, out.Head, true)
+		if reason != "" {
+			return out, &VerifyError{Line: int(seq + 1), Reason: reason}
+		}
+		seq, out.Head, data = p.Seq, hash, data[i+1:]
+		if p.Seq < fromSeq {
+			continue
+		}
+		e := exportOf(p)
+		var err error
+		if line, err = AppendExportLine(line[:0], &e); err != nil {
+			return out, err
+		}
+		if _, err := w.Write(line); err != nil {
+			return out, fmt.Errorf("export: %w", err)
+		}
+		out.Records++
+		out.Last = p.Seq
+	}
+	return out, nil
 }

@@ -84,12 +84,13 @@ func runClients(b *testing.B, states []reserver, clients int, cluster *pgtest.Cl
 
 // BenchmarkStates compares, per call (Reserve then Complete), the embedded
 // journal (leases, and one fdatasync per call) with one and three replicas
-// on PostgreSQL (each a Store of its own, as a process would have), at 16
-// and 64 concurrent clients. All on one machine: the replicas share its
+// on PostgreSQL (each a Store of its own, as a process would have; leases,
+// and one replica with a transaction per call), at 16 and 64 concurrent
+// clients. All on one machine: the replicas share its
 // cores with the database.
 func BenchmarkStates(b *testing.B) {
 	for _, clients := range []int{16, 64} {
-		for _, kind := range []string{"journal-leases", "journal-sync-each-call", "postgres-1-replica", "postgres-3-replicas"} {
+		for _, kind := range []string{"journal-leases", "journal-sync-each-call", "postgres-1-replica", "postgres-1-replica-no-leases", "postgres-3-replicas"} {
 			b.Run(fmt.Sprintf("%s/clients=%d", kind, clients), func(b *testing.B) {
 				ctx := context.Background()
 				switch kind {
@@ -112,7 +113,7 @@ func BenchmarkStates(b *testing.B) {
 					}
 					var states []reserver
 					for range n {
-						s, err := pgstate.Open(ctx, pgstate.Options{URL: url})
+						s, err := pgstate.Open(ctx, pgstate.Options{URL: url, NoLeases: kind == "postgres-1-replica-no-leases"})
 						if err != nil {
 							b.Fatal(err)
 						}

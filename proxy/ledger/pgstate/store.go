@@ -17,11 +17,11 @@
 // Fail closed: while the database cannot be reached, every change returns
 // an error naming it (ErrUnavailable) and the proxy forwards nothing;
 // holds stay as they were. The connection pool reconnects by itself, so
-// service resumes when the database is back. A replica that dies holds no
-// lease: its open transaction is rolled back by the server when the
-// connection drops (or after idle_in_transaction_session_timeout when the
-// network, not the process, is gone), and every call it forwarded was
-// committed before.
+// service resumes when the database is back. A replica that dies has its
+// open transaction rolled back by the server when the connection drops (or
+// after idle_in_transaction_session_timeout when the network, not the
+// process, is gone); every call it forwarded was counted before, alone or
+// in a lease, and its leases are settled as used at their expiry (lease.go).
 package pgstate
 
 import (
@@ -59,6 +59,16 @@ type Options struct {
 	// Timeout bounds each transaction, connecting included: past it a call
 	// is refused rather than kept waiting. Zero means 5s.
 	Timeout time.Duration
+	// NoLeases counts every call in its own transaction (the file ledger's
+	// SyncEachCall): no call is counted ahead.
+	NoLeases bool
+	// LeaseTTL is how long a lease is this replica's (zero: 10s). It uses a
+	// lease for half of it and returns what is left; past it any replica
+	// settles what was not recorded as used (its replica is presumed dead).
+	LeaseTTL time.Duration
+	// Replica names this proxy in its lease records; empty means
+	// host-pid-random.
+	Replica string
 }
 
 // Store is an open PostgreSQL state. Its methods are safe for concurrent use.
@@ -69,8 +79,21 @@ type Store struct {
 	now     func() time.Time
 	timeout time.Duration
 
-	mu sync.Mutex      // guards m; held for a whole transaction
+	mu sync.Mutex      // guards m and sent; held for a whole transaction
 	m  *ledger.Machine // nil: replay from the start at next use
+	// sent maps a leased call to its allow record's seq, for its outcome's ref.
+	sent map[callKey]uint64
+	// failures counts the transactions that failed: a failed batch may have
+	// lost the records of leased calls that were forwarded, so a lease
+	// granted before a failure is never returned, only settled as used.
+	failures uint64
+
+	leasing  bool
+	replica  string
+	leaseTTL time.Duration
+	lmu      sync.Mutex // guards grants and leaseOff; taken after mu, before qmu
+	grants   map[stepKey]*grant
+	leaseOff bool
 
 	qmu     sync.Mutex
 	queue   []*op
@@ -146,7 +169,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams[k] = v
 	}
 	s := &Store{where: where, redact: o.Redact, now: o.Now, timeout: o.Timeout,
-		kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+		leasing: !o.NoLeases, replica: o.Replica, leaseTTL: o.LeaseTTL,
+		grants: map[stepKey]*grant{}, sent: map[callKey]uint64{}}
+	if s.replica == "" {
+		s.replica = replicaID()
+	}
+	if s.leaseTTL <= 0 {
+		s.leaseTTL = 10 * time.Second
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -168,11 +199,36 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	go s.writer()
+	// Settle the leases of replicas that died (past their expiry) now
+	// rather than at the next change.
+	s.mu.Lock()
+	open := s.m.OpenLeases()
+	s.mu.Unlock()
+	if open > 0 {
+		if err := s.do(ctx, func(*ledger.Machine, time.Time) error { return nil }); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// Close stops the writer (after the queued changes) and closes the pool.
+// Close returns this replica's leases, stops the writer (after the queued
+// changes) and closes the pool.
 func (s *Store) Close() error {
+	s.lmu.Lock()
+	wasOff := s.leaseOff
+	s.leaseOff = true
+	for k := range s.grants {
+		s.dropLocked(k)
+	}
+	s.lmu.Unlock()
+	if !wasOff && s.leasing {
+		// Wait for the returns (and the leased calls' records before them).
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		_ = s.do(ctx, func(*ledger.Machine, time.Time) error { return nil })
+		cancel()
+	}
 	s.qmu.Lock()
 	if s.closed {
 		s.qmu.Unlock()
@@ -218,7 +274,16 @@ func (s *Store) do(ctx context.Context, fn func(m *ledger.Machine, now time.Time
 
 func (s *Store) writer() {
 	defer close(s.stopped)
-	for range s.kick {
+	// The records of leased calls (posted, nobody waits) are appended at
+	// least every postFlush, or as soon as a change someone waits for
+	// queues, or postBatch of them queued.
+	tick := time.NewTicker(postFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.kick:
+		case <-tick.C:
+		}
 		s.qmu.Lock()
 		ops, closing := s.queue, s.closed
 		s.queue = nil
@@ -233,7 +298,9 @@ func (s *Store) writer() {
 			s.qmu.Unlock()
 			for _, o := range rest {
 				o.err = ledger.ErrClosed
-				close(o.done)
+				if o.done != nil {
+					close(o.done)
+				}
 			}
 			return
 		}
@@ -249,13 +316,21 @@ func (s *Store) run(ops []*op) {
 	if err != nil {
 		// The state may hold changes that did not commit: replay at next use.
 		s.m = nil
+		s.failures++
+		// Fail closed: no call inside a lease until a transaction commits
+		// again; the leases are settled as used at their expiry.
+		s.lmu.Lock()
+		clear(s.grants)
+		s.lmu.Unlock()
 	}
 	s.mu.Unlock()
 	for _, o := range ops {
 		if err != nil && o.err == nil {
 			o.err = err
 		}
-		close(o.done)
+		if o.done != nil {
+			close(o.done)
+		}
 	}
 }
 
@@ -312,9 +387,16 @@ func (s *Store) runTx(ctx context.Context, ops []*op) error {
 		return err
 	}
 	now := s.now()
+	if s.m.OpenLeases() > 0 {
+		// Leases past their expiry: their replicas are presumed dead.
+		if _, err := s.m.SettleLeases("", now); err != nil {
+			return s.unavailable("settle expired leases", err)
+		}
+	}
 	for _, o := range ops {
 		o.err = o.fn(s.m, now)
 	}
+	s.refreshGrants()
 	lines := s.m.TakeLines()
 	// 2: append, move the head, commit.
 	b = &pgx.Batch{}
@@ -430,12 +512,22 @@ func (s *Store) read(fn func(m *ledger.Machine, now time.Time)) {
 }
 
 // Reserve takes one call of the step; the call may be forwarded only on a
-// nil error, once the count and its audit record are committed.
+// nil error, once its count is committed: its own allow record, or the
+// lease that covers it (see lease.go).
 func (s *Store) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error) {
+	if s.leasing && rv.HoldID == "" && !rv.OverLimit {
+		if t, ok, err := s.leased(rv); ok || err != nil {
+			return t, err
+		}
+	}
 	var t ledger.Ticket
 	err := s.do(ctx, func(m *ledger.Machine, now time.Time) error {
 		var err error
-		t, err = m.Reserve(rv, now)
+		if !s.leasing {
+			t, err = m.Reserve(rv, now)
+			return err
+		}
+		t, err = s.reserveTx(m, rv, now)
 		return err
 	})
 	if err != nil {
@@ -444,8 +536,24 @@ func (s *Store) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Tick
 	return t, nil
 }
 
-// Complete records the upstream's outcome of a reserved call.
+// Complete records the upstream's outcome of a reserved call. The outcome
+// of a leased call is appended with the next batch, unless it puts the step
+// on hold, which must be committed before Complete returns.
 func (s *Store) Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome) error {
+	if t.Seq == 0 && s.leasing {
+		fn := func(m *ledger.Machine, now time.Time) error {
+			k := callKey{t.PlanDigest, t.StepIndex, t.Used}
+			t.Seq = s.sent[k] // 0 (no ref) if its allow record was lost with a failed batch
+			delete(s.sent, k)
+			return m.Complete(t, o, now)
+		}
+		if !o.HoldStep {
+			s.post(fn)
+			return nil
+		}
+		s.dropGrant(stepKey{t.PlanDigest, t.StepIndex})
+		return s.do(ctx, fn)
+	}
 	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Complete(t, o, now) })
 }
 

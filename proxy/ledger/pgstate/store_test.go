@@ -223,7 +223,7 @@ func TestDatabaseDownAndBack(t *testing.T) {
 	ctx := context.Background()
 	cl := pgtest.Start(t)
 	url := migrated(t, cl.NewDatabase(t))
-	s := open(t, url)
+	s := openOpts(t, pgstate.Options{URL: url, Timeout: 3 * time.Second, NoLeases: true})
 	if _, err := s.Reserve(ctx, ledger.Reservation{Call: call("s", 0), MaxCalls: 1000}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 
@@ -55,6 +56,10 @@ func Verify(ctx context.Context, url string) (ledger.VerifyResult, ledger.Head, 
 	if err != nil {
 		return ledger.VerifyResult{}, head, err
 	}
+	return verifyJournal(data, head)
+}
+
+func verifyJournal(data []byte, head ledger.Head) (ledger.VerifyResult, ledger.Head, error) {
 	res, err := ledger.Verify(bytes.NewReader(data))
 	if err != nil {
 		return res, head, err
@@ -66,4 +71,19 @@ func Verify(ctx context.Context, url string) (ledger.VerifyResult, ledger.Head, 
 		return res, head, fmt.Errorf("%w: planlock_audit has %d records but its head row says %d: records were added outside planlock", ledger.ErrAnchor, res.Records, head.Seq)
 	}
 	return res, head, nil
+}
+
+// Export verifies the database's chain as Verify does and writes its
+// records with seq >= fromSeq to w as ledger.ExportRecord lines (schema
+// planlock.audit.v1), the same lines audit export writes for a journal
+// file. Nothing is written when the chain does not verify.
+func Export(ctx context.Context, w io.Writer, url string, fromSeq uint64) (ledger.ExportResult, error) {
+	data, head, err := Journal(ctx, url)
+	if err != nil {
+		return ledger.ExportResult{}, err
+	}
+	if _, _, err := verifyJournal(data, head); err != nil {
+		return ledger.ExportResult{}, err
+	}
+	return ledger.ExportJournal(w, data, fromSeq)
 }
