@@ -1,87 +1,22 @@
 package telemetry
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/telemetry/telemetrytest"
 	"github.com/planlock/planlock/proxy"
 )
 
-// collector is an OTLP/HTTP trace receiver: it decodes what the real OTel
-// exporter sends, as an OpenTelemetry Collector's otlphttp receiver would.
-type collector struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-	paths []string
-}
-
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
-	if err != nil || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "bad request", 400)
-		return
-	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &req); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	c.mu.Lock()
-	c.paths = append(c.paths, r.URL.Path)
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			c.spans = append(c.spans, ss.GetSpans()...)
-		}
-	}
-	c.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Write(out)
-}
-
-func attrs(s *tracepb.Span) map[string]string {
-	m := map[string]string{}
-	for _, kv := range s.GetAttributes() {
-		m[kv.GetKey()] = anyString(kv.GetValue())
-	}
-	return m
-}
-
-func anyString(v *commonpb.AnyValue) string {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_DoubleValue:
-		return "number"
-	}
-	return "?"
-}
-
-func exportCalls(t *testing.T, withArgs bool) (*collector, []*tracepb.Span) {
+func exportCalls(t *testing.T, withArgs bool) (*telemetrytest.Collector, []*tracepb.Span) {
 	t.Helper()
-	col := &collector{}
+	col := &telemetrytest.Collector{}
 	srv := httptest.NewServer(col)
 	defer srv.Close()
 	tr, err := NewTracing(context.Background(), TracingOptions{Endpoint: srv.URL, WithArguments: withArgs, Version: "test"})
@@ -96,20 +31,19 @@ func exportCalls(t *testing.T, withArgs bool) (*collector, []*tracepb.Span) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	col.mu.Lock()
-	defer col.mu.Unlock()
-	if len(col.spans) != 2 {
-		t.Fatalf("collector got %d spans, want 2", len(col.spans))
+	spans := col.Spans()
+	if len(spans) != 2 {
+		t.Fatalf("collector got %d spans, want 2", len(spans))
 	}
-	return col, col.spans
+	return col, spans
 }
 
 func TestTracesCarryTheDecisionNotTheArguments(t *testing.T) {
 	col, spans := exportCalls(t, false)
-	if col.paths[0] != "/v1/traces" {
-		t.Fatalf("exported to %q, want /v1/traces", col.paths[0])
+	if col.Paths()[0] != "/v1/traces" {
+		t.Fatalf("exported to %q, want /v1/traces", col.Paths()[0])
 	}
-	a := attrs(spans[0])
+	a := telemetrytest.Attrs(spans[0])
 	want := map[string]string{
 		"planlock.plan": "refund", "gen_ai.tool.name": "refund_customer", "planlock.step": "refund",
 		"planlock.outcome": "forwarded", "planlock.identity": "token:ci-bot", "planlock.upstream.duration_ms": "number",
@@ -123,13 +57,13 @@ func TestTracesCarryTheDecisionNotTheArguments(t *testing.T) {
 		t.Errorf("span %q kind %v", spans[0].GetName(), spans[0].GetKind())
 	}
 	for _, s := range spans {
-		for k, v := range attrs(s) {
+		for k, v := range telemetrytest.Attrs(s) {
 			if strings.Contains(k, "argument") || strings.Contains(v, "DE89") {
 				t.Fatalf("argument exported without being asked: %s=%s", k, v)
 			}
 		}
 	}
-	b := attrs(spans[1])
+	b := telemetrytest.Attrs(spans[1])
 	if b["planlock.outcome"] != "not_sent" || b["planlock.rule"] != proxy.RuleUpstreamDown || spans[1].GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("not-sent span: %v status %v", b, spans[1].GetStatus())
 	}
@@ -140,7 +74,7 @@ func TestTracesCarryTheDecisionNotTheArguments(t *testing.T) {
 
 func TestTracesCarryArgumentsWhenAsked(t *testing.T) {
 	_, spans := exportCalls(t, true)
-	if got := attrs(spans[0])["planlock.arguments"]; got != `{"iban":"DE89370400440532013000"}` {
+	if got := telemetrytest.Attrs(spans[0])["planlock.arguments"]; got != `{"iban":"DE89370400440532013000"}` {
 		t.Fatalf("arguments attribute %q", got)
 	}
 }
