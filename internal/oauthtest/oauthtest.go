@@ -19,8 +19,9 @@
 //
 // Resource indicators (RFC 8707) are honoured as an authorization server
 // that supports them does: a token's aud is the resource the client asked
-// for, else the server's default audience. Refresh tokens, consent, token
-// revocation and introspection are not implemented.
+// for, else the server's default audience. It has no refresh tokens, consent
+// page, token revocation or introspection: planlock, a resource server that
+// checks JWTs itself, uses none of them.
 package oauthtest
 
 import (
