@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/planlock/planlock/internal/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -95,41 +96,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // rawDo sends one request to the proxy; headers are set when not empty.
 func rawDo(t *testing.T, method, url, token, session, origin, body string) (int, string, http.Header) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if session != "" {
-		req.Header.Set(server.HeaderKeySessionID, session)
-	}
-	if origin != "" {
-		req.Header.Set("Origin", origin)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.Header.Get("Content-Type") == "text/event-stream" {
-		// A GET stream that was accepted: its status is the answer.
-		return resp.StatusCode, "", resp.Header
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b), resp.Header
+	return peers.RawHTTP(t, method, url, token, session, origin, body)
 }
 
 // initSession initialises a session as token and returns its ID.
