@@ -1,7 +1,6 @@
 package planload
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -47,7 +45,7 @@ type RepoSync struct {
 		branch          string
 		plan, approvals plumbing.Hash
 	}
-	lastErr string
+	report syncReport
 }
 
 // SyncResult is what one Sync saw.
@@ -160,61 +158,21 @@ func (s *RepoSync) write(plan, bundle []byte) (bool, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return false, fmt.Errorf("plans copy: %w", err)
 	}
-	changed := false
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{sign.BundlePath(s.File()), bundle}, {s.File(), plan}} {
-		if old, err := os.ReadFile(f.name); err == nil && bytes.Equal(old, f.data) {
-			continue
-		}
-		tmp := f.name + ".tmp"
-		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
-			return false, fmt.Errorf("plans copy: %w", err)
-		}
-		if err := os.Rename(tmp, f.name); err != nil {
-			return false, fmt.Errorf("plans copy: %w", err)
-		}
-		changed = true
-	}
-	return changed, nil
+	return writePair(s.File(), plan, bundle)
 }
 
 // Run syncs every interval until ctx ends. A failure keeps the last copy
 // (so the last verified plan keeps serving) and is logged when it starts
 // and when it ends, not on every look.
 func (s *RepoSync) Run(ctx context.Context, interval time.Duration) {
-	if interval <= 0 {
-		interval = 30 * time.Second
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		_ = s.Step(ctx)
-	}
+	runEvery(ctx, interval, s.Step)
 }
 
 // Step is one Sync with its logging: a failure is logged when it first
 // happens (or changes), not on every look.
 func (s *RepoSync) Step(ctx context.Context) error {
 	_, err := s.Sync(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-	case err != nil:
-		if msg := oneline.Of(err.Error(), 0); msg != s.lastErr {
-			s.lastErr = msg
-			s.log(fmt.Sprintf("planlock: plans repository: %s; still serving the last verified plan", msg))
-		}
-	case s.lastErr != "":
-		s.lastErr = ""
-		s.log("planlock: plans repository: up to date again")
-	}
-	return err
+	return s.report.note(ctx, err, s.log, "still serving the last verified plan")
 }
 
 // bundleNames reports whether a sigstore bundle's in-toto statement names

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/internal/boundedio"
-	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -48,7 +46,7 @@ type RepoDirSync struct {
 		branch           string
 		plans, approvals string
 	}
-	lastErr  string
+	report   syncReport
 	skipping map[string]string // plan file → why it is not copied, logged once
 }
 
@@ -175,60 +173,14 @@ func (s *RepoDirSync) Sync(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// writePair replaces a bundle, then its plan, each atomically and only when
-// it differs.
-func writePair(file string, plan, bundle []byte) (bool, error) {
-	changed := false
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{sign.BundlePath(file), bundle}, {file, plan}} {
-		if old, err := boundedio.ReadFile(f.name, boundedio.MaxHoldBytes); err == nil && string(old) == string(f.data) {
-			continue
-		}
-		tmp := f.name + ".tmp"
-		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
-			return false, fmt.Errorf("plans copy: %w", err)
-		}
-		if err := os.Rename(tmp, f.name); err != nil {
-			return false, fmt.Errorf("plans copy: %w", err)
-		}
-		changed = true
-	}
-	return changed, nil
-}
-
 // Run syncs every interval until ctx ends; a failure is logged when it
 // starts and when it ends, and the copy stays as it was.
 func (s *RepoDirSync) Run(ctx context.Context, interval time.Duration) {
-	if interval <= 0 {
-		interval = 30 * time.Second
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		_ = s.Step(ctx)
-	}
+	runEvery(ctx, interval, s.Step)
 }
 
 // Step is one Sync with its logging.
 func (s *RepoDirSync) Step(ctx context.Context) error {
 	_, err := s.Sync(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-	case err != nil:
-		if msg := oneline.Of(err.Error(), 0); msg != s.lastErr {
-			s.lastErr = msg
-			s.log(fmt.Sprintf("planlock: plans repository: %s; still serving the plans copied before", msg))
-		}
-	case s.lastErr != "":
-		s.lastErr = ""
-		s.log("planlock: plans repository: up to date again")
-	}
-	return err
+	return s.report.note(ctx, err, s.log, "still serving the plans copied before")
 }
