@@ -300,7 +300,7 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	}
 	if tel.Metrics != nil {
 		tel.Metrics.SetPlans(1, 0)
-		defer tel.Metrics.WatchHolds(plan.Name, func() int { return pendingHolds(l) })()
+		defer tel.Metrics.WatchHolds(plan.Name, l)()
 	}
 	if iv := o.ReloadInterval; iv > 0 {
 		rctx, cancel := context.WithCancel(ctx)

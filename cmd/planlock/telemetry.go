@@ -13,7 +13,6 @@ import (
 	"github.com/planlock/planlock/internal/gateway"
 	"github.com/planlock/planlock/internal/telemetry"
 	"github.com/planlock/planlock/proxy"
-	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // telemetryOptions are the metrics and tracing flags of proxy and serve.
@@ -116,15 +115,4 @@ func (o *telemetryOptions) start(ctx context.Context, errw func(string)) (*runni
 	}
 	t.Observer = telemetry.Observers(t.Metrics, tracing)
 	return t, nil
-}
-
-// pendingHolds counts the holds waiting for a person.
-func pendingHolds(s interface{ ListHolds() []ledger.Hold }) int {
-	n := 0
-	for _, h := range s.ListHolds() {
-		if h.State == ledger.HoldPending {
-			n++
-		}
-	}
-	return n
 }

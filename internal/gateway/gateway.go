@@ -26,6 +26,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/telemetry"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
@@ -232,7 +233,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 // (*telemetry.Metrics has it).
 type Metrics interface {
 	SetPlans(served, refused int)
-	WatchHolds(plan string, open func() int) (stop func())
+	WatchHolds(plan string, holds telemetry.HoldLister) (stop func())
 }
 
 // reportPlans tells the metrics how many plans are served and refused.
@@ -244,17 +245,6 @@ func (g *Gateway) reportPlans() {
 	served, refused := len(g.byName), len(g.refused)
 	g.mu.RUnlock()
 	g.cfg.Metrics.SetPlans(served, refused)
-}
-
-// pendingHolds counts the holds of a plan waiting for a person.
-func pendingHolds(l *ledger.Ledger) int {
-	n := 0
-	for _, h := range l.ListHolds() {
-		if h.State == ledger.HoldPending {
-			n++
-		}
-	}
-	return n
 }
 
 // logLoaded says once what is served after the first load.

@@ -210,7 +210,7 @@ func (g *Gateway) add(file string, sums fileSums) {
 	delete(g.refused, file)
 	g.byName[name], g.byFile[file] = e, e
 	if g.cfg.Metrics != nil {
-		e.unwatch = g.cfg.Metrics.WatchHolds(name, func() int { return pendingHolds(led) })
+		e.unwatch = g.cfg.Metrics.WatchHolds(name, led)
 	}
 	g.mu.Unlock()
 	if up.URL != "" {

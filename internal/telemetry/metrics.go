@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // Metrics is planlock's Prometheus registry. It has its own registry (not
@@ -53,7 +54,7 @@ func NewMetrics() *Metrics {
 		}, []string{"state"}),
 		holds: &holdsCollector{
 			desc:    prometheus.NewDesc("planlock_holds_open", "Holds waiting for a person's approval, by plan.", []string{"plan"}, nil),
-			sources: map[string]func() int{},
+			sources: map[string]HoldLister{},
 		},
 	}
 	m.reg.MustRegister(m.calls, m.upstream, m.syncs, m.plans, m.holds,
@@ -88,13 +89,16 @@ func (m *Metrics) SetPlans(loaded, refused int) {
 	m.plans.WithLabelValues("refused").Set(float64(refused))
 }
 
-// WatchHolds reports open holds of a plan, read from open at each scrape,
-// until the returned stop is called. Watching a plan again replaces the
-// earlier source (a reloaded plan).
-func (m *Metrics) WatchHolds(plan string, open func() int) (stop func()) {
+// HoldLister is what a plan's holds are read from (the proxy's state).
+type HoldLister interface{ ListHolds() []ledger.Hold }
+
+// WatchHolds reports the pending holds of a plan, read from its state at
+// each scrape, until the returned stop is called. Watching a plan again
+// replaces the earlier source (a reloaded plan).
+func (m *Metrics) WatchHolds(plan string, holds HoldLister) (stop func()) {
 	m.holds.mu.Lock()
 	defer m.holds.mu.Unlock()
-	m.holds.sources[plan] = open
+	m.holds.sources[plan] = holds
 	return func() {
 		m.holds.mu.Lock()
 		defer m.holds.mu.Unlock()
@@ -107,7 +111,7 @@ func (m *Metrics) WatchHolds(plan string, open func() int) (stop func()) {
 type holdsCollector struct {
 	desc    *prometheus.Desc
 	mu      sync.Mutex
-	sources map[string]func() int
+	sources map[string]HoldLister
 }
 
 func (h *holdsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
@@ -119,13 +123,24 @@ func (h *holdsCollector) Collect(ch chan<- prometheus.Metric) {
 		plans = append(plans, p)
 	}
 	sort.Strings(plans)
-	fs := make([]func() int, len(plans))
+	fs := make([]HoldLister, len(plans))
 	for i, p := range plans {
 		fs[i] = h.sources[p]
 	}
 	h.mu.Unlock()
 	// The sources read the state outside this lock.
 	for i, p := range plans {
-		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(fs[i]()), p)
+		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(pending(fs[i].ListHolds())), p)
 	}
+}
+
+// pending counts the holds waiting for a person.
+func pending(hs []ledger.Hold) int {
+	n := 0
+	for _, h := range hs {
+		if h.State == ledger.HoldPending {
+			n++
+		}
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // scrape reads the metrics as Prometheus would, over HTTP in the text format.
@@ -88,8 +89,8 @@ func TestMetricsCountCallsByOutcomeAndRule(t *testing.T) {
 func TestMetricsHoldsPlansAndSyncs(t *testing.T) {
 	m := NewMetrics()
 	open := 2
-	stop := m.WatchHolds("refund", func() int { return open })
-	m.WatchHolds("deploy", func() int { return 0 })
+	stop := m.WatchHolds("refund", holdsFunc(func() int { return open }))
+	m.WatchHolds("deploy", holdsFunc(func() int { return 0 }))
 	m.SetPlans(3, 1)
 	m.ObserveSync(700 * time.Microsecond)
 	m.ObserveSync(2 * time.Millisecond)
@@ -135,4 +136,16 @@ func TestTwoMetricsInOneProcess(t *testing.T) {
 	if n := len(scrape(t, b)["planlock_calls_total"].GetMetric()); n != 0 {
 		t.Fatalf("b sees %d series of a", n)
 	}
+}
+
+// holdsFunc lists n() pending holds, and an approved and a rejected one
+// that do not count.
+type holdsFunc func() int
+
+func (f holdsFunc) ListHolds() []ledger.Hold {
+	hs := []ledger.Hold{{State: ledger.HoldApproved}, {State: ledger.HoldRejected}}
+	for range f() {
+		hs = append(hs, ledger.Hold{State: ledger.HoldPending})
+	}
+	return hs
 }
