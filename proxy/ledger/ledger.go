@@ -180,12 +180,13 @@ func (l *Ledger) failure() error {
 
 func (l *Ledger) stamp() time.Time { return l.now().UTC() }
 
-// argsFields fills the record's arguments: raw, or their digest when redacted.
-func (l *Ledger) argsFields(r *record, args json.RawMessage) error {
+// argsFields fills the record's arguments: raw, or their digest when
+// redacted. The file ledger and the Machine both record calls with it.
+func argsFields(r *record, args json.RawMessage, redact bool) error {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if l.redact {
+	if redact {
 		d, err := ArgsDigest(args)
 		if err != nil {
 			return err
@@ -224,7 +225,7 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	now := l.stamp()
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
 		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
-	if err := l.argsFields(&r, rv.Args); err != nil {
+	if err := argsFields(&r, rv.Args, l.redact); err != nil {
 		return Ticket{}, err
 	}
 	var argsSHA string
@@ -396,7 +397,7 @@ func (l *Ledger) commitCallRecord(ctx context.Context, typ, decision string, c C
 	if c.Step != "" {
 		r.StepIndex = &c.StepIndex
 	}
-	if err := l.argsFields(&r, c.Args); err != nil {
+	if err := argsFields(&r, c.Args, l.redact); err != nil {
 		return err
 	}
 	return l.commit(ctx, &r, false, nil)

@@ -96,22 +96,6 @@ func stateDigest(s *state) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func (m *Machine) argsFields(r *record, args json.RawMessage) error {
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if m.redact {
-		d, err := ArgsDigest(args)
-		if err != nil {
-			return err
-		}
-		r.ArgsSHA = d
-		return nil
-	}
-	r.Args = args
-	return nil
-}
-
 func (m *Machine) encode(r *record) ([]byte, error) {
 	b, err := encodeBody(r)
 	if err != nil {
@@ -171,7 +155,7 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 	i := rv.StepIndex
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
 		Step: rv.Step, StepIndex: &i, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
-	if err := m.argsFields(&r, rv.Args); err != nil {
+	if err := argsFields(&r, rv.Args, m.redact); err != nil {
 		return Ticket{}, err
 	}
 	body, err := m.encode(&r)
@@ -250,7 +234,7 @@ func (m *Machine) callRecord(typ, decision string, c Call, reason string, now ti
 		idx := c.StepIndex
 		r.StepIndex = &idx
 	}
-	if err := m.argsFields(&r, c.Args); err != nil {
+	if err := argsFields(&r, c.Args, m.redact); err != nil {
 		return err
 	}
 	body, err := m.encode(&r)

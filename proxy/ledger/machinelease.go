@@ -161,7 +161,7 @@ func (m *Machine) RecordLeased(g LeaseGrant, c Call, n int, now time.Time) (Tick
 	i := g.StepIndex
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: g.PlanDigest,
 		Step: g.Step, StepIndex: &i, Tool: c.Tool, Max: g.MaxCalls, Ref: g.Seq}
-	if err := m.argsFields(&r, c.Args); err != nil {
+	if err := argsFields(&r, c.Args, m.redact); err != nil {
 		return Ticket{}, err
 	}
 	r.Used = n // the call's number within the step
