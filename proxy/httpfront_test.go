@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,31 +45,13 @@ plan "front" {
   }
 }`
 
-// syncBuffer is a log destination the test can read while the proxy writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveFront serves frontPlan in process on a real loopback listener with
 // the HTTP options o until the test ends; it returns the URL, the proxy and
 // its log.
-func serveFront(t *testing.T, o HTTPOptions) (string, *Proxy, *syncBuffer) {
+func serveFront(t *testing.T, o HTTPOptions) (string, *Proxy, *peers.SyncBuffer) {
 	t.Helper()
 	p, _ := newInProcessProxy(t, frontPlan, nil, ledger.Options{})
-	logb := &syncBuffer{}
+	logb := &peers.SyncBuffer{}
 	p.cfg.Log = logb
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

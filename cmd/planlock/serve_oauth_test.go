@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,30 +20,13 @@ import (
 
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/oauthtest"
+	"github.com/planlock/planlock/internal/peers"
 )
-
-// lockedBuffer is a writer the server's goroutines and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // oauthServe runs planlock serve with static tokens and JWTs of the
 // stand-in authorization server in front of two plans over one HTTP
 // upstream, and returns its base URL and state directory.
-func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *lockedBuffer) {
+func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *peers.SyncBuffer) {
 	t.Helper()
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	up := server.NewMCPServer("upstream", "1.0.0")
@@ -85,7 +66,7 @@ func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *lo
 
 	// The mapping comes from the environment, as every flag's can.
 	t.Setenv("PLANLOCK_OAUTH_PLANS", filepath.Join(dir, "oauth-plans.json"))
-	log = &lockedBuffer{}
+	log = &peers.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
@@ -168,7 +149,7 @@ func TestServeOAuthFlagErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var errb lockedBuffer
+			var errb peers.SyncBuffer
 			code := run(context.Background(), append(append([]string{}, base...), c.args...),
 				streams{in: strings.NewReader(""), out: io.Discard, err: &errb})
 			if code == 0 || !strings.Contains(errb.String(), c.want) {

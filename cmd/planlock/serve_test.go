@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,28 +16,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/peers"
 )
 
-// syncBuffer is a writer the server's goroutines and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitLog polls the log for re; the deadline guards against a hang.
-func waitLog(t *testing.T, log *syncBuffer, re string) []string {
+func waitLog(t *testing.T, log *peers.SyncBuffer, re string) []string {
 	t.Helper()
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(60 * time.Second)
@@ -141,7 +122,7 @@ func TestServeRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(root, "state")
-	log := &syncBuffer{}
+	log := &peers.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {

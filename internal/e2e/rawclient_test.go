@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/planlock/planlock/internal/peers"
 )
 
 // rawClient drives the planlock binary over stdio with hand-written JSON-RPC
@@ -32,7 +34,7 @@ type rawClient struct {
 	pending map[string]chan rpcAnswer
 	nullIDs chan rpcAnswer // answers the proxy could not tie to a request
 	notes   atomic.Int64   // notifications received
-	stderr  *lockedBuffer
+	stderr  *peers.SyncBuffer
 	readErr chan error
 }
 
@@ -69,28 +71,11 @@ func (a rpcAnswer) text() string {
 // allowed reports a successful tool result.
 func (a rpcAnswer) allowed() bool { return a.Result != nil && !a.Result.IsError }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startRaw runs planlock with args and initialises an MCP session.
 func startRaw(t *testing.T, args ...string) *rawClient {
 	t.Helper()
 	c := &rawClient{t: t, pending: map[string]chan rpcAnswer{}, nullIDs: make(chan rpcAnswer, 16),
-		stderr: &lockedBuffer{}, readErr: make(chan error, 1)}
+		stderr: &peers.SyncBuffer{}, readErr: make(chan error, 1)}
 	c.cmd = exec.Command(planlockBin, args...)
 	c.cmd.Env = os.Environ()
 	c.cmd.Stderr = c.stderr

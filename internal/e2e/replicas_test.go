@@ -29,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/peers"
 	"github.com/planlock/planlock/internal/pgtest"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
 )
@@ -95,7 +96,7 @@ func newReplicaEnv(t *testing.T) *replicaEnv {
 type replica struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
+	stderr *peers.SyncBuffer
 }
 
 // start runs one planlock proxy --listen replica on the shared state.
@@ -117,7 +118,7 @@ func (e *replicaEnv) startOn(state string) *replica {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{cmd: cmd, stderr: &lockedBuffer{}}
+	r := &replica{cmd: cmd, stderr: &peers.SyncBuffer{}}
 	t.Cleanup(func() { r.kill() })
 	found := make(chan string, 1)
 	go func() {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -17,6 +16,7 @@ import (
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/peers"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -83,29 +83,11 @@ func replace(t testing.TB, path string, b []byte) {
 	}
 }
 
-// logBuffer collects the gateway's log.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // running is a gateway serving on a loopback port for one test.
 type running struct {
 	g    *Gateway
 	url  string
-	log  *logBuffer
+	log  *peers.SyncBuffer
 	stop func()
 }
 
@@ -119,7 +101,7 @@ func start(t testing.TB, cfg Config) *running {
 	if cfg.ReloadInterval == 0 {
 		cfg.ReloadInterval = 20 * time.Millisecond
 	}
-	lb := &logBuffer{}
+	lb := &peers.SyncBuffer{}
 	cfg.Log = slog.New(slog.NewTextHandler(lb, nil))
 	g, err := New(cfg)
 	if err != nil {

@@ -180,7 +180,7 @@ type process struct {
 	cmd       *exec.Cmd
 	readyLine string
 	exited    chan struct{}
-	stderr    *syncBuffer
+	stderr    *SyncBuffer
 }
 
 // startProcess starts argv and waits for a stderr line containing ready.
@@ -204,14 +204,14 @@ func startProcess(t testing.TB, argv, env []string, ready string) (*process, err
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	stdinR.Close()
-	p := &process{cmd: cmd, exited: make(chan struct{}), stderr: &syncBuffer{}}
+	p := &process{cmd: cmd, exited: make(chan struct{}), stderr: &SyncBuffer{}}
 	readyc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			p.stderr.WriteString(line + "\n")
+			_, _ = p.stderr.Write([]byte(line + "\n"))
 			if !sent && strings.Contains(line, ready) {
 				readyc <- line
 				sent = true
@@ -274,18 +274,20 @@ func waitDial(addr string, p *process) error {
 	}
 }
 
-type syncBuffer struct {
+// SyncBuffer is a writer that goroutines (a server's log, a process's
+// stderr) and the test reading it share.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) WriteString(str string) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.b.WriteString(str)
+	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
