@@ -16,39 +16,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/testplans"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
-// testPlan allows the test upstream's tools in any order.
-const testPlan = `
-plan "faults" {
-  goal  = "exercise upstream faults"
-  order = "any"
-  step "echo" {
-    tool      = "echo"
-    max_calls = 10
-    arg "message" { any = true }
-  }
-  step "slow" {
-    tool      = "slow"
-    max_calls = 10
-    arg "ms" { any = true }
-  }
-  step "progress" {
-    tool      = "progress"
-    max_calls = 10
-    arg "steps" { any = true }
-  }
-  step "sample" {
-    tool = "sample"
-    arg "prompt" { any = true }
-  }
-  step "elicit" {
-    tool = "elicit"
-    arg "message" { any = true }
-  }
-}
-`
+const testPlan = testplans.Faults
 
 func faultHarness(t *testing.T, mode string, timeout time.Duration, extra ...string) *harness {
 	t.Helper()

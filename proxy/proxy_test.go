@@ -19,6 +19,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/testbin"
+	"github.com/planlock/planlock/internal/testplans"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -41,50 +42,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const goodHash = "9f86d081884c7d65"
+const goodHash = testplans.GoodHash
 
-const refundPlan = `
-plan "refund-4711" {
-  goal = "Refund order 4711 (at most 30 EUR), email the customer, close the ticket"
-
-  step "lookup" {
-    tool      = "get_order"
-    max_calls = 3
-    arg "order_id" { eq = "4711" }
-  }
-  step "refund" {
-    tool     = "refund_customer"
-    on_error = "hold"
-    arg "order_id" { eq = "4711" }
-    arg "amount" {
-      min = 1
-      max = 30
-    }
-    arg "currency" { enum = ["EUR"] }
-    arg "note" {
-      max_length = 200
-      optional   = true
-    }
-    pin {
-      tool  = "get_script_by_path"
-      args  = { path = "f/support/refund_customer" }
-      field = "hash"
-      eq    = "9f86d081884c7d65"
-    }
-  }
-  step "email" {
-    tool     = "send_email"
-    approval = "each"
-    arg "to"   { pattern = "^customer-4711@example\\.com$" }
-    arg "body" { max_length = 2000 }
-  }
-  step "close" {
-    tool = "close_ticket"
-    arg "ticket_id" { eq = "T-4711" }
-    arg "comment"   { any = true }
-  }
-}
-`
+const refundPlan = testplans.Refund
 
 type harness struct {
 	t        *testing.T
@@ -360,11 +320,7 @@ func TestExpiredPlanBlocksEverything(t *testing.T) {
 	}
 }
 
-// anyOrder drops the order so that each test reaches the step it is about.
-func anyOrder(src string) string {
-	return strings.Replace(src, `goal = `, `order = "any"
-  goal = `, 1)
-}
+func anyOrder(src string) string { return testplans.AnyOrder(src) }
 
 func TestPinMismatchHoldsAndDoesNotForward(t *testing.T) {
 	h := newHarness(t, anyOrder(refundPlan), harnessOpts{})
