@@ -1,37 +1,20 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/planlock/planlock/internal/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // auditRecords reads an audit log's records (type, decision, step, tool, reason).
 func auditRecords(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var r map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return peers.AuditRecords(t, path)
 }
 
 // TestObserveInProcess runs observe mode in process (under -race, the

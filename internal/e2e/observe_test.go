@@ -3,36 +3,20 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/peers"
 )
 
 // auditRecords reads an audit log's records (type, decision, step, tool, reason).
 func auditRecords(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var r map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return peers.AuditRecords(t, path)
 }
 
 // waitListed asks tools/list until the upstream's own list is served.
