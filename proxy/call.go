@@ -31,10 +31,20 @@ func (l ledgerProgress) Calls(i int) int { return l.p.Calls(i) }
 // approval pull request turned out merged).
 const maxDecisions = 3
 
-// handleCall is every tools/call, read top to bottom: decode once, decide
-// (gate.Decide, no I/O), act on the decision (act). The only road to the
-// upstream is act → run → forward.
-func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// toolCall is one tools/call between its decode and its answer.
+type toolCall struct {
+	ctx  context.Context
+	req  mcp.CallToolRequest
+	st   *planState
+	call ledger.Call
+	args map[string]any
+	end  func() // ends the call's observation (observer.go) once it is answered
+}
+
+// openCall decodes a tools/call once into what the gate needs. A call
+// whose arguments are not one JSON object is blocked and answered at once:
+// then the toolCall is nil and the answer is returned.
+func (p *Proxy) openCall(ctx context.Context, req mcp.CallToolRequest) (*toolCall, *mcp.CallToolResult) {
 	ctx, st := p.withPlan(ctx)
 	tool := req.Params.Name
 	raw := bytes.TrimSpace(req.Params.RawArguments)
@@ -42,22 +52,48 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		raw = []byte("{}") // no arguments is {} (contract)
 	}
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
-	defer end()
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
 	args, err := decodeArgs(raw)
 	if err != nil {
 		call.Args = nil
-		return p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
+		res := p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err))
+		end()
+		return nil, res
 	}
-	for n := 1; ; n++ {
-		d := st.gate.Decide(p.decideInput(st, call, args))
-		res, again := p.act(ctx, req, st, call, d)
+	return &toolCall{ctx: ctx, req: req, st: st, call: call, args: args, end: end}, nil
+}
+
+// decide is gate.Decide on the call and the state as it is now.
+func (tc *toolCall) decide(p *Proxy) gate.Decision {
+	return tc.st.gate.Decide(p.decideInput(tc.st, tc.call, tc.args))
+}
+
+// handleCall is every tools/call, read top to bottom: decode once, decide
+// (gate.Decide, no I/O), act on the decision (act). The only road to the
+// upstream is act → run → forward. The stdio fast lane (fastlane.go) takes
+// the same road without waiting for the upstream's answer.
+func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	tc, res := p.openCall(ctx, req)
+	if tc == nil {
+		return res, nil
+	}
+	defer tc.end()
+	return p.settle(tc, 1, tc.decide(p)), nil
+}
+
+// settle acts on d, the call's nth decision, and while the state it was
+// made on moved under it decides and acts again, at most maxDecisions times.
+func (p *Proxy) settle(tc *toolCall, n int, d gate.Decision) *mcp.CallToolResult {
+	for {
+		res, again := p.act(tc.ctx, tc.req, tc.st, tc.call, d, nil)
 		if again == nil {
-			return res, nil
+			return res
 		}
 		if n == maxDecisions {
-			return p.block(ctx, call, RuleStateChanged, again.reason), nil
+			return p.block(tc.ctx, tc.call, RuleStateChanged, again.reason)
 		}
+		n++
+		d = tc.decide(p)
 	}
 }
 
@@ -98,9 +134,11 @@ func holdCauses(h ledger.Hold) gate.Causes {
 // redecide says the state a decision was made on changed: decide again.
 type redecide struct{ reason string }
 
-// act carries out one decision. A non-nil redecide asks handleCall to
-// decide again (the result is then nil).
-func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) (*mcp.CallToolResult, *redecide) {
+// act carries out one decision. A non-nil redecide asks for a new decision
+// (the result is then nil). With later set (the stdio fast lane, only for
+// a block or a forward without pin check or hold) a forwarded call is
+// answered through later, and act returns nil, nil.
+func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision, later *answerLater) (*mcp.CallToolResult, *redecide) {
 	if p.cfg.Observe.Enabled() && p.observes(d) {
 		// Operator's observe mode (observe.go): audited, forwarded uncounted.
 		return p.observe(ctx, req, st, call, d), nil
@@ -114,7 +152,7 @@ func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState,
 	case gate.KindHold:
 		return p.hold(ctx, st, call, d.Hold, nil)
 	case gate.KindForward:
-		return p.run(ctx, req, st, call, d.Forward)
+		return p.run(ctx, req, st, call, d.Forward, later)
 	}
 	return p.block(ctx, call, "internal", fmt.Sprintf("internal error: no decision for tool %q", call.Tool)), nil
 }
@@ -316,8 +354,9 @@ type grant struct {
 
 // run carries out a Forward: read the pin if the step has one → reserve
 // the count durably, consuming the hold if the decision runs under one →
-// forward → record the outcome.
-func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Forward) (*mcp.CallToolResult, *redecide) {
+// forward → record the outcome. With later set the answer comes through it
+// (forward), and run returns nil, nil once the call is sent.
+func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Forward, later *answerLater) (*mcp.CallToolResult, *redecide) {
 	step := d.Step
 	call.Step, call.StepIndex = step.Name, step.Index
 	pinApproved := false
@@ -366,38 +405,84 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		note(ctx, call.Step, OutcomeNotSent, RuleStateFailed, 0)
 		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneline.Of(err.Error(), 300))), nil
 	}
-	res := p.forward(ctx, req, st, grant{call: call, step: step, ticket: t})
-	p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
+	g := grant{call: call, step: step, ticket: t}
+	if later != nil {
+		answer := later.answer
+		later.answer = func(res *mcp.CallToolResult) {
+			p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
+			answer(res)
+		}
+	}
+	res := p.forward(ctx, req, st, g, later)
+	if later == nil {
+		p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res)
+	}
 	return res, nil
 }
 
 // forward sends a granted call upstream and records the outcome. It is the
-// only place a client's tools/call reaches the upstream.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planState, g grant) *mcp.CallToolResult {
-	call, step, t := g.call, g.step, g.ticket
+// only place a client's tools/call reaches the upstream. With later set
+// (the stdio fast lane) it returns nil at once and the upstream reader's
+// goroutine answers through later; the call timeout and the client's
+// cancellation stop it (pendingCall).
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planState, g grant, later *answerLater) *mcp.CallToolResult {
+	call := g.call
+	start := time.Now()
+	if later != nil {
+		pc := &pendingCall{}
+		pc.finish = func(res json.RawMessage, err error, cause string) {
+			later.untrack()
+			later.answer(p.forwarded(ctx, st, g, res, err, cause, time.Since(start)))
+		}
+		later.track(pc.cancel)
+		pc.timer = time.AfterFunc(p.cfg.CallTimeout, func() { pc.cancel(causeTimeout) })
+		stop, err := p.up.Go("tools/call", toolCallParams(call.Tool, call.Args), func(res json.RawMessage, err error) {
+			pc.timer.Stop()
+			pc.finish(res, err, "")
+		})
+		pc.sent(stop, err)
+		return nil
+	}
 	ptok, done := p.progressFor(ctx, req)
 	defer done()
 	params := map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args)}
 	if ptok != "" {
 		params["_meta"] = map[string]any{"progressToken": ptok}
 	}
-	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", params)
-	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cause := ""
+	switch {
+	case err == nil:
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		cause = causeTimeout
+	case ctx.Err() != nil:
+		cause = causeCancelled
+	}
 	cancel()
-	lat := time.Since(start)
+	return p.forwarded(ctx, st, g, res, err, cause, time.Since(start))
+}
 
+// Why a forwarded call ended without the upstream's answer.
+const (
+	causeTimeout   = "timeout"
+	causeCancelled = "cancelled"
+)
+
+// forwarded records the outcome of a forwarded call (the upstream's raw
+// result, or err and its cause) and returns the client's answer.
+func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.RawMessage, err error, cause string, lat time.Duration) *mcp.CallToolResult {
+	call, step, t := g.call, g.step, g.ticket
 	var result *mcp.CallToolResult
 	var outcome ledger.Outcome
 	answered := false // the upstream answered a tool result (a tool error included)
 	switch {
 	case err != nil:
 		msg := ""
-		switch {
-		case timedOut:
+		switch cause {
+		case causeTimeout:
 			msg = fmt.Sprintf("upstream did not answer within %s", p.cfg.CallTimeout)
-		case ctx.Err() != nil:
+		case causeCancelled:
 			msg = "cancelled by the client"
 		default:
 			msg = oneline.Of(err.Error(), 300)

@@ -188,5 +188,5 @@ func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		return errorResult(fmt.Sprintf("planlock could not record the observed call, so it was not forwarded: %v", oneline.Of(err.Error(), 300)))
 	}
 	g := grant{call: call, step: step, observed: true, shadow: decision == ledger.WouldAllow && p.cfg.Observe.All}
-	return p.forward(ctx, req, st, g)
+	return p.forward(ctx, req, st, g, nil)
 }

@@ -112,6 +112,11 @@ type Proxy struct {
 
 	ex     extras      // resources and prompts (resources.go)
 	ostate *orderState // cfg.State, keeping reads out of the step order
+
+	// The stdio fast lane (fastlane.go): the calls it took, and (tests)
+	// whether it is off.
+	fastTaken  atomic.Int64
+	noFastLane bool
 }
 
 // progressRoute sends an upstream progress token back to the client call

@@ -76,3 +76,39 @@ func contentText(c mcp.Content) (string, bool) {
 	}
 	return "", false
 }
+
+// appendToolResult appends res as the MCP server would encode it (the same
+// fields, in the same order), writing items relayed raw as the upstream
+// wrote them; a result with more than content, structuredContent and
+// isError is encoded by mcp-go.
+func appendToolResult(b []byte, res *mcp.CallToolResult) ([]byte, error) {
+	if res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" ||
+		(len(res.RawStructuredContent) == 0 && res.StructuredContent != nil) {
+		m, err := json.Marshal(res)
+		return append(b, m...), err
+	}
+	b = append(b, `{"content":[`...)
+	for i, c := range res.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if r, ok := c.(rawContent); ok {
+			b = append(b, r.raw...)
+			continue
+		}
+		m, err := json.Marshal(c)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, m...)
+	}
+	b = append(b, ']')
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if len(res.RawStructuredContent) > 0 {
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, res.RawStructuredContent...)
+	}
+	return append(b, '}'), nil
+}

@@ -37,6 +37,7 @@ func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Write
 	ctx, cancel := context.WithCancel(ctx)
 	r := &lineReader{p: p, lines: lines, w: &messageWriter{out: out, log: p.cfg.Log},
 		slots: make(chan struct{}, maxStdioRequests), work: make(chan func())}
+	r.fast = p.fastLaneFor(ctx, r.w, func(job func()) bool { return r.run(ctx, job) })
 	r.spawn(func() {
 		for {
 			select {
@@ -58,6 +59,9 @@ func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Write
 		err = ctx.Err()
 	}
 	cancel()
+	if r.fast != nil {
+		r.fast.close()
+	}
 	r.close()
 	return err
 }
@@ -70,6 +74,7 @@ type lineReader struct {
 	w     *messageWriter
 	slots chan struct{} // one per request in progress
 	work  chan func()   // hands a request to an idle worker
+	fast  *fastLane     // nil when the proxy cannot take it (fastlane.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -104,14 +109,30 @@ func (r *lineReader) loop(ctx context.Context) error {
 			return err
 		}
 		var head struct {
-			ID json.RawMessage `json:"id"`
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  string          `json:"method"`
+			Params  json.RawMessage `json:"params"`
 		}
 		var syntax *json.SyntaxError
-		if err := json.Unmarshal(line, &head); errors.As(err, &syntax) {
+		err = json.Unmarshal(line, &head)
+		if errors.As(err, &syntax) {
 			// Not JSON: answered as mcp-go's stdio server does.
 			r.w.write(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
 				Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
 			continue
+		}
+		if err == nil && r.fast != nil && head.JSONRPC == mcp.JSONRPC_VERSION {
+			switch head.Method {
+			case string(mcp.MethodToolsCall):
+				if r.fast.call(head.ID, head.Params) {
+					continue
+				}
+			case string(mcp.MethodNotificationCancelled):
+				if r.fast.cancel(head.Params) {
+					continue
+				}
+			}
 		}
 		msg := json.RawMessage(append([]byte(nil), line...)) // line is the reader's buffer
 		if head.ID == nil || string(head.ID) == "null" {
@@ -123,25 +144,38 @@ func (r *lineReader) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		select {
-		case r.slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
 		id := head.ID
-		job := func() {
-			defer func() { <-r.slots }()
+		if !r.run(ctx, func() {
 			if resp := r.p.handleMessage(ctx, id, msg); resp != nil {
 				r.w.write(resp)
 			}
+		}) {
+			return ctx.Err()
 		}
-		select {
-		case r.work <- job: // an idle worker took it
-		default:
-			if !r.spawn(func() { r.worker(ctx, job) }) {
-				return ctx.Err()
-			}
+	}
+}
+
+// run runs job on a worker once a request slot is free; false when ctx
+// ended first or the session is closing (job does not run).
+func (r *lineReader) run(ctx context.Context, job func()) bool {
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	j := func() {
+		defer func() { <-r.slots }()
+		job()
+	}
+	select {
+	case r.work <- j: // an idle worker took it
+		return true
+	default:
+		if r.spawn(func() { r.worker(ctx, j) }) {
+			return true
 		}
+		<-r.slots
+		return false
 	}
 }
 
@@ -192,6 +226,23 @@ func (w *messageWriter) write(m any) {
 		return
 	}
 	if _, err := w.out.Write(append(b, '\n')); err != nil {
+		fmt.Fprintf(w.log, "planlock proxy: write to the client: %v\n", err)
+	}
+}
+
+// writeResult answers request id (as the client wrote it) with res.
+func (w *messageWriter) writeResult(id json.RawMessage, res *mcp.CallToolResult) {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b, err := appendToolResult(b, res)
+	if err != nil {
+		fmt.Fprintf(w.log, "planlock proxy: encode a message to the client: %v\n", err)
+		return
+	}
+	b = append(b, "}\n"...)
+	if _, err := w.out.Write(b); err != nil {
 		fmt.Fprintf(w.log, "planlock proxy: write to the client: %v\n", err)
 	}
 }

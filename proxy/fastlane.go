@@ -1,0 +1,298 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/proxy/gate"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// The stdio fast lane. A plain tools/call over stdio is decided on the
+// goroutine that read it, sent upstream without waiting, and answered by
+// the goroutine that reads the upstream's answer: no hand-off between
+// goroutines, each of which costs about as much as the gate, the count and
+// the audit record together on a busy machine. It takes the same road as
+// every call (openCall → gate.Decide → act → run → forward) and answers
+// what the MCP server would. What it does not take is handed to the MCP
+// server unchanged (a request with _meta, a task, a tool the server does
+// not know, an id in flight already), or, once decided, continued on a
+// worker (a hold, a pin read, a hold consumed: they wait on the network).
+
+// answerLater is how a call forwarded without waiting is answered.
+type answerLater struct {
+	answer func(*mcp.CallToolResult)
+	// track registers cancel (the client's notifications/cancelled, the
+	// end of the session) until untrack; both run once per call.
+	track   func(cancel func(cause string))
+	untrack func()
+}
+
+// pendingCall is a call sent upstream whose answer is still to come. It
+// ends once: with the upstream's answer (Go's done), or by cancel (the call
+// timeout, the client), which wins only while the request is pending.
+type pendingCall struct {
+	timer  *time.Timer
+	finish func(res json.RawMessage, err error, cause string)
+
+	mu       sync.Mutex
+	stop     func(reason string) bool // from Upstream.Go; nil until sent
+	wasSent  bool
+	cancelAs string // a cancel that came before the request was sent
+}
+
+// sent records what Upstream.Go returned; a failed send ends the call now,
+// and a cancel that came first is carried out now.
+func (pc *pendingCall) sent(stop func(string) bool, err error) {
+	if err != nil {
+		pc.timer.Stop()
+		pc.finish(nil, err, "")
+		return
+	}
+	pc.mu.Lock()
+	pc.stop, pc.wasSent = stop, true
+	cause := pc.cancelAs
+	pc.mu.Unlock()
+	if cause != "" {
+		pc.cancel(cause)
+	}
+}
+
+func (pc *pendingCall) cancel(cause string) {
+	pc.mu.Lock()
+	stop, wasSent := pc.stop, pc.wasSent
+	if !wasSent {
+		if pc.cancelAs == "" {
+			pc.cancelAs = cause
+		}
+		pc.mu.Unlock()
+		return
+	}
+	pc.mu.Unlock()
+	if stop == nil {
+		return
+	}
+	reason := "cancelled by the client"
+	if cause == causeTimeout {
+		reason = "timed out"
+	}
+	if stop(reason) {
+		pc.timer.Stop()
+		err := context.Canceled
+		if cause == causeTimeout {
+			err = context.DeadlineExceeded
+		}
+		pc.finish(nil, err, cause)
+	}
+}
+
+// toolCallParams is a tools/call's params object, with the arguments as
+// they were counted and recorded.
+func toolCallParams(tool string, args json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(tool)+len(args)+32)
+	b = append(b, `{"name":`...)
+	b = strconv.AppendQuote(b, tool)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	return append(b, '}')
+}
+
+// fastLane is the fast lane of one stdio session.
+type fastLane struct {
+	p       *Proxy
+	ctx     context.Context // the session's, with the MCP server's session in it
+	w       *messageWriter
+	offload func(job func()) bool // runs job on a worker; false once the session ends
+
+	mu    sync.Mutex
+	calls map[string]func(cause string) // client request id (raw JSON) → cancel
+	done  bool                          // the session ended: nothing more is tracked
+}
+
+// fastLaneFor returns the session's fast lane, or nil when the proxy
+// cannot take it: observe mode decides differently, an HTTP upstream has no
+// send without waiting, and a state other than the local ledger may wait on
+// the network for a count.
+func (p *Proxy) fastLaneFor(ctx context.Context, w *messageWriter, offload func(func()) bool) *fastLane {
+	if p.noFastLane || p.cfg.Observe.Enabled() || len(p.cfg.Upstream.Command) == 0 || !localState(p.ostate.State) {
+		return nil
+	}
+	return &fastLane{p: p, ctx: ctx, w: w, offload: offload, calls: map[string]func(string){}}
+}
+
+// localState reports whether st counts and records on this machine alone
+// (a local file write, at times an fdatasync), so that the reader's
+// goroutine may wait for it.
+func localState(st State) bool {
+	switch st.(type) {
+	case *ledger.Ledger:
+		return true
+	}
+	_, ok := st.(interface{ localState() })
+	return ok
+}
+
+// fastParams is a tools/call's params as the fast lane reads them; the
+// fields it leaves to the MCP server mark a request it does not take.
+type fastParams struct {
+	Name           string          `json:"name"`
+	Arguments      json.RawMessage `json:"arguments"`
+	Meta           json.RawMessage `json:"_meta"`
+	Task           json.RawMessage `json:"task"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
+}
+
+// call takes a tools/call request (its id and params as the client wrote
+// them) when it can; false leaves it, untouched, to the MCP server.
+func (f *fastLane) call(id, params json.RawMessage) bool {
+	if !plainID(id) {
+		return false
+	}
+	var ps fastParams
+	if json.Unmarshal(params, &ps) != nil || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
+		return false
+	}
+	t := f.p.srv.GetTool(ps.Name)
+	if t == nil || (t.Tool.Execution != nil && t.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) {
+		return false // the server's own answer (and audit) for an unknown tool
+	}
+	key := string(id)
+	f.mu.Lock()
+	_, busy := f.calls[key]
+	full := len(f.calls) >= maxStdioRequests
+	f.mu.Unlock()
+	if busy || full {
+		return false
+	}
+	f.p.fastTaken.Add(1)
+	req := mcp.CallToolRequest{}
+	req.Method = string(mcp.MethodToolsCall)
+	req.Params.Name = ps.Name
+	req.Params.RawArguments = ps.Arguments
+	reply := func(res *mcp.CallToolResult) { f.w.writeResult(id, res) }
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic handling a client message: %v\n", r)
+			f.w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
+				"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": fmt.Sprintf("internal panic: %v", r)}})
+		}
+	}()
+	tc, res := f.p.openCall(f.ctx, req)
+	if tc == nil {
+		reply(res)
+		return true
+	}
+	later := &answerLater{
+		answer: func(res *mcp.CallToolResult) { tc.end(); reply(res) },
+		track: func(cancel func(string)) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.done {
+				go cancel(causeCancelled) // not under f.mu: cancel answers the call
+				return
+			}
+			f.calls[key] = cancel
+		},
+		untrack: func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			delete(f.calls, key)
+		},
+	}
+	for n := 1; ; n++ {
+		d := tc.decide(f.p)
+		if !fastDecision(d) {
+			// It waits on the network: on a worker, as the server would
+			// run it, cancelled by the client as the server's would be.
+			ctx, cancel := context.WithCancel(tc.ctx)
+			tc.ctx = ctx
+			later.track(func(string) { cancel() })
+			if !f.offload(func() {
+				defer later.untrack()
+				defer cancel()
+				defer tc.end()
+				reply(f.p.settle(tc, n, d))
+			}) {
+				later.untrack()
+				cancel()
+				tc.end()
+			}
+			return true
+		}
+		res, again := f.p.act(tc.ctx, tc.req, tc.st, tc.call, d, later)
+		if again == nil {
+			if res != nil {
+				later.answer(res)
+			}
+			return true
+		}
+		if n == maxDecisions {
+			later.answer(f.p.block(tc.ctx, tc.call, RuleStateChanged, again.reason))
+			return true
+		}
+	}
+}
+
+// fastDecision reports whether acting on d waits for nothing but the local
+// state: a block, or a forward without a pin to read or a hold to consume.
+func fastDecision(d gate.Decision) bool {
+	switch d.Kind {
+	case gate.KindBlock:
+		return true
+	case gate.KindForward:
+		return !d.Forward.PinCheck && d.Forward.Hold == nil
+	}
+	return false
+}
+
+// plainID reports whether id is a JSON-RPC id the fast lane echoes as the
+// client wrote it: a string or a number.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	c := id[0]
+	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+}
+
+// cancel carries out a client's notifications/cancelled for a call in the
+// fast lane; false when the request is not one of them (the MCP server's,
+// or already answered).
+func (f *fastLane) cancel(params json.RawMessage) bool {
+	var ps struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &ps) != nil || len(ps.RequestID) == 0 {
+		return false
+	}
+	f.mu.Lock()
+	cancel, ok := f.calls[string(ps.RequestID)]
+	f.mu.Unlock()
+	if ok {
+		cancel(causeCancelled)
+	}
+	return ok
+}
+
+// close ends the session's calls still waiting for the upstream, as the
+// end of a request's context does for the MCP server's: each is recorded
+// and answered as cancelled.
+func (f *fastLane) close() {
+	f.mu.Lock()
+	f.done = true
+	cancels := make([]func(string), 0, len(f.calls))
+	for _, c := range f.calls {
+		cancels = append(cancels, c)
+	}
+	f.mu.Unlock()
+	for _, c := range cancels {
+		c(causeCancelled)
+	}
+}

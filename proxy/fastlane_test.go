@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// fastPlan exercises each way a call can go on the test upstream.
+const fastPlan = `
+plan "fast" {
+  goal  = "every kind of call"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 4
+    arg "message" { max_length = 10 }
+  }
+  step "slow" {
+    tool      = "slow"
+    max_calls = 10
+    arg "ms" { max = 10000 }
+  }
+  step "big" {
+    tool      = "big"
+    max_calls = 2
+    approval  = "each"
+    arg "bytes" { max = 100 }
+  }
+  step "sample" {
+    tool      = "sample"
+    max_calls = 2
+    on_error  = "hold"
+    arg "prompt" { max_length = 10 }
+  }
+}`
+
+// lane is one scripted stdio session against the proxy: line in, answers out.
+type lane struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	out   chan string // every line the proxy writes, read as it comes
+	audit string
+	p     *Proxy
+}
+
+func newLane(t *testing.T, fast bool) *lane {
+	t.Helper()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(fastPlan))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	l, err := ledger.Open(context.Background(), ledger.Options{Dir: dir, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
+	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 400 * time.Millisecond,
+		Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.noFastLane = !fast
+	ctx, cancel := context.WithCancel(context.Background())
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = p.ServeStdio(ctx, cr, cw)
+	}()
+	t.Cleanup(func() {
+		pw.Close()
+		cancel()
+		<-served
+		l.Close()
+	})
+	ln := &lane{t: t, in: pw, out: make(chan string, 100), audit: filepath.Join(dir, "audit.jsonl"), p: p}
+	go func() {
+		defer close(ln.out)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			ln.out <- sc.Text()
+		}
+	}()
+	ln.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ln.answer()
+	ln.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if err := p.WaitUpstream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func fixedNow() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
+
+func (l *lane) send(line string) {
+	l.t.Helper()
+	if _, err := io.WriteString(l.in, line+"\n"); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// answer reads the next answer, skipping notifications.
+func (l *lane) answer() string {
+	l.t.Helper()
+	for {
+		select {
+		case line, ok := <-l.out:
+			if !ok {
+				l.t.Fatal("the proxy closed its output")
+			}
+			if !strings.Contains(line, `"method":"notifications/`) {
+				return line
+			}
+		case <-time.After(20 * time.Second):
+			l.t.Fatal("no answer within 20s")
+		}
+	}
+}
+
+var holdIDs = regexp.MustCompile(`\b[0-9a-f]{16}\b`)
+
+// canonical is a JSON text with keys sorted, hold ids and (in audit
+// records) the fields of time and hash chain left out.
+func canonical(t *testing.T, line string, drop ...string) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		t.Fatalf("not JSON: %q", line)
+	}
+	for _, k := range drop {
+		delete(v, k)
+	}
+	b, _ := json.Marshal(v)
+	return holdIDs.ReplaceAllString(string(b), "HOLD")
+}
+
+// fastScript is what a client may send: each entry is written, then its
+// answers are read (after the extra lines, sent without waiting).
+var fastScript = []struct {
+	name  string
+	lines []string
+}{
+	{"allowed", []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`}},
+	{"string id", []string{`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"there"}}}`}},
+	{"argument over its bound", []string{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"far too long a message"}}}`}},
+	{"arguments not an object", []string{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`}},
+	{"no arguments", []string{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}`}},
+	{"unknown tool", []string{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}`}},
+	{"tool outside the plan", []string{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"flood","arguments":{}}}`}},
+	{"with _meta", []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"meta"},"_meta":{"x":1}}}`}},
+	{"max_calls spent", []string{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"message":"5th"}}}`}},
+	{"approval each holds", []string{`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"big","arguments":{"bytes":10}}}`}},
+	{"tool error", []string{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"p"}}}`}},
+	{"object id", []string{`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":{"name":"echo","arguments":{"message":"o"}}}`}},
+	{"name not a string", []string{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":7}}`}},
+	{"cancelled by the client", []string{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12,"reason":"user"}}`}},
+	{"timeout", []string{`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}`}},
+	{"step on hold after the error", []string{`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"q"}}}`}},
+	{"after the timeout", []string{`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1}}}`}},
+	{"wrong jsonrpc version", []string{`{"jsonrpc":"1.0","id":15,"method":"tools/call","params":{"name":"echo","arguments":{"message":"v"}}}`}},
+}
+
+// TestFastLaneAnswersAsTheServer runs one script against the proxy with
+// and without the stdio fast lane: the answers, the audit records and what
+// reached the upstream must be the same, and the fast lane must have taken
+// the plain calls.
+func TestFastLaneAnswersAsTheServer(t *testing.T) {
+	slow, fast := newLane(t, false), newLane(t, true)
+	for _, step := range fastScript {
+		var got [2]string
+		for i, l := range []*lane{slow, fast} {
+			for _, line := range step.lines {
+				l.send(line)
+			}
+			got[i] = canonical(t, l.answer())
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s: answers differ\nserver:    %s\nfast lane: %s", step.name, got[0], got[1])
+		}
+	}
+	if n := fast.p.fastTaken.Load(); n < 8 {
+		t.Errorf("the fast lane took %d calls, want the 8 plain ones at least", n)
+	}
+	if n := slow.p.fastTaken.Load(); n != 0 {
+		t.Errorf("the fast lane took %d calls while off", n)
+	}
+	recs := func(l *lane) []string {
+		b, err := os.ReadFile(l.audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			out = append(out, canonical(t, line, "time", "latency_ms", "hash", "prev", "expires", "state_sha256", "state", "ref"))
+		}
+		return out
+	}
+	a, b := recs(slow), recs(fast)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("audit records differ:\nserver:\n%s\nfast lane:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	if len(a) < 15 {
+		t.Errorf("only %d audit records: the script did not run", len(a))
+	}
+}
