@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -321,5 +324,51 @@ func TestConcurrentInlineAndWriterWithClose(t *testing.T) {
 		if got := l2.Progress(digest).Calls(s); got != n {
 			t.Fatalf("step %d: %d calls after reopen, %d tickets", s, got, n)
 		}
+	}
+}
+
+// A checkpoint due after a caller's turn is written by the writer goroutine
+// before any later record: sequential reservations, each written inline,
+// still leave checkpoints in the journal that a reopen trusts.
+func TestInlineTurnLeavesCheckpointToWriter(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, SyncEachCall: true, FlushInterval: time.Hour})
+	func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.checkpointEvery = 5
+	}()
+	turns := watchTurns(l)
+	for i := range 40 {
+		if _, err := l.Reserve(context.Background(), Reservation{Call: benchCall, MaxCalls: 1000}); err != nil {
+			t.Fatalf("reserve %d: %v", i, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkpoints := 0
+	var last uint64
+	for _, r := range readRecords(t, l.AuditPath()) {
+		if r.Type == typeCheckpoint {
+			checkpoints++
+			last = r.Seq
+		}
+	}
+	if inline, _, _ := turns.get(); inline == 0 || checkpoints < 3 {
+		t.Fatalf("%d inline turns, %d checkpoint records; want both", inline, checkpoints)
+	}
+	// The newest checkpoint.json is the last checkpoint record's, and
+	// Open accepts it (it fails on a checkpoint that does not match).
+	data, err := os.ReadFile(filepath.Join(dir, checkpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil || uint64(cp.Records) != last {
+		t.Fatalf("checkpoint.json at record %d (%v), the last checkpoint record is %d", cp.Records, err, last)
+	}
+	if got := openT(t, Options{Dir: dir}).Progress(digest).Calls(benchCall.StepIndex); got != 40 {
+		t.Fatalf("%d calls after reopen, want 40", got)
 	}
 }
