@@ -147,6 +147,9 @@ func setup(b *testing.B, kind string) (plan, state string) {
 	}
 	mem, err := memStateDir(memStateBase)
 	if err != nil {
+		// go test shows a benchmark's skip only with -v; bench/run keeps
+		// stderr on the terminal, so the reason is seen there.
+		fmt.Fprintf(os.Stderr, "%s skipped: %v\n", b.Name(), err)
 		b.Skip(err)
 	}
 	b.Cleanup(func() { _ = os.RemoveAll(mem) })
