@@ -6,9 +6,12 @@
 //     library (no policy, no state): the floor for one extra hop;
 //  3. planlock: through planlock proxy with its state and audit log on (the
 //     benchmark's step has a large budget, so it is counted in leases);
-//  4. planlock-sync-each-call: the same with --sync-each-call, one
-//     fdatasync per forwarded call (shared by concurrent calls);
-//  5. the floor and the npm relays (relay_test.go): a line copier and a
+//  4. planlock-memstate: the same proxy with its state directory on a
+//     memory filesystem (/dev/shm; skipped, saying why, without one): the
+//     proxy's own cost without the disk's;
+//  5. planlock-sync-each-call: the same as planlock with --sync-each-call,
+//     one fdatasync per forwarded call (shared by concurrent calls);
+//  6. the floor and the npm relays (relay_test.go): a line copier and a
 //     copier with one JSON decode+encode per message (stdio), and mcp-proxy,
 //     supergateway and @civic/passthrough-mcp-server (HTTP).
 //
@@ -129,15 +132,28 @@ plan "bench" {
 }
 `
 
-// setup writes the plan and a fresh state directory.
-func setup(b *testing.B) (plan, state string) {
+// setup writes the plan and names a fresh state directory for a proxy of
+// kind: on a memory filesystem for planlock-memstate (the benchmark is
+// skipped, saying why, when there is none), beside the plan otherwise.
+func setup(b *testing.B, kind string) (plan, state string) {
 	b.Helper()
 	dir := b.TempDir()
 	plan = filepath.Join(dir, "plan.hcl")
 	if err := os.WriteFile(plan, []byte(benchPlan), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	return plan, filepath.Join(dir, "state")
+	if kind != "planlock-memstate" {
+		return plan, filepath.Join(dir, "state")
+	}
+	mem, err := memStateDir(memStateBase)
+	if err != nil {
+		// go test shows a benchmark's skip only with -v; bench/run keeps
+		// stderr on the terminal, so the reason is seen there.
+		fmt.Fprintf(os.Stderr, "%s skipped: %v\n", b.Name(), err)
+		b.Skip(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(mem) })
+	return plan, filepath.Join(mem, "state")
 }
 
 // stdioCommand is the command line of each setup, as the client starts it.
@@ -151,7 +167,7 @@ func stdioCommand(b *testing.B, kind string) []string {
 	case "floor-lines", "floor-json":
 		return floorCommand(b, kind, up)
 	default:
-		plan, state := setup(b)
+		plan, state := setup(b, kind)
 		args := []string{bin(b, "planlock"), "proxy", "--plan", plan, "--insecure-skip-verify", "--state", state}
 		return append(append(args, proxyFlags(kind)...), append([]string{"--"}, up...)...)
 	}
@@ -197,7 +213,7 @@ func echo(b *testing.B, c *client.Client) {
 	}
 }
 
-var kinds = []string{"direct", "passthrough", "planlock", "planlock-sync-each-call"}
+var kinds = []string{"direct", "passthrough", "planlock", "planlock-memstate", "planlock-sync-each-call"}
 
 // dial connects one client to a fresh setup of kind over transport tr
 // ("stdio" or "http"); pid is the relay's process (the upstream's when direct).
@@ -263,7 +279,7 @@ func serveHTTPProc(b *testing.B, kind string) (url string, pid int) {
 	case "passthrough":
 		return startURLProc(b, bin(b, "passthrough"), "--http", "127.0.0.1:0", "--", bin(b, "testupstream"))
 	default:
-		plan, state := setup(b)
+		plan, state := setup(b, kind)
 		args := append([]string{"proxy", "--plan", plan, "--insecure-skip-verify", "--state", state, "--listen", "127.0.0.1:0"}, proxyFlags(kind)...)
 		return startURLProc(b, bin(b, "planlock"), append(args, "--", bin(b, "testupstream"))...)
 	}

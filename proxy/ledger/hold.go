@@ -33,7 +33,7 @@ func (l *Ledger) NewHold(ctx context.Context, c Call, spec HoldSpec) (Hold, erro
 	if err != nil {
 		return Hold{}, err
 	}
-	l.signal()
+	l.writeQueued()
 	if b != nil {
 		if err := wait(ctx, b); err != nil {
 			return Hold{}, err
@@ -116,7 +116,7 @@ func (l *Ledger) UpdateHold(ctx context.Context, id string, u HoldUpdate) (Hold,
 	if err != nil {
 		return Hold{}, err
 	}
-	l.signal()
+	l.writeQueued()
 	if err := wait(ctx, b); err != nil {
 		return Hold{}, err
 	}

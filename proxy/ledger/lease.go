@@ -51,7 +51,7 @@ func (l *Ledger) settleLeases(ctx context.Context) error {
 	if last == nil {
 		return nil
 	}
-	l.signal()
+	l.writeQueued()
 	if err := wait(ctx, last); err != nil {
 		return fmt.Errorf("count the calls of an unclosed lease: %w", err)
 	}

@@ -41,14 +41,22 @@ type Ledger struct {
 	now            func() time.Time
 	flushEvery     time.Duration
 
+	// wmu is the journal's (see writer.go): after Open, the files, the
+	// anchor, the journal's end (head, written, end, fileFirst,
+	// fileStarted) and w belong to whoever holds it.
+	wmu        sync.Mutex
+	w          writerState
+	flushTimer *time.Timer                    // syncs what turns left unsynced; armed under wmu (w.armed)
+	turnHook   func(inline bool, records int) // tests: called under wmu by each turn that wrote records
+
 	lockFile *os.File
 	journal  *os.File
-	anchor   *anchor // the journal's head outside it (writer only, after Open)
+	anchor   *anchor // the journal's head outside it
 	onHead   func(Head)
 	onSync   func(time.Duration)
 	// Rotation (Options.RotateSize, RotateEvery); fileFirst and
 	// fileStarted (the seq and time of the journal file's first record)
-	// are the writer's, after Open.
+	// are the writer's (under wmu), after Open.
 	rotateSize  int64
 	rotateEvery time.Duration
 	fileFirst   uint64
@@ -60,14 +68,14 @@ type Ledger struct {
 	mu      sync.Mutex
 	st      *state
 	seq     uint64     // last sequence number handed out
-	head    string     // hash of the last record written (writer only, after Open)
-	written uint64     // seq of the last record written (writer only, after Open)
-	end     journalEnd // where the journal ends (writer only, after Open)
+	head    string     // hash of the last record written (under wmu, after Open)
+	written uint64     // seq of the last record written (under wmu, after Open)
+	end     journalEnd // where the journal ends (under wmu, after Open)
 	pending []entry    // records waiting for the writer, in seq order
 	cur     *batch     // the batch the pending records belong to
 	closed  bool       // Close was called
 	failed  error      // a write or fsync failed: the ledger refuses further work
-	stats   Stats      // written by the writer under mu
+	stats   Stats      // written by the turns of the writer under mu
 	// checkpointEvery is how many records the writer lets pass between
 	// checkpoints while running, which bounds the replay after a crash.
 	checkpointEvery uint64
@@ -103,7 +111,14 @@ func (l *Ledger) Close() error {
 	}
 	l.signal()
 	<-l.stopped
-	// The writer stopped: l.head, l.written and the files are Close's now.
+	return l.closeJournal()
+}
+
+// closeJournal is Close once the writer goroutine ran its last turn: no
+// turn runs after it, but a caller's writeInline may still try for wmu.
+func (l *Ledger) closeJournal() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	cp, failed := l.closeCheckpoint()
 	var err error
 	head := Head{Seq: l.written, Hash: l.head}
@@ -244,7 +259,7 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	if err != nil {
 		return Ticket{}, err
 	}
-	l.signal()
+	l.writeQueued()
 	// Written (and durable, unless a durable lease covers the count) before
 	// the call may be forwarded.
 	if err := wait(ctx, b); err != nil {

@@ -9,10 +9,17 @@ import (
 	"testing"
 )
 
-// TestLockingDiscipline holds the package to its one way of taking mu (see
-// writer.go): Lock is followed at once by a deferred Unlock, no function
-// unlocks by hand, and a function named …Locked never takes the lock it
-// expects its caller to hold.
+// TestLockingDiscipline holds the package to its one way of taking its
+// mutexes, mu and the journal's wmu (see writer.go): Lock is followed at
+// once by a deferred Unlock, no function unlocks by hand, and a function
+// named …Locked never takes the lock it expects its caller to hold.
+//
+// TryLock has one form, `if x.wmu.TryLock() { defer x.wmu.Unlock(); … }`
+// on a function's top level: the deferred Unlock is the body's first
+// statement, so the lock is held exactly until the function returns, as
+// after Lock, and the else branch (if any) runs without it. A TryLock
+// anywhere else (its result stored, negated, in a condition with others)
+// could leave the lock held on a path the reader does not see.
 func TestLockingDiscipline(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -36,13 +43,25 @@ func TestLockingDiscipline(t *testing.T) {
 			checked++
 			locked := strings.HasSuffix(fn.Name.Name, "Locked")
 			stmts := fn.Body.List
+			tryLocks := map[ast.Expr]bool{} // the TryLock calls in the one allowed form
 			for i, s := range stmts {
-				if isMuCall(s, "Lock") {
+				if mu := muCall(s, "Lock"); mu != "" {
 					if locked {
-						t.Errorf("%s: %s takes mu, but a …Locked function runs with it held", fset.Position(s.Pos()), fn.Name.Name)
+						t.Errorf("%s: %s takes %s, but a …Locked function runs with mu held", fset.Position(s.Pos()), fn.Name.Name, mu)
 					}
-					if i+1 >= len(stmts) || !isDeferUnlock(stmts[i+1]) {
-						t.Errorf("%s: %s: mu.Lock() not followed by defer l.mu.Unlock()", fset.Position(s.Pos()), fn.Name.Name)
+					if i+1 >= len(stmts) || !isDeferUnlock(stmts[i+1], mu) {
+						t.Errorf("%s: %s: %s.Lock() not followed by defer l.%s.Unlock()", fset.Position(s.Pos()), fn.Name.Name, mu, mu)
+					}
+				}
+				if is, ok := s.(*ast.IfStmt); ok && is.Init == nil {
+					if mu := muCallExpr(is.Cond, "TryLock"); mu != "" {
+						if locked {
+							t.Errorf("%s: %s takes %s, but a …Locked function runs with mu held", fset.Position(s.Pos()), fn.Name.Name, mu)
+						}
+						if len(is.Body.List) == 0 || !isDeferUnlock(is.Body.List[0], mu) {
+							t.Errorf("%s: %s: if %s.TryLock() { not followed by defer l.%s.Unlock()", fset.Position(s.Pos()), fn.Name.Name, mu, mu)
+						}
+						tryLocks[is.Cond] = true
 					}
 				}
 			}
@@ -53,11 +72,15 @@ func TestLockingDiscipline(t *testing.T) {
 				case *ast.FuncLit:
 					return true
 				case *ast.ExprStmt:
-					if isMuCall(n, "Unlock") {
-						t.Errorf("%s: %s unlocks mu by hand", fset.Position(n.Pos()), fn.Name.Name)
+					if mu := muCall(n, "Unlock"); mu != "" {
+						t.Errorf("%s: %s unlocks %s by hand", fset.Position(n.Pos()), fn.Name.Name, mu)
 					}
-					if isMuCall(n, "Lock") && !onTop(stmts, n) {
-						t.Errorf("%s: %s takes mu inside a block: take it in a helper of its own", fset.Position(n.Pos()), fn.Name.Name)
+					if mu := muCall(n, "Lock"); mu != "" && !onTop(stmts, n) {
+						t.Errorf("%s: %s takes %s inside a block: take it in a helper of its own", fset.Position(n.Pos()), fn.Name.Name, mu)
+					}
+				case *ast.CallExpr:
+					if mu := muCallExpr(n, "TryLock"); mu != "" && !tryLocks[n] {
+						t.Errorf("%s: %s: %s.TryLock() outside `if l.%s.TryLock() { defer l.%s.Unlock(); … }` on the function's top level", fset.Position(n.Pos()), fn.Name.Name, mu, mu, mu)
 					}
 				}
 				return true
@@ -78,29 +101,36 @@ func onTop(stmts []ast.Stmt, s ast.Stmt) bool {
 	return false
 }
 
-// isMuCall reports whether s is the statement <x>.mu.<method>().
-func isMuCall(s ast.Stmt, method string) bool {
+// lockNames are the package's mutexes the discipline covers.
+var lockNames = map[string]bool{"mu": true, "wmu": true}
+
+// muCall returns which mutex s, the statement <x>.<mutex>.<method>(), calls
+// ("" when it is not such a statement).
+func muCall(s ast.Stmt, method string) string {
 	es, ok := s.(*ast.ExprStmt)
 	if !ok {
-		return false
+		return ""
 	}
-	return isMuCallExpr(es.X, method)
+	return muCallExpr(es.X, method)
 }
 
-func isMuCallExpr(e ast.Expr, method string) bool {
+func muCallExpr(e ast.Expr, method string) string {
 	call, ok := e.(*ast.CallExpr)
 	if !ok {
-		return false
+		return ""
 	}
 	sel, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok || sel.Sel.Name != method {
-		return false
+		return ""
 	}
 	inner, ok := sel.X.(*ast.SelectorExpr)
-	return ok && inner.Sel.Name == "mu"
+	if !ok || !lockNames[inner.Sel.Name] {
+		return ""
+	}
+	return inner.Sel.Name
 }
 
-func isDeferUnlock(s ast.Stmt) bool {
+func isDeferUnlock(s ast.Stmt, mu string) bool {
 	d, ok := s.(*ast.DeferStmt)
-	return ok && isMuCallExpr(d.Call, "Unlock")
+	return ok && muCallExpr(d.Call, "Unlock") == mu
 }

@@ -42,6 +42,10 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		l.lockFile.Close()
 		return nil, err
 	}
+	// Stopped until a turn leaves something unsynced. Since Go 1.23 a
+	// stopped or reset timer delivers no stale tick.
+	l.flushTimer = time.NewTimer(time.Hour)
+	l.flushTimer.Stop()
 	go l.writer()
 	if err := l.settleLeases(ctx); err != nil {
 		l.Close()

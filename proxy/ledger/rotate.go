@@ -73,8 +73,9 @@ func splitExt(base string) (stem, ext string) {
 	return strings.TrimSuffix(base, ext), ext
 }
 
-// rotateDue reports whether the journal's file should be rotated now. Only
-// the writer calls it (it reads the writer's fields), with mu held.
+// rotateDueLocked reports whether the journal's file should be rotated
+// now. Only a turn of the writer calls it (it reads the fields wmu
+// guards), with mu held.
 func (l *Ledger) rotateDueLocked(now time.Time) bool {
 	if l.written < l.fileFirst+1 {
 		return false // the file has its first record only: nothing to move aside

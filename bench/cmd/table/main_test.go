@@ -11,34 +11,42 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// The table of a recorded run of bench/run's benchmarks, against its golden
-// file: every figure lands in its row, ratios and verdicts are computed.
+// The table of recorded runs of bench/run's benchmarks, against their golden
+// files: every figure lands in its row, ratios and verdicts are computed; a
+// run from before the state-on-memory setup prints without its rows.
 func TestWriteGolden(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "raw.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, cpu, err := parse(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cpu != "Oxide Virtual Turin-like Processor" {
-		t.Errorf("cpu = %q", cpu)
-	}
-	var out bytes.Buffer
-	write(&out, res)
-	golden := filepath.Join("testdata", "table.md")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
+	for _, tt := range []struct{ raw, golden, cpu string }{
+		{"raw.txt", "table.md", "Oxide Virtual Turin-like Processor"},
+		{"memstate-raw.txt", "memstate-table.md", "AMD EPYC"},
+	} {
+		t.Run(tt.raw, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", tt.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, cpu, err := parse(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cpu != tt.cpu {
+				t.Errorf("cpu = %q, want %q", cpu, tt.cpu)
+			}
+			var out bytes.Buffer
+			write(&out, res)
+			golden := filepath.Join("testdata", tt.golden)
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
+			}
+		})
 	}
 }
 

@@ -14,6 +14,7 @@ var relaySetups = []struct{ kind, label string }{
 	{"floor-json", "floor: copier + 1 JSON decode/encode each way"},
 	{"passthrough", "bare mcp-go relay (bench/passthrough)"},
 	{"planlock", "planlock proxy"},
+	{"planlock-memstate", "planlock proxy, state on memory (/dev/shm)"},
 	{"planlock-sync-each-call", "planlock proxy --sync-each-call"},
 	{"mcp-proxy", "`mcp-proxy` 6.7.19 (npm)"},
 	{"supergateway", "`supergateway` 4.0.0 (npm)"},
@@ -79,6 +80,12 @@ func relayTargets(r results) []string {
 	if dok && flok && lok {
 		out = append(out, fmt.Sprintf("stdio p50 added by planlock ≤ 2× the line copier's: %.0f vs %.0f µs (%s): %s",
 			l-d, fl-d, ratio(l-d, true, fl-d, true), verdict(l-d <= 2*(fl-d))))
+	}
+	fj, fjok := r.get("Latency/stdio/floor-json", "p50-µs")
+	m, mok := r.get("Latency/stdio/planlock-memstate", "p50-µs")
+	if dok && fjok && mok {
+		out = append(out, fmt.Sprintf("stdio p50 added with state on memory ≤ 1.2× the copier + 1 JSON decode/encode's: %.0f vs %.0f µs (%s): %s",
+			m-d, fj-d, ratio(m-d, true, fj-d, true), verdict(m-d <= 1.2*(fj-d))))
 	}
 	pc, pcok := r.get("Latency/stdio/passthrough", "cpu-µs/call")
 	lc, lcok := r.get("Latency/stdio/planlock", "cpu-µs/call")

@@ -4,37 +4,46 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// The relay table of a recorded run (floor, npm relays, CPU per call,
-// memory), against its golden file; a run without the floor has none.
+// The relay table of recorded runs (floor, npm relays, CPU per call,
+// memory; the later one with the state on memory), against their golden
+// files; a run without the floor has none.
 func TestWriteRelayGolden(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "relay-raw.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _, err := parse(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !hasRelay(res) {
-		t.Fatal("hasRelay = false for a run with the floor")
-	}
-	var out bytes.Buffer
-	writeRelay(&out, res)
-	golden := filepath.Join("testdata", "relay.md")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("relay table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
+	for _, tt := range []struct{ raw, golden string }{
+		{"relay-raw.txt", "relay.md"},
+		{"memstate-raw.txt", "memstate-relay.md"},
+	} {
+		t.Run(tt.raw, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", tt.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, _, err := parse(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasRelay(res) {
+				t.Fatal("hasRelay = false for a run with the floor")
+			}
+			var out bytes.Buffer
+			writeRelay(&out, res)
+			golden := filepath.Join("testdata", tt.golden)
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("relay table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
+			}
+		})
 	}
 	old, err := os.ReadFile(filepath.Join("testdata", "raw.txt"))
 	if err != nil {
@@ -42,5 +51,43 @@ func TestWriteRelayGolden(t *testing.T) {
 	}
 	if res, _, err := parse(bytes.NewReader(old)); err != nil || hasRelay(res) {
 		t.Errorf("an older run: hasRelay true or %v", err)
+	}
+}
+
+// The state-on-memory target: planlock's stdio p50 added over direct against
+// 1.2× the JSON copier's, met and not met, and left out without its figures.
+func TestRelayTargetMemState(t *testing.T) {
+	const line = "stdio p50 added with state on memory ≤ 1.2× the copier + 1 JSON decode/encode's: "
+	run := func(mem float64) results {
+		return results{
+			"Latency/stdio/direct":            {"p50-µs": 200},
+			"Latency/stdio/floor-lines":       {"p50-µs": 240},
+			"Latency/stdio/floor-json":        {"p50-µs": 300},
+			"Latency/stdio/planlock":          {"p50-µs": 500},
+			"Latency/stdio/planlock-memstate": {"p50-µs": mem},
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		r    results
+		want string // "" when the line must be absent
+	}{
+		{"met", run(310), line + "110 vs 100 µs (1.10×): met"},
+		{"at the limit", run(320), line + "120 vs 100 µs (1.20×): met"},
+		{"not met", run(321), line + "121 vs 100 µs (1.21×): NOT met"},
+		{"not measured", func() results { r := run(310); delete(r, "Latency/stdio/planlock-memstate"); return r }(), ""},
+		{"no floor", func() results { r := run(310); delete(r, "Latency/stdio/floor-json"); return r }(), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got string
+			for _, l := range relayTargets(tt.r) {
+				if strings.HasPrefix(l, line) {
+					got = l
+				}
+			}
+			if got != tt.want {
+				t.Errorf("target line = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
