@@ -146,7 +146,7 @@ func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger) {
 
 // envelope is every message the upstream sends, decoded once.
 type envelope struct {
-	ID     json.RawMessage `json:"id"`
+	ID     msgID           `json:"id"`
 	Method string          `json:"method"`
 	Result json.RawMessage `json:"result"`
 	Error  *struct {
@@ -196,9 +196,8 @@ func (t *stdioTransport) dispatch(line []byte) {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return
 	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
-	case m.Method != "" && !hasID:
+	case m.Method != "" && !m.ID.present:
 		// The same decode as mcp-go's, so handlers see identical params.
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
@@ -214,10 +213,10 @@ func (t *stdioTransport) dispatch(line []byte) {
 		}
 		t.handleRequest(req)
 	default:
-		id, ok := intID(m.ID)
-		if !ok {
+		if !m.ID.isInt {
 			return
 		}
+		id := m.ID.n
 		t.mu.Lock()
 		p := t.pending[id]
 		delete(t.pending, id)
@@ -245,17 +244,26 @@ func (t *stdioTransport) dispatch(line []byte) {
 	}
 }
 
-// intID reads an answer's id: an integer, or a number with an integral
-// value (mcp-go matches those too).
-func intID(raw json.RawMessage) (int64, bool) {
-	if id, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return id, true
+// msgID is a message's id, read without keeping a copy: present unless
+// absent or null; isInt when an integer, or a number with an integral value
+// (mcp-go matches those too).
+type msgID struct {
+	present, isInt bool
+	n              int64
+}
+
+func (m *msgID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*m = msgID{}
+		return nil
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<62 {
-		return 0, false
+	*m = msgID{present: true}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		m.n, m.isInt = n, true
+	} else if f, err := strconv.ParseFloat(string(b), 64); err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<62 {
+		m.n, m.isInt = int64(f), true
 	}
-	return int64(f), true
+	return nil
 }
 
 // handleRequest answers a request from the server with the request handler,

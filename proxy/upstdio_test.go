@@ -492,3 +492,30 @@ func TestStdioTransportClosed(t *testing.T) {
 		}
 	})
 }
+
+func TestRequestLine(t *testing.T) {
+	tests := []struct {
+		method  string
+		params  string
+		want    string
+		wantErr string
+	}{
+		{method: "tools/call", params: `{"name":"echo"}`, want: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`},
+		{method: "ping", want: `{"jsonrpc":"2.0","id":7,"method":"ping"}`},
+		{method: "odd \"method\"\n", params: `[]`, want: `{"jsonrpc":"2.0","id":7,"method":"odd \"method\"\n","params":[]}`},
+		{method: "tools/call", params: "{\n  \"a\": \"x\\ny\"\n}", want: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"x\ny"}}`},
+		{method: "tools/call", params: "{\n", wantErr: "params: unexpected end of JSON input"},
+	}
+	for _, tt := range tests {
+		got, err := requestLine(7, tt.method, json.RawMessage(tt.params))
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("%q %q: got %q %v, want error %q", tt.method, tt.params, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || string(got) != tt.want+"\n" || !json.Valid(got) {
+			t.Errorf("%q %q: got %q %v, want %s", tt.method, tt.params, got, err, tt.want)
+		}
+	}
+}

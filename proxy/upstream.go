@@ -434,11 +434,15 @@ func requestLine(id int64, method string, params json.RawMessage) ([]byte, error
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"method":`...)
-	m, err := json.Marshal(method)
-	if err != nil {
-		return nil, fmt.Errorf("encode method: %w", err)
+	if plainMethod(method) {
+		b = append(append(append(b, '"'), method...), '"')
+	} else {
+		m, err := json.Marshal(method)
+		if err != nil {
+			return nil, fmt.Errorf("encode method: %w", err)
+		}
+		b = append(b, m...)
 	}
-	b = append(b, m...)
 	if len(params) > 0 {
 		b = append(b, `,"params":`...)
 		if bytes.IndexByte(params, '\n') < 0 {
@@ -452,6 +456,18 @@ func requestLine(id int64, method string, params json.RawMessage) ([]byte, error
 		}
 	}
 	return append(b, "}\n"...), nil
+}
+
+// plainMethod reports whether method needs no escaping in JSON, as every
+// MCP method name (letters, digits, "/", "_", "-", ".").
+func plainMethod(method string) bool {
+	for i := 0; i < len(method); i++ {
+		c := method[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // ListTools reads the current connection's tools/list raw.
