@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,18 +186,12 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		}
 		tr = h
 	} else {
-		env := u.cfg.Env
-		tr = transport.NewStdioWithOptions(u.cfg.Command[0], nil, u.cfg.Command[1:],
-			transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-				// Not CommandContext: the transport's Close ends the
-				// process gracefully; a clean environment, never ours.
-				cmd := exec.Command(command, args...)
-				cmd.Env = env
-				started = cmd
-				return cmd, nil
-			}),
-			transport.WithCommandStderrWriter(u.cfg.Stderr),
-			transport.WithCommandLogger(u.logger()))
+		// Not CommandContext: Close ends the process gracefully; a clean
+		// environment, never ours.
+		cmd := exec.Command(u.cfg.Command[0], u.cfg.Command[1:]...)
+		cmd.Env = u.cfg.Env
+		started = cmd
+		tr = newStdioTransport(cmd, u.cfg.Stderr, u.logger())
 	}
 	c := &upConn{tr: tr, dead: make(chan struct{})}
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
@@ -333,9 +329,7 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 		if ctx.Err() != nil {
 			// Tell the upstream to stop working on it; best effort.
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = c.tr.SendNotification(nctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
-				Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
-					Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}}}})
+			_ = c.tr.SendNotification(nctx, cancelledNotification(id, ctx.Err().Error()))
 			cancel()
 			return nil, ctx.Err()
 		}
@@ -356,6 +350,124 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 		return nil, errors.New("upstream answered with neither result nor error")
 	}
 	return resp.Result, nil
+}
+
+// cancelledNotification tells the upstream that planlock no longer waits
+// for request id.
+func cancelledNotification(id int64, reason string) mcp.JSONRPCNotification {
+	return mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}}}}
+}
+
+// ErrNoAsync is returned by Go when the upstream's transport can only send
+// a request and wait for its answer (HTTP).
+var ErrNoAsync = errors.New("upstream transport cannot send without waiting")
+
+// Go sends one request on the current connection without waiting. done is
+// called exactly once, on the goroutine that read the answer, with what
+// Request would return for the same outcome: the raw result, an *RPCError,
+// or the loss of the connection (which is then restarted). params is valid
+// JSON or empty; it is sent as is.
+//
+// When Go returns an error done never runs: ErrUnavailable when no
+// connection is up, ErrNoAsync over HTTP, a lost connection when the
+// request could not be written.
+//
+// stop abandons the request (a timeout, a client's cancellation): when it
+// was still pending, done will not run, the upstream is told it is
+// cancelled and stop returns true; when done ran or is running, false.
+func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawMessage, error)) (stop func(reason string) bool, err error) {
+	u.mu.Lock()
+	c, last := u.conn, u.lastErr
+	u.mu.Unlock()
+	if c == nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
+	}
+	tr, ok := c.tr.(*stdioTransport)
+	if !ok {
+		return nil, ErrNoAsync
+	}
+	id := u.nextID.Add(1)
+	line, err := requestLine(id, method, params)
+	if err != nil {
+		return nil, err
+	}
+	err = tr.SendAsync(id, line, func(res json.RawMessage, rpcErr *RPCError, err error) {
+		switch {
+		case err != nil:
+			c.kill(err)
+			done(nil, fmt.Errorf("upstream connection lost: %w", err))
+		case rpcErr != nil:
+			done(nil, rpcErr)
+		case len(res) == 0:
+			done(nil, errors.New("upstream answered with neither result nor error"))
+		default:
+			done(res, nil)
+		}
+	})
+	if err != nil {
+		if errors.Is(err, transport.ErrTransportClosed) {
+			c.kill(err)
+			return nil, fmt.Errorf("upstream connection lost: %w", err)
+		}
+		return nil, err
+	}
+	return func(reason string) bool {
+		if !tr.Forget(id) {
+			return false
+		}
+		// Tell the upstream to stop working on it; best effort.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = tr.SendNotification(ctx, cancelledNotification(id, reason))
+		return true
+	}, nil
+}
+
+// requestLine is the JSON-RPC request line of id, method and params,
+// params copied as they are unless they span lines: a newline inside would
+// end the line early, so such params are compacted (which also checks
+// them).
+func requestLine(id int64, method string, params json.RawMessage) ([]byte, error) {
+	b := make([]byte, 0, 64+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":`...)
+	if plainMethod(method) {
+		b = append(append(append(b, '"'), method...), '"')
+	} else {
+		m, err := json.Marshal(method)
+		if err != nil {
+			return nil, fmt.Errorf("encode method: %w", err)
+		}
+		b = append(b, m...)
+	}
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		if bytes.IndexByte(params, '\n') < 0 {
+			b = append(b, params...)
+		} else {
+			var cb bytes.Buffer
+			if err := json.Compact(&cb, params); err != nil {
+				return nil, fmt.Errorf("params: %w", err)
+			}
+			b = append(b, cb.Bytes()...)
+		}
+	}
+	return append(b, "}\n"...), nil
+}
+
+// plainMethod reports whether method needs no escaping in JSON, as every
+// MCP method name (letters, digits, "/", "_", "-", ".").
+func plainMethod(method string) bool {
+	for i := 0; i < len(method); i++ {
+		c := method[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // ListTools reads the current connection's tools/list raw.

@@ -1,0 +1,499 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// stdioTransport runs the upstream command and speaks JSON-RPC lines with
+// it. Unlike mcp-go's Stdio it can send a request without waiting
+// (SendAsync) and answer it by a callback on the goroutine that read the
+// answer: on a 2-core machine every goroutine hand-off costs about as much
+// as the rest of the relay, and this path has none.
+//
+// Request ids are integers (the Upstream numbers its requests).
+type stdioTransport struct {
+	cmd    *exec.Cmd
+	stderr io.Writer // where the command's stderr is copied
+	logger *slog.Logger
+
+	stdin io.WriteCloser
+	wmu   sync.Mutex // one line per Write, lines never interleaved
+
+	stdout io.ReadCloser
+	errOut io.ReadCloser
+
+	mu      sync.Mutex
+	pending map[int64]*pendingCall
+	closed  bool // no more requests; pending ones have failed
+	stopped atomic.Bool
+
+	onNotify  func(mcp.JSONRPCNotification) // set before Start
+	onRequest transport.RequestHandler      // set before Start
+	ctx       context.Context               // Start's, for the request handler
+
+	started     bool
+	cleanupOnce sync.Once
+	closeErr    error
+}
+
+// pendingCall is a request waiting for its answer: ch for SendRequest, done
+// for SendAsync.
+type pendingCall struct {
+	ch   chan callAnswer
+	done func(result json.RawMessage, rpcErr *RPCError, err error)
+}
+
+type callAnswer struct {
+	resp *transport.JSONRPCResponse
+	err  error
+}
+
+// The shutdown timeouts of mcp-go's Stdio.Close.
+const (
+	stdioGracefulTimeout = 2 * time.Second
+	stdioForceTimeout    = 3 * time.Second
+)
+
+// newStdioTransport prepares cmd (not started) whose stderr is copied to
+// stderr and whose transport warnings go to logger.
+func newStdioTransport(cmd *exec.Cmd, stderr io.Writer, logger *slog.Logger) *stdioTransport {
+	return &stdioTransport{cmd: cmd, stderr: stderr, logger: logger, pending: map[int64]*pendingCall{}}
+}
+
+var (
+	_ transport.Interface              = (*stdioTransport)(nil)
+	_ transport.BidirectionalInterface = (*stdioTransport)(nil)
+)
+
+// Start starts the command and the goroutine reading its answers.
+func (t *stdioTransport) Start(ctx context.Context) error {
+	if t.started {
+		return nil
+	}
+	t.started = true
+	t.ctx = ctx
+	var err error
+	if t.stdin, err = t.cmd.StdinPipe(); err != nil {
+		return fmt.Errorf("stdin pipe: %w", err)
+	}
+	if t.stdout, err = t.cmd.StdoutPipe(); err != nil {
+		return fmt.Errorf("stdout pipe: %w", err)
+	}
+	if t.errOut, err = t.cmd.StderrPipe(); err != nil {
+		return fmt.Errorf("stderr pipe: %w", err)
+	}
+	if err := t.cmd.Start(); err != nil {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		return fmt.Errorf("start command: %w", err)
+	}
+	go drainStderr(t.errOut, t.stderr, t.logger)
+	go t.readLoop(bufio.NewReaderSize(t.stdout, 64<<10))
+	return nil
+}
+
+// drainStderr keeps the command's stderr pipe empty, as mcp-go does: a full
+// pipe blocks the command inside write(2) and with it every answer. The copy
+// to dest goes through a small queue that drops chunks when dest is slow, so
+// a blocked destination cannot stop the drain.
+func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger) {
+	mirror := make(chan []byte, 8)
+	go func() {
+		for chunk := range mirror {
+			if _, err := dest.Write(chunk); err != nil {
+				for range mirror { // keep draining, drop the rest
+				}
+				return
+			}
+		}
+	}()
+	defer close(mirror)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			select {
+			case mirror <- bytes.Clone(buf[:n]):
+			default:
+				logger.Debug("upstream stderr destination is slow; dropping output", "bytes", n)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// envelope is every message the upstream sends, decoded once.
+type envelope struct {
+	ID     msgID           `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// readLoop reads the upstream's lines until its stdout ends, answering
+// pending requests on this goroutine.
+func (t *stdioTransport) readLoop(r *bufio.Reader) {
+	var long []byte // a line longer than r's buffer, reassembled
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Lines have no length limit (as in mcp-go): collect the rest.
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil {
+			if err != io.EOF && !errors.Is(err, fs.ErrClosed) {
+				t.logger.Error("reading the upstream's stdout", "err", err)
+			}
+			t.shut()
+			return
+		}
+		if t.stopped.Load() {
+			return // closed: nothing more is delivered
+		}
+		t.dispatch(line)
+		if cap(long) > 1<<20 {
+			long = nil // do not keep one huge answer's buffer for good
+		}
+	}
+}
+
+// dispatch routes one line: an answer to its pending request, a request from
+// the server to the request handler, a notification to the notification
+// handler. Lines that are not JSON-RPC are skipped, as mcp-go does.
+func (t *stdioTransport) dispatch(line []byte) {
+	var m envelope
+	if err := json.Unmarshal(line, &m); err != nil {
+		return
+	}
+	switch {
+	case m.Method != "" && !m.ID.present:
+		// The same decode as mcp-go's, so handlers see identical params.
+		var n mcp.JSONRPCNotification
+		if err := json.Unmarshal(line, &n); err != nil {
+			return
+		}
+		if t.onNotify != nil {
+			t.onNotify(n)
+		}
+	case m.Method != "":
+		var req transport.JSONRPCRequest
+		if err := json.Unmarshal(line, &req); err != nil {
+			return
+		}
+		t.handleRequest(req)
+	default:
+		if !m.ID.isInt {
+			return
+		}
+		id := m.ID.n
+		t.mu.Lock()
+		p := t.pending[id]
+		delete(t.pending, id)
+		t.mu.Unlock()
+		if p == nil {
+			return // forgotten, or never ours
+		}
+		if p.done != nil {
+			var rpcErr *RPCError
+			if m.Error != nil {
+				rpcErr = &RPCError{Code: m.Error.Code, Message: m.Error.Message}
+			}
+			p.done(m.Result, rpcErr, nil)
+			return
+		}
+		resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: m.Result}
+		if m.Error != nil {
+			d := mcp.JSONRPCErrorDetails{Code: m.Error.Code, Message: m.Error.Message}
+			if len(m.Error.Data) > 0 {
+				d.Data = m.Error.Data
+			}
+			resp.Error = &d
+		}
+		p.ch <- callAnswer{resp: resp}
+	}
+}
+
+// msgID is a message's id, read without keeping a copy: present unless
+// absent or null; isInt when an integer, or a number with an integral value
+// (mcp-go matches those too).
+type msgID struct {
+	present, isInt bool
+	n              int64
+}
+
+func (m *msgID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*m = msgID{}
+		return nil
+	}
+	*m = msgID{present: true}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		m.n, m.isInt = n, true
+	} else if f, err := strconv.ParseFloat(string(b), 64); err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<62 {
+		m.n, m.isInt = int64(f), true
+	}
+	return nil
+}
+
+// handleRequest answers a request from the server with the request handler,
+// on its own goroutine as mcp-go does: writing the answer must not hold up
+// the reader (the server may be blocked writing to us).
+func (t *stdioTransport) handleRequest(req transport.JSONRPCRequest) {
+	h := t.onRequest
+	go func() {
+		var resp *transport.JSONRPCResponse
+		switch {
+		case h == nil:
+			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil)
+		case t.ctx.Err() != nil:
+			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, t.ctx.Err().Error(), nil)
+		default:
+			r, err := h(t.ctx, req)
+			if err != nil {
+				r = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
+			}
+			resp = r
+		}
+		if resp == nil {
+			return
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			t.logger.Error("encoding an answer to the upstream", "err", err)
+			return
+		}
+		if err := t.writeLine(append(b, '\n')); err != nil {
+			t.logger.Error("writing an answer to the upstream", "err", err)
+		}
+	}()
+}
+
+// shut marks the transport closed and fails every pending request with
+// transport.ErrTransportClosed, each exactly once.
+func (t *stdioTransport) shut() {
+	t.mu.Lock()
+	t.closed = true
+	pending := t.pending
+	t.pending = map[int64]*pendingCall{}
+	t.mu.Unlock()
+	for _, p := range pending {
+		if p.done != nil {
+			p.done(nil, nil, transport.ErrTransportClosed)
+		} else {
+			p.ch <- callAnswer{err: transport.ErrTransportClosed}
+		}
+	}
+}
+
+// writeLine writes one whole line. A failed write means the command no
+// longer reads: the transport is closed and every pending request fails.
+func (t *stdioTransport) writeLine(b []byte) error {
+	t.wmu.Lock()
+	_, err := t.stdin.Write(b)
+	t.wmu.Unlock()
+	if err != nil {
+		t.shut()
+		return fmt.Errorf("write to the upstream: %w (%v)", transport.ErrTransportClosed, err)
+	}
+	return nil
+}
+
+// register adds a pending request, unless the transport is closed.
+func (t *stdioTransport) register(id int64, p *pendingCall) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return transport.ErrTransportClosed
+	}
+	if _, dup := t.pending[id]; dup {
+		return fmt.Errorf("request id %d is already pending", id)
+	}
+	t.pending[id] = p
+	return nil
+}
+
+// unregister removes id's pending request p; false when it was already
+// taken (answered, failed or forgotten).
+func (t *stdioTransport) unregister(id int64, p *pendingCall) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending[id] != p {
+		return false
+	}
+	delete(t.pending, id)
+	return true
+}
+
+// SendAsync writes line, one JSON-RPC request whose id is id ending in a
+// newline (one is added if missing), and returns without waiting. done is
+// called exactly once with the answer's result or error, or with
+// transport.ErrTransportClosed when the connection ends first, on the
+// goroutine that read the answer (or that saw the end), with no lock held.
+// When SendAsync returns an error, done is never called.
+func (t *stdioTransport) SendAsync(id int64, line []byte, done func(result json.RawMessage, rpcErr *RPCError, err error)) error {
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line[:len(line):len(line)], '\n')
+	}
+	p := &pendingCall{done: done}
+	if err := t.register(id, p); err != nil {
+		return err
+	}
+	if err := t.writeLine(line); err != nil {
+		if t.unregister(id, p) {
+			return err
+		}
+		// Already failed by shut (or answered): done reports it.
+	}
+	return nil
+}
+
+// Forget abandons the pending asynchronous request id: true when it was
+// still pending (its done will never run), false when done already ran or
+// is running.
+func (t *stdioTransport) Forget(id int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.pending[id]; ok && p.done != nil {
+		delete(t.pending, id)
+		return true
+	}
+	return false
+}
+
+// SendRequest sends request and waits for its answer or ctx's end.
+func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	id, ok := request.ID.Value().(int64)
+	if !ok {
+		return nil, fmt.Errorf("stdio transport: request id %v is not an integer", request.ID.Value())
+	}
+	b, err := json.Marshal(request)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	p := &pendingCall{ch: make(chan callAnswer, 1)}
+	if err := t.register(id, p); err != nil {
+		return nil, err
+	}
+	if err := t.writeLine(append(b, '\n')); err != nil {
+		if t.unregister(id, p) {
+			return nil, err
+		}
+	}
+	select {
+	case a := <-p.ch:
+		return a.resp, a.err
+	case <-ctx.Done():
+		if !t.unregister(id, p) {
+			// Answered (or failed) meanwhile: that outcome stands.
+			a := <-p.ch
+			return a.resp, a.err
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// SendNotification writes one notification.
+func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return transport.ErrTransportClosed
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode notification: %w", err)
+	}
+	return t.writeLine(append(b, '\n'))
+}
+
+// SetNotificationHandler sets the notification handler; call it before
+// Start.
+func (t *stdioTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) { t.onNotify = h }
+
+// SetRequestHandler sets the handler of the server's requests; call it
+// before Start.
+func (t *stdioTransport) SetRequestHandler(h transport.RequestHandler) { t.onRequest = h }
+
+// GetSessionId is empty: stdio has no session.
+func (t *stdioTransport) GetSessionId() string { return "" }
+
+// Close fails the pending requests and ends the command as mcp-go's
+// Stdio.Close does: close its stdin and wait 2s for it to exit, then
+// SIGTERM and 3s, then SIGKILL and 3s.
+func (t *stdioTransport) Close() error {
+	t.stopped.Store(true)
+	t.shut()
+	t.cleanupOnce.Do(func() {
+		if t.stdin == nil || t.cmd.Process == nil {
+			return // never started
+		}
+		if err := t.stdin.Close(); err != nil {
+			t.closeErr = fmt.Errorf("close stdin: %w", err)
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- t.cmd.Wait() }()
+		wait := func(d time.Duration) bool {
+			select {
+			case err := <-waited:
+				if err != nil && t.closeErr == nil {
+					t.closeErr = err
+				}
+				return true
+			case <-time.After(d):
+				return false
+			}
+		}
+		if wait(stdioGracefulTimeout) {
+			return
+		}
+		// Where SIGTERM cannot be sent (Windows) the kill comes at once.
+		if t.cmd.Process.Signal(syscall.SIGTERM) == nil && wait(stdioForceTimeout) {
+			return
+		}
+		if err := t.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) && t.closeErr == nil {
+			t.closeErr = fmt.Errorf("kill: %w", err)
+		}
+		if !wait(stdioForceTimeout) && t.closeErr == nil {
+			t.closeErr = transport.ErrChildShutdownTimeout
+		}
+	})
+	return t.closeErr
+}
