@@ -424,12 +424,12 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 // only place a client's tools/call reaches the upstream. With later set
 // (the stdio fast lane) it returns nil at once and the upstream reader's
 // goroutine answers through later; the call timeout and the client's
-// cancellation stop it (pendingCall).
+// cancellation stop it (forwardedCall).
 func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planState, g grant, later *answerLater) *mcp.CallToolResult {
 	call := g.call
 	start := time.Now()
 	if later != nil {
-		pc := &pendingCall{}
+		pc := &forwardedCall{}
 		pc.finish = func(res json.RawMessage, err error, cause string) {
 			later.untrack()
 			later.answer(p.forwarded(ctx, st, g, res, err, cause, time.Since(start)))

@@ -34,10 +34,10 @@ type answerLater struct {
 	untrack func()
 }
 
-// pendingCall is a call sent upstream whose answer is still to come. It
+// forwardedCall is a call sent upstream whose answer is still to come. It
 // ends once: with the upstream's answer (Go's done), or by cancel (the call
 // timeout, the client), which wins only while the request is pending.
-type pendingCall struct {
+type forwardedCall struct {
 	timer  *time.Timer
 	finish func(res json.RawMessage, err error, cause string)
 
@@ -49,7 +49,7 @@ type pendingCall struct {
 
 // sent records what Upstream.Go returned; a failed send ends the call now,
 // and a cancel that came first is carried out now.
-func (pc *pendingCall) sent(stop func(string) bool, err error) {
+func (pc *forwardedCall) sent(stop func(string) bool, err error) {
 	if err != nil {
 		pc.timer.Stop()
 		pc.finish(nil, err, "")
@@ -64,7 +64,7 @@ func (pc *pendingCall) sent(stop func(string) bool, err error) {
 	}
 }
 
-func (pc *pendingCall) cancel(cause string) {
+func (pc *forwardedCall) cancel(cause string) {
 	pc.mu.Lock()
 	stop, wasSent := pc.stop, pc.wasSent
 	if !wasSent {
@@ -217,8 +217,9 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 			if !f.offload(func() {
 				defer later.untrack()
 				defer cancel()
-				defer tc.end()
-				reply(f.p.settle(tc, n, d))
+				// Ended before it is answered, as every call: whoever
+				// reads the answer may look at the observer.
+				later.answer(f.p.settle(tc, n, d))
 			}) {
 				later.untrack()
 				cancel()
