@@ -149,14 +149,36 @@ type fastParams struct {
 	RequestState   json.RawMessage `json:"requestState"`
 }
 
+var fastParamNames = []string{"name", "arguments", "_meta", "task", "inputResponses", "requestState"}
+
+// readFastParams reads a tools/call's params with scanMembers (envelope.go),
+// or encoding/json when the text is not plain; the values are copies.
+func readFastParams(params []byte) (fastParams, bool) {
+	var vals [6][]byte
+	if scanMembers(params, fastParamNames, vals[:]) {
+		if name, ok := plainString(vals[0]); ok {
+			cp := func(v []byte) json.RawMessage {
+				if v == nil {
+					return nil
+				}
+				return append(json.RawMessage(nil), v...)
+			}
+			return fastParams{Name: name, Arguments: cp(vals[1]), Meta: cp(vals[2]), Task: cp(vals[3]),
+				InputResponses: cp(vals[4]), RequestState: cp(vals[5])}, true
+		}
+	}
+	var ps fastParams
+	return ps, json.Unmarshal(params, &ps) == nil
+}
+
 // call takes a tools/call request (its id and params as the client wrote
 // them) when it can; false leaves it, untouched, to the MCP server.
 func (f *fastLane) call(id, params json.RawMessage) bool {
 	if !plainID(id) {
 		return false
 	}
-	var ps fastParams
-	if json.Unmarshal(params, &ps) != nil || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
+	ps, ok := readFastParams(params)
+	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
 		return false
 	}
 	t := f.p.srv.GetTool(ps.Name)
@@ -172,6 +194,7 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 		return false
 	}
 	f.p.fastTaken.Add(1)
+	id = append(json.RawMessage(nil), id...) // the reader's buffer; the answer may come later
 	req := mcp.CallToolRequest{}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = ps.Name

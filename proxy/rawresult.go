@@ -14,6 +14,14 @@ import (
 // more than the gate does. A result with anything more (_meta, a request
 // for input) goes through mcp-go's parser, as do results it would refuse.
 func relayResult(res json.RawMessage) (*mcp.CallToolResult, error) {
+	if r, ok := scanResult(res); ok {
+		return r, nil
+	}
+	return decodeResult(res)
+}
+
+// decodeResult is relayResult with encoding/json.
+func decodeResult(res json.RawMessage) (*mcp.CallToolResult, error) {
 	var r struct {
 		Content    []rawContent    `json:"content"`
 		Structured json.RawMessage `json:"structuredContent"`
@@ -111,4 +119,79 @@ func appendToolResult(b []byte, res *mcp.CallToolResult) ([]byte, error) {
 		b = append(b, res.RawStructuredContent...)
 	}
 	return append(b, '}'), nil
+}
+
+var resultNames = []string{"content", "structuredContent", "isError", "_meta", "resultType", "inputRequests", "requestState"}
+
+var contentNames = []string{"type", "text"}
+
+// scanResult is relayResult's reading of a plain result with scanMembers
+// (envelope.go), several times cheaper than encoding/json's; false leaves
+// the result to encoding/json, which then reads it exactly as before (so
+// scanResult only ever gives what that reading gives; TestScanResult).
+func scanResult(res []byte) (*mcp.CallToolResult, bool) {
+	var v [7][]byte
+	if !scanMembers(res, resultNames, v[:]) || v[3] != nil || v[4] != nil || v[5] != nil || v[6] != nil {
+		return nil, false
+	}
+	out := &mcp.CallToolResult{}
+	switch string(v[2]) {
+	case "", "false", "null":
+	case "true":
+		out.IsError = true
+	default:
+		return nil, false
+	}
+	list := v[0]
+	if len(list) < 2 || list[0] != '[' {
+		return nil, false
+	}
+	for i := skipSpace(list, 1); list[i] != ']'; {
+		end, err := skipValue(list, i, 1)
+		if err != nil {
+			return nil, false
+		}
+		c, ok := scanContent(list[i:end])
+		if !ok {
+			return nil, false
+		}
+		out.Content = append(out.Content, c)
+		i = skipSpace(list, end)
+		if list[i] == ',' {
+			i = skipSpace(list, i+1)
+		}
+	}
+	if out.Content == nil {
+		out.Content = []mcp.Content{}
+	}
+	if s := v[1]; len(s) > 0 && string(s) != "null" {
+		raw := append(json.RawMessage(nil), s...)
+		out.RawStructuredContent, out.StructuredContent = raw, raw
+	}
+	return out, true
+}
+
+// scanContent reads one content item of a known type, kept raw.
+func scanContent(item []byte) (rawContent, bool) {
+	var v [2][]byte
+	if !scanMembers(item, contentNames, v[:]) {
+		return rawContent{}, false
+	}
+	typ, ok := plainString(v[0])
+	if !ok || !knownContent[typ] {
+		return rawContent{}, false
+	}
+	c := rawContent{raw: append(json.RawMessage(nil), item...)}
+	c.Type = typ
+	if t := v[1]; t != nil && string(t) != "null" {
+		if len(t) == 0 || t[0] != '"' {
+			return rawContent{}, false
+		}
+		if text, ok := plainString(t); ok {
+			c.Text = text
+		} else if json.Unmarshal(t, &c.Text) != nil {
+			return rawContent{}, false
+		}
+	}
+	return c, true
 }

@@ -108,11 +108,11 @@ func (r *lineReader) loop(ctx context.Context) error {
 			}
 			return err
 		}
+		if r.fast != nil && r.fastLine(line) {
+			continue
+		}
 		var head struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Method  string          `json:"method"`
-			Params  json.RawMessage `json:"params"`
+			ID json.RawMessage `json:"id"`
 		}
 		var syntax *json.SyntaxError
 		err = json.Unmarshal(line, &head)
@@ -122,18 +122,7 @@ func (r *lineReader) loop(ctx context.Context) error {
 				Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
 			continue
 		}
-		if err == nil && r.fast != nil && head.JSONRPC == mcp.JSONRPC_VERSION {
-			switch head.Method {
-			case string(mcp.MethodToolsCall):
-				if r.fast.call(head.ID, head.Params) {
-					continue
-				}
-			case string(mcp.MethodNotificationCancelled):
-				if r.fast.cancel(head.Params) {
-					continue
-				}
-			}
-		}
+
 		msg := json.RawMessage(append([]byte(nil), line...)) // line is the reader's buffer
 		if head.ID == nil || string(head.ID) == "null" {
 			// A notification, or JSON that is not an object (the server
@@ -153,6 +142,26 @@ func (r *lineReader) loop(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// fastLine hands a tools/call, or a cancellation of one, to the fast lane
+// (fastlane.go); false when the lane did not take the line. The envelope is
+// read with scanEnvelope: a line it does not read as plain goes the usual way.
+func (r *lineReader) fastLine(line []byte) bool {
+	env, ok := scanEnvelope(line)
+	if !ok {
+		return false
+	}
+	if v, _ := plainString(env.jsonrpc); v != mcp.JSONRPC_VERSION {
+		return false
+	}
+	switch method, _ := plainString(env.method); method {
+	case string(mcp.MethodToolsCall):
+		return env.id != nil && r.fast.call(env.id, env.params)
+	case string(mcp.MethodNotificationCancelled):
+		return env.id == nil && r.fast.cancel(env.params)
+	}
+	return false
 }
 
 // run runs job on a worker once a request slot is free; false when ctx

@@ -144,8 +144,8 @@ func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger) {
 	}
 }
 
-// envelope is every message the upstream sends, decoded once.
-type envelope struct {
+// upMessage is every message the upstream sends, decoded once.
+type upMessage struct {
 	ID     msgID           `json:"id"`
 	Method string          `json:"method"`
 	Result json.RawMessage `json:"result"`
@@ -192,9 +192,11 @@ func (t *stdioTransport) readLoop(r *bufio.Reader) {
 // the server to the request handler, a notification to the notification
 // handler. Lines that are not JSON-RPC are skipped, as mcp-go does.
 func (t *stdioTransport) dispatch(line []byte) {
-	var m envelope
-	if err := json.Unmarshal(line, &m); err != nil {
-		return
+	var m upMessage
+	if !m.scan(line) {
+		if err := json.Unmarshal(line, &m); err != nil {
+			return
+		}
 	}
 	switch {
 	case m.Method != "" && !m.ID.present:
@@ -242,6 +244,32 @@ func (t *stdioTransport) dispatch(line []byte) {
 		}
 		p.ch <- callAnswer{resp: resp}
 	}
+}
+
+// scan reads an answer's members with scanEnvelope (envelope.go), which
+// costs a fraction of encoding/json's decode; false leaves the line to
+// encoding/json (a request or notification from the server, or anything
+// scanEnvelope does not read as plain).
+func (m *upMessage) scan(line []byte) bool {
+	env, ok := scanEnvelope(line)
+	if !ok || env.method != nil {
+		return false
+	}
+	if env.id != nil {
+		if m.ID.UnmarshalJSON(env.id) != nil {
+			return false
+		}
+	}
+	if env.err != nil && string(env.err) != "null" {
+		if json.Unmarshal(env.err, &m.Error) != nil {
+			return false
+		}
+	}
+	if env.result != nil {
+		// The line is the reader's buffer, read again after dispatch.
+		m.Result = append(json.RawMessage(nil), env.result...)
+	}
+	return true
 }
 
 // msgID is a message's id, read without keeping a copy: present unless
