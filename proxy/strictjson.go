@@ -58,6 +58,10 @@ func decodeStrict(raw []byte, refuseNegZero bool) (any, error) {
 	if depth > maxArgDepth {
 		return nil, fmt.Errorf("nested deeper than %d levels", maxArgDepth)
 	}
+	if v, ok := buildValue(raw); ok {
+		return v, nil
+	}
+	// Malformed, or a key repeats: the decoder says why, as it always has.
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var v any
@@ -259,4 +263,124 @@ func strictValue(d *json.Decoder, depth int) (any, error) {
 		return a, nil
 	}
 	return nil, fmt.Errorf("unexpected %v", delim)
+}
+
+// buildValue decodes raw, one JSON value with whitespace around it, as
+// encoding/json's Decoder with UseNumber does, in one pass (several times
+// cheaper on the call path); false on anything else (malformed JSON, a key
+// given twice in one object), which the Decoder then reports. Called after
+// shape, so strings are valid UTF-8 without lone surrogates and nesting is
+// bounded. FuzzBuildValue checks it against the Decoder.
+func buildValue(raw []byte) (any, bool) {
+	v, end, ok := buildAt(raw, skipSpace(raw, 0))
+	if !ok || skipSpace(raw, end) != len(raw) {
+		return nil, false
+	}
+	return v, true
+}
+
+func buildAt(b []byte, i int) (any, int, bool) {
+	if i >= len(b) {
+		return nil, 0, false
+	}
+	switch b[i] {
+	case '{':
+		m := map[string]any{}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return m, i + 1, true
+		}
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return nil, 0, false
+			}
+			k, end, ok := buildString(b, i)
+			if !ok {
+				return nil, 0, false
+			}
+			if _, dup := m[k]; dup {
+				return nil, 0, false
+			}
+			i = skipSpace(b, end)
+			if i >= len(b) || b[i] != ':' {
+				return nil, 0, false
+			}
+			v, end, ok := buildAt(b, skipSpace(b, i+1))
+			if !ok {
+				return nil, 0, false
+			}
+			m[k] = v
+			i = skipSpace(b, end)
+			if i >= len(b) {
+				return nil, 0, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case '}':
+				return m, i + 1, true
+			default:
+				return nil, 0, false
+			}
+		}
+	case '[':
+		a := []any{}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return a, i + 1, true
+		}
+		for {
+			v, end, ok := buildAt(b, i)
+			if !ok {
+				return nil, 0, false
+			}
+			a = append(a, v)
+			i = skipSpace(b, end)
+			if i >= len(b) {
+				return nil, 0, false
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case ']':
+				return a, i + 1, true
+			default:
+				return nil, 0, false
+			}
+		}
+	case '"':
+		s, end, ok := buildString(b, i)
+		return s, end, ok
+	case 't':
+		end, err := skipLiteral(b, i, "true")
+		return true, end, err == nil
+	case 'f':
+		end, err := skipLiteral(b, i, "false")
+		return false, end, err == nil
+	case 'n':
+		end, err := skipLiteral(b, i, "null")
+		return nil, end, err == nil
+	}
+	end, err := skipNumber(b, i)
+	if err != nil {
+		return nil, 0, false
+	}
+	return json.Number(b[i:end]), end, true
+}
+
+// buildString decodes the string starting at b[i]; one with escapes is
+// decoded by encoding/json, so both read it the same.
+func buildString(b []byte, i int) (string, int, bool) {
+	end, esc, err := skipString(b, i)
+	if err != nil {
+		return "", 0, false
+	}
+	if !esc {
+		return string(b[i+1 : end-1]), end, true
+	}
+	var s string
+	if json.Unmarshal(b[i:end], &s) != nil {
+		return "", 0, false
+	}
+	return s, end, true
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/canonjson"
@@ -197,4 +198,39 @@ func TestResultDocumentIsStrict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzBuildValue: whatever buildValue decodes, encoding/json's Decoder
+// (UseNumber) decodes to the same value, with no key given twice.
+func FuzzBuildValue(f *testing.F) {
+	for _, s := range []string{
+		`{"order_id":"4711","amount":20.50,"currency":"EUR","note":"a\u00e9\"b","tags":[1,-2e3,true,null,{}],"x":{"y":[]}}`,
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, ` [1, 2] `, `"s"`, `{"a":1}x`, `{"a":01}`, `{"a":-0.0e+0}`, `{"😀":"\ud83d\ude00"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		if _, _, err := shape(b, false); err != nil {
+			return
+		}
+		got, ok := buildValue(b)
+		if !ok {
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var want any
+		if err := d.Decode(&want); err != nil || d.More() {
+			t.Fatalf("%q: built, but the decoder: %v (more: %v)", b, err, d.More())
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: built %#v, decoder %#v", b, got, want)
+		}
+		if n, _, _ := shape(b, false); countKeys(want) != n {
+			t.Fatalf("%q: built although a key repeats", b)
+		}
+	})
 }
