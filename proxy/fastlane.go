@@ -181,8 +181,7 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
 		return false
 	}
-	t := f.p.srv.GetTool(ps.Name)
-	if t == nil || (t.Tool.Execution != nil && t.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) {
+	if names := f.p.callable.Load(); names == nil || !(*names)[ps.Name] {
 		return false // the server's own answer (and audit) for an unknown tool
 	}
 	key := string(id)

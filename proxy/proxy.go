@@ -117,6 +117,7 @@ type Proxy struct {
 	// whether it is off.
 	fastTaken  atomic.Int64
 	noFastLane bool
+	callable   atomic.Pointer[map[string]bool] // setServerTools
 }
 
 // progressRoute sends an upstream progress token back to the client call
@@ -178,7 +179,7 @@ func New(cfg Config) (*Proxy, error) {
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect
-	p.srv.SetTools(p.placeholders(cfg.Plan)...)
+	p.setServerTools(p.placeholders(cfg.Plan))
 	p.initExtras()
 	return p, nil
 }
@@ -207,7 +208,7 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 	}
 	st := p.cur.Load()
 	if !p.listed {
-		p.srv.SetTools(p.placeholders(st.plan)...)
+		p.setServerTools(p.placeholders(st.plan))
 		return
 	}
 	var tools []server.ServerTool
@@ -239,7 +240,19 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 	p.toolsMu.Lock()
 	p.tools = names
 	p.toolsMu.Unlock()
+	p.setServerTools(tools)
+}
+
+// setServerTools gives the MCP server its tools, and the stdio fast lane
+// the names it may take a call of: those the server would run at once (a
+// tool that requires task augmentation is left to the server).
+func (p *Proxy) setServerTools(tools []server.ServerTool) {
+	names := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		names[t.Tool.Name] = t.Tool.Execution == nil || t.Tool.Execution.TaskSupport != mcp.TaskSupportRequired
+	}
 	p.srv.SetTools(tools...)
+	p.callable.Store(&names)
 }
 
 // rawTool decodes a tools/list entry keeping inputSchema and outputSchema as
