@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -262,30 +263,51 @@ func checkSession(ids *sessionIDs, next http.Handler) http.Handler {
 // reads to notice the client going away.
 func deadlines(o HTTPOptions, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: o.WriteTimeout}
-		dw.extend()
+		// One allocation for the request's writer and body wrappers.
+		rd := &requestDeadlines{w: deadlineWriter{ResponseWriter: w, conn: connDeadlines(w), d: o.WriteTimeout, start: time.Now()}}
+		rd.w.extendAt(rd.w.start)
 		if r.Body == nil || r.Body == http.NoBody {
-			_ = rc.SetReadDeadline(time.Time{})
+			_ = rd.w.conn.SetReadDeadline(time.Time{})
 		} else {
-			_ = rc.SetReadDeadline(time.Now().Add(o.BodyTimeout))
-			r.Body = &eofBody{ReadCloser: r.Body, atEOF: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			_ = rd.w.conn.SetReadDeadline(rd.w.start.Add(o.BodyTimeout))
+			rd.body = eofBody{ReadCloser: r.Body, conn: rd.w.conn}
+			r.Body = &rd.body
 		}
-		next.ServeHTTP(dw, r)
+		next.ServeHTTP(&rd.w, r)
 	})
 }
 
-// eofBody calls atEOF once the body has been read to its end.
+// requestDeadlines is one request's deadline wrappers.
+type requestDeadlines struct {
+	w    deadlineWriter
+	body eofBody
+}
+
+// deadliner sets a connection's deadlines: net/http's own response writer
+// does, else an http.ResponseController finds the one that does.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+func connDeadlines(w http.ResponseWriter) deadliner {
+	if d, ok := w.(deadliner); ok {
+		return d
+	}
+	return http.NewResponseController(w)
+}
+
+// eofBody lifts the read deadline once the body has been read to its end.
 type eofBody struct {
 	io.ReadCloser
-	atEOF func()
-	once  sync.Once
+	conn deadliner
+	once sync.Once
 }
 
 func (b *eofBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if errors.Is(err, io.EOF) {
-		b.once.Do(b.atEOF)
+		b.once.Do(func() { _ = b.conn.SetReadDeadline(time.Time{}) })
 	}
 	return n, err
 }
@@ -294,11 +316,31 @@ func (b *eofBody) Read(p []byte) (int, error) {
 // stops reading is cut off, one that reads a long stream is not.
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController
-	d  time.Duration
+	conn  deadliner
+	d     time.Duration
+	start time.Time    // of the request (a monotonic reading)
+	last  atomic.Int64 // when the deadline was last moved, since start
 }
 
-func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+// extendSlack is how stale a write deadline may be before a write moves
+// it again, as a fraction of WriteTimeout: moving it is a lock and a timer
+// update in the runtime, and a request's answer is usually written right
+// after the deadline was set when the request came in. A write still has
+// at least 63/64 of WriteTimeout.
+const extendSlack = 64
+
+func (w *deadlineWriter) extend() {
+	now := time.Now()
+	if now.Sub(w.start)-time.Duration(w.last.Load()) < w.d/extendSlack {
+		return
+	}
+	w.extendAt(now)
+}
+
+func (w *deadlineWriter) extendAt(now time.Time) {
+	w.last.Store(int64(now.Sub(w.start)))
+	_ = w.conn.SetWriteDeadline(now.Add(w.d))
+}
 
 func (w *deadlineWriter) Write(b []byte) (int, error) {
 	w.extend()
@@ -307,7 +349,7 @@ func (w *deadlineWriter) Write(b []byte) (int, error) {
 
 func (w *deadlineWriter) Flush() {
 	w.extend()
-	_ = w.rc.Flush()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -440,5 +441,88 @@ func TestHTTPWriteTimeoutCutsAStalledReader(t *testing.T) {
 	// now is refused (a reset) instead of being read.
 	if err := writesRefused(c); err != nil {
 		t.Fatalf("stalled GET stream: %v", err)
+	}
+}
+
+// TestHTTPBodyLimit: through a real net/http server, limitBody lets the
+// MCP server read at most max bytes of a body, whether its length is
+// declared (refused before it is read when over max) or not (chunked: cut
+// while read).
+func TestHTTPBodyLimit(t *testing.T) {
+	const max = 64
+	type seen struct {
+		n   int
+		err error
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(limitBody(max, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		got <- seen{len(b), err}
+	})))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name    string
+		size    int
+		chunked bool
+		code    int  // the answer
+		read    int  // bytes the handler read; -1: not called
+		tooBig  bool // the handler's read failed with *http.MaxBytesError
+	}{
+		{name: "declared, at the limit", size: max, code: http.StatusOK, read: max},
+		{name: "declared, over the limit", size: max + 1, code: http.StatusRequestEntityTooLarge, read: -1},
+		{name: "chunked, at the limit", size: max, chunked: true, code: http.StatusOK, read: max},
+		{name: "chunked, over the limit", size: 10 * max, chunked: true, code: http.StatusOK, read: max, tooBig: true},
+		{name: "empty", size: 0, code: http.StatusOK, read: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body io.Reader = strings.NewReader(strings.Repeat("x", tc.size))
+			if tc.chunked {
+				body = io.MultiReader(body) // no length known: sent chunked
+			}
+			req, err := http.NewRequest(http.MethodPost, srv.URL, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.code {
+				t.Errorf("HTTP %d, want %d", resp.StatusCode, tc.code)
+			}
+			var s seen
+			select {
+			case s = <-got:
+			default:
+				s.n = -1
+			}
+			var mbe *http.MaxBytesError
+			if s.n != tc.read || errors.As(s.err, &mbe) != tc.tooBig || (!tc.tooBig && s.err != nil) {
+				t.Errorf("the handler read %d bytes (%v), want %d (too big: %v)", s.n, s.err, tc.read, tc.tooBig)
+			}
+		})
+	}
+}
+
+// TestHTTPExtrasAreNotServedWithoutTheirBlocks: a plan without resource or
+// prompt blocks exposes neither, so their methods are unknown to the
+// client (-32601) whatever their params, over HTTP as over stdio.
+func TestHTTPExtrasAreNotServedWithoutTheirBlocks(t *testing.T) {
+	url, _, _ := serveFront(t, HTTPOptions{})
+	sid := initSession(t, url, "")
+	for i, m := range []string{
+		`"method":"resources/read","params":{"uri":"file:///etc/passwd"}`,
+		`"method":"resources/subscribe","params":{"uri":"file:///etc/passwd"}`,
+		`"method":"resources/unsubscribe","params":"not an object"`,
+		`"method":"resources/list"`,
+		`"method":"prompts/get","params":{"name":"p"}`,
+		`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"b"}}`,
+	} {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, i+2, m)
+		code, text, _ := rawDo(t, http.MethodPost, url, "", sid, "", body)
+		if code != http.StatusOK || !strings.Contains(text, `"code":-32601`) {
+			t.Errorf("%s: HTTP %d %s, want method not found", m, code, text)
+		}
 	}
 }

@@ -75,7 +75,11 @@ func (p *Proxy) setupExtras(hooks *server.Hooks) {
 	plan := p.cfg.Plan
 	p.ex.resources, p.ex.prompts = len(plan.Resources) > 0, len(plan.Prompts) > 0
 	p.ex.subs = map[string]map[string]bool{}
-	hooks.AddOnRequestInitialization(p.precheckRequest)
+	if p.ex.resources || p.ex.prompts {
+		// Without either it would decode every request to let each pass:
+		// mcp-go answers their methods as not found.
+		hooks.AddOnRequestInitialization(p.precheckRequest)
+	}
 	hooks.AddOnError(p.auditUnknownExtra)
 	if p.ex.resources {
 		hooks.AddAfterListResources(p.filterResources)

@@ -140,7 +140,11 @@ func limitBody(max int, next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("planlock: request body of %d bytes is larger than the limit of %d bytes (--max-message-bytes)", r.ContentLength, max), http.StatusRequestEntityTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, int64(max))
+		if r.ContentLength < 0 {
+			// A body of unknown length (chunked) is cut at max. One of a
+			// declared length ends there already: net/http reads no more.
+			r.Body = http.MaxBytesReader(w, r.Body, int64(max))
+		}
 		next.ServeHTTP(w, r)
 	})
 }
