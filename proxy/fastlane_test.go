@@ -67,7 +67,7 @@ func newLane(t *testing.T, fast bool) *lane {
 		t.Fatal(err)
 	}
 	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
-	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 400 * time.Millisecond,
+	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 2 * time.Second,
 		Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
