@@ -469,7 +469,10 @@ func TestStdioTransportClosed(t *testing.T) {
 		})
 	}
 	t.Run("close fails pending", func(t *testing.T) {
-		tr := startTransport(t, "exec cat >/dev/null")
+		// Reads and never answers; its stdout stays open until Close
+		// ends its stdin (a command with stdout on /dev/null would end the
+		// transport at once).
+		tr := startTransport(t, "while read -r line; do :; done")
 		var calls atomic.Int32
 		got := make(chan error, 1)
 		if err := tr.SendAsync(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), func(_ json.RawMessage, _ *RPCError, err error) {
