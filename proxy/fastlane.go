@@ -178,7 +178,7 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 		return false
 	}
 	ps, ok := readFastParams(params)
-	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
+	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
 		return false
 	}
 	if names := f.p.callable.Load(); names == nil || !(*names)[ps.Name] {
@@ -276,13 +276,53 @@ func fastDecision(d gate.Decision) bool {
 }
 
 // plainID reports whether id is a JSON-RPC id the fast lane echoes as the
-// client wrote it: a string or a number.
+// client wrote it, because the MCP server would echo the same text: a
+// string without escapes, or an integer of at most 15 digits without a
+// leading zero (the server reads numbers as float64, so longer ones and
+// other spellings may come back written differently).
 func plainID(id json.RawMessage) bool {
-	if len(id) == 0 {
+	if _, ok := plainString(id); ok {
+		return true
+	}
+	d := id
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && (len(d) > 1 || len(id) > 1)) {
 		return false
 	}
-	c := id[0]
-	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// floatsFit reports whether every number in the JSON text args fits a
+// float64, as the MCP server's decode of a call's arguments requires (it
+// answers anything else with an invalid-request error before any tool runs).
+func floatsFit(args []byte) bool {
+	for i := 0; i < len(args); i++ {
+		switch c := args[i]; {
+		case c == '"':
+			end, _, err := skipString(args, i)
+			if err != nil {
+				return false
+			}
+			i = end - 1
+		case c == '-' || (c >= '0' && c <= '9'):
+			end, err := skipNumber(args, i)
+			if err != nil {
+				return false
+			}
+			if _, err := strconv.ParseFloat(string(args[i:end]), 64); err != nil {
+				return false
+			}
+			i = end - 1
+		}
+	}
+	return true
 }
 
 // cancel carries out a client's notifications/cancelled for a call in the

@@ -173,6 +173,11 @@ var fastScript = []struct {
 	{"timeout", []string{`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}`}},
 	{"step on hold after the error", []string{`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"q"}}}`}},
 	{"after the timeout", []string{`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1}}}`}},
+	{"number beyond float64", []string{`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x","n":1e400}}}`}},
+	{"id the server rewrites", []string{`{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`}},
+	{"negative zero id", []string{`{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`}},
+	{"long integer id", []string{`{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`}},
+	{"escaped string id", []string{`{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`}},
 	{"wrong jsonrpc version", []string{`{"jsonrpc":"1.0","id":15,"method":"tools/call","params":{"name":"echo","arguments":{"message":"v"}}}`}},
 }
 
@@ -188,7 +193,11 @@ func TestFastLaneAnswersAsTheServer(t *testing.T) {
 			for _, line := range step.lines {
 				l.send(line)
 			}
-			got[i] = canonical(t, l.answer())
+			a := l.answer()
+			// The id as written, which canonical's decode would hide.
+			var env struct{ ID json.RawMessage }
+			_ = json.Unmarshal([]byte(a), &env)
+			got[i] = string(env.ID) + " " + canonical(t, a)
 		}
 		if got[0] != got[1] {
 			t.Errorf("%s: answers differ\nserver:    %s\nfast lane: %s", step.name, got[0], got[1])
