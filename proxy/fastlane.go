@@ -230,7 +230,7 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	}
 	for n := 1; ; n++ {
 		d := tc.decide(f.p)
-		if !fastDecision(d) {
+		if !fastDecision(d) || f.sharesDisk(tc, d) {
 			// It waits on the network: on a worker, as the server would
 			// run it, cancelled by the client as the server's would be.
 			ctx, cancel := context.WithCancel(tc.ctx)
@@ -261,6 +261,28 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 			return true
 		}
 	}
+}
+
+// sharesDisk reports whether a forward should wait for its fdatasync on a
+// worker: when other calls are in flight, so that they share one
+// (group commit) rather than take turns at the disk on the reader. One call
+// at a time waits on the reader, which is quicker than a hand-off.
+func (f *fastLane) sharesDisk(tc *toolCall, d gate.Decision) bool {
+	w, ok := f.p.ostate.State.(interface {
+		WaitsForDisk(ledger.Reservation) bool
+	})
+	if !ok || d.Kind != gate.KindForward {
+		return false
+	}
+	f.mu.Lock()
+	busy := len(f.calls) > 0
+	f.mu.Unlock()
+	if !busy {
+		return false
+	}
+	c := tc.call
+	c.Step, c.StepIndex = d.Forward.Step.Name, d.Forward.Step.Index
+	return w.WaitsForDisk(ledger.Reservation{Call: c, MaxCalls: d.Forward.Step.MaxCalls})
 }
 
 // fastDecision reports whether acting on d waits for nothing but the local

@@ -92,3 +92,31 @@ func (l *Ledger) returnLeasesLocked() {
 		}
 	})
 }
+
+// WaitsForDisk reports whether Reserve(rv) would, with the state as it is
+// now, wait for an fdatasync: under Options.SyncEachCall, when it consumes
+// a hold, or when the step's lease is used up or not yet durable. A relay
+// that handles one call at a time on one goroutine can then hand such a
+// call to a goroutine of its own, so that concurrent calls share one
+// fdatasync (group commit) instead of taking turns at the disk. It is
+// advice: the state may change before Reserve.
+func (l *Ledger) WaitsForDisk(rv Reservation) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.syncEach || rv.HoldID != "" {
+		return true
+	}
+	p := l.st.plans[rv.PlanDigest]
+	i := rv.StepIndex
+	if p == nil || i < 0 || i >= len(p.used) || p.used[i]+1 > p.leased[i] {
+		return true
+	}
+	if b := p.leaseBatch[i]; b != nil {
+		select {
+		case <-b.done:
+		default:
+			return true
+		}
+	}
+	return false
+}

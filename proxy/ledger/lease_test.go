@@ -308,3 +308,37 @@ func TestFlushTimerUnderSteadyTraffic(t *testing.T) {
 		t.Fatalf("%d fdatasyncs in 300ms of steady traffic with a 20ms flush interval", got)
 	}
 }
+
+// WaitsForDisk says ahead which reservations wait for an fdatasync.
+func TestWaitsForDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		o    Options
+		max  int
+		want []bool // before each of the first calls
+	}{
+		{"leases", Options{}, 1_000_000, []bool{true, false, false}},
+		{"few calls left", Options{}, 3, []bool{true, true, true}},
+		{"sync each call", Options{SyncEachCall: true}, 1_000_000, []bool{true, true, true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.o
+			o.Dir = t.TempDir()
+			l := openT(t, o)
+			rv := Reservation{Call: Call{PlanDigest: "sha256:p", Step: "s", Tool: "t", Args: []byte(`{}`)}, MaxCalls: tt.max}
+			for n, want := range tt.want {
+				if got := l.WaitsForDisk(rv); got != want {
+					t.Fatalf("before call %d: WaitsForDisk %v, want %v", n+1, got, want)
+				}
+				before := l.Stats().Syncs
+				if _, err := l.Reserve(ctx, rv); err != nil {
+					t.Fatal(err)
+				}
+				if synced := l.Stats().Syncs > before; synced != want {
+					t.Fatalf("call %d: synced %v, but WaitsForDisk said %v", n+1, synced, want)
+				}
+			}
+		})
+	}
+}
