@@ -10,8 +10,13 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -226,5 +231,46 @@ func TestFastLaneAnswersAsTheServer(t *testing.T) {
 	}
 	if len(a) < 15 {
 		t.Errorf("only %d audit records: the script did not run", len(a))
+	}
+}
+
+// TestFastLaneSharesTheDisk: with one fdatasync per call, concurrent calls
+// over one stdio session share fdatasyncs (group commit) instead of taking
+// turns at the disk on the reader's goroutine, and each is still counted.
+func TestFastLaneSharesTheDisk(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, l := newInProcessProxy(t, benchPlan, nil, ledger.Options{SyncEachCall: true})
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	go func() { _ = p.ServeStdio(ctx, cr, cw) }()
+	c := client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))))
+	startClient(t, ctx, c)
+	defer pw.Close()
+	const callers, each = 16, 8
+	before := l.Stats()
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range each {
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "echo"
+				req.Params.Arguments = map[string]any{"message": "hi"}
+				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+					t.Errorf("echo: %v %+v", err, res)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	after := l.Stats()
+	if n := p.fastTaken.Load(); n < callers*each {
+		t.Fatalf("the fast lane took %d of %d calls", n, callers*each)
+	}
+	if got := l.Progress(p.cur.Load().plan.Digest).Calls(0); got != callers*each {
+		t.Fatalf("%d calls counted, want %d", got, callers*each)
+	}
+	if syncs := after.Syncs - before.Syncs; syncs >= callers*each {
+		t.Fatalf("%d fdatasyncs for %d concurrent calls: none shared", syncs, callers*each)
 	}
 }
