@@ -432,6 +432,14 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		pc := &forwardedCall{}
 		pc.finish = func(res json.RawMessage, err error, cause string) {
 			later.untrack()
+			defer func() {
+				// On the upstream reader's goroutine: a panic here would
+				// end the proxy, not one call.
+				if r := recover(); r != nil {
+					fmt.Fprintf(p.cfg.Log, "planlock proxy: panic finishing a call: %v\n", r)
+					later.answer(errorResult(fmt.Sprintf("internal panic: %v; the call was counted and may or may not have run", r)))
+				}
+			}()
 			later.answer(p.forwarded(ctx, st, g, res, err, cause, time.Since(start)))
 		}
 		later.track(pc.cancel)

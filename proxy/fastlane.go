@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -211,8 +212,21 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 		reply(res)
 		return true
 	}
+	var answered atomic.Bool
 	later := &answerLater{
-		answer: func(res *mcp.CallToolResult) { tc.end(); reply(res) },
+		// Once, whatever panics: the client waits for exactly one answer.
+		answer: func(res *mcp.CallToolResult) {
+			if answered.Swap(true) {
+				return
+			}
+			defer reply(res)
+			defer func() {
+				if r := recover(); r != nil {
+					fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic ending a call's observation: %v\n", r)
+				}
+			}()
+			tc.end()
+		},
 		track: func(cancel func(string)) {
 			f.mu.Lock()
 			defer f.mu.Unlock()

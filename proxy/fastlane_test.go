@@ -274,3 +274,25 @@ func TestFastLaneSharesTheDisk(t *testing.T) {
 		t.Fatalf("%d fdatasyncs for %d concurrent calls: none shared", syncs, callers*each)
 	}
 }
+
+// panicky is an observer whose end of a call panics.
+type panicky struct{}
+
+func (panicky) StartCall(ctx context.Context, _ CallStart) (context.Context, func(CallEnd)) {
+	return ctx, func(CallEnd) { panic("observer broke") }
+}
+
+// TestFastLaneContainsPanics: a panic while a call is answered (here in the
+// observer, on the upstream reader's goroutine for a forwarded call) costs
+// no answer and does not end the proxy.
+func TestFastLaneContainsPanics(t *testing.T) {
+	h := newHarness(t, refundPlan, harnessOpts{observer: panicky{}})
+	for range 2 {
+		if text, isErr := h.call("get_order", `{"order_id":"4711"}`); isErr || !strings.Contains(text, "4711") {
+			t.Fatalf("get_order: %q (error %v)", text, isErr)
+		}
+	}
+	if n := h.proxy.fastTaken.Load(); n != 2 {
+		t.Fatalf("the fast lane took %d calls, want 2", n)
+	}
+}
