@@ -51,45 +51,10 @@ func scanMembers(b []byte, names []string, vals [][]byte) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		ks := i
-		ke, esc, err := skipString(b, i)
-		if err != nil || esc {
-			return false
-		}
-		key := b[ks+1 : ke-1]
-		i = skipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		vs := skipSpace(b, i+1)
-		ve, err := skipValue(b, vs, 1)
-		if err != nil {
-			return false
-		}
-		if !setMember(key, b[vs:ve], names, vals) {
-			return false
-		}
-		i = skipSpace(b, ve)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+	end, err := eachMember(b, i, 1, func(key []byte, esc bool, val []byte) bool {
+		return !esc && setMember(key, val, names, vals)
+	})
+	return err == nil && skipSpace(b, end) == len(b)
 }
 
 // setMember records the value of a member named key; false when key names
@@ -254,6 +219,14 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 func skipObject(b []byte, i, depth int) (int, error) {
+	return eachMember(b, i, depth, nil)
+}
+
+// eachMember checks the syntax of the object starting at b[i] (nested at
+// depth) and returns its end; f, when set, sees each member's key (without
+// its quotes; esc when it holds an escape) and raw value, and stops the
+// walk, as malformed, by returning false.
+func eachMember(b []byte, i, depth int, f func(key []byte, esc bool, val []byte) bool) (int, error) {
 	if depth > maxScanDepth {
 		return 0, errScan
 	}
@@ -265,18 +238,24 @@ func skipObject(b []byte, i, depth int) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, errScan
 		}
-		end, _, err := skipString(b, i)
+		ks := i
+		ke, esc, err := skipString(b, i)
 		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, end)
+		i = skipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return 0, errScan
 		}
-		if i, err = skipValue(b, skipSpace(b, i+1), depth); err != nil {
+		vs := skipSpace(b, i+1)
+		ve, err := skipValue(b, vs, depth)
+		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, i)
+		if f != nil && !f(b[ks+1:ke-1], esc, b[vs:ve]) {
+			return 0, errScan
+		}
+		i = skipSpace(b, ve)
 		if i >= len(b) {
 			return 0, errScan
 		}

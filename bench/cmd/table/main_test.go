@@ -33,19 +33,7 @@ func TestWriteGolden(t *testing.T) {
 			}
 			var out bytes.Buffer
 			write(&out, res)
-			golden := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
-			}
+			checkGolden(t, tt.golden, "table", out.Bytes())
 		})
 	}
 }
@@ -97,5 +85,23 @@ func TestWriteMissing(t *testing.T) {
 	}
 	if !strings.Contains(s, "| — | — | 900 | — |") {
 		t.Errorf("stdio p50 row:\n%s", s)
+	}
+}
+
+// checkGolden compares got with testdata/name, or writes it there with -update.
+func checkGolden(t *testing.T, name, what string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (go test -update to accept):\n%s", what, golden, got)
 	}
 }

@@ -30,19 +30,7 @@ func TestWriteRelayGolden(t *testing.T) {
 			}
 			var out bytes.Buffer
 			writeRelay(&out, res)
-			golden := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("relay table differs from %s (go test -update to accept):\n%s", golden, out.Bytes())
-			}
+			checkGolden(t, tt.golden, "relay table", out.Bytes())
 		})
 	}
 	old, err := os.ReadFile(filepath.Join("testdata", "raw.txt"))
