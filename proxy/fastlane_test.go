@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -270,8 +271,44 @@ func TestFastLaneSharesTheDisk(t *testing.T) {
 	if got := l.Progress(p.cur.Load().plan.Digest).Calls(0); got != callers*each {
 		t.Fatalf("%d calls counted, want %d", got, callers*each)
 	}
-	if syncs := after.Syncs - before.Syncs; syncs >= callers*each {
-		t.Fatalf("%d fdatasyncs for %d concurrent calls: none shared", syncs, callers*each)
+	// How many fdatasyncs the callers shared depends on how the machine
+	// interleaved them; TestFastLaneHandsDiskWaitsToWorkers checks the rule.
+	t.Logf("%d fdatasyncs for %d calls", after.Syncs-before.Syncs, callers*each)
+}
+
+// TestFastLaneHandsDiskWaitsToWorkers: a forward that will wait for an
+// fdatasync goes to a worker while other calls are in flight (so that
+// they can share it), and stays on the reader when it is the only one.
+func TestFastLaneHandsDiskWaitsToWorkers(t *testing.T) {
+	plan, diags := hclplan.Parse("plan.hcl", []byte(benchPlan))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, tt := range []struct {
+		name     string
+		o        ledger.Options
+		inFlight bool
+		want     bool
+	}{
+		{"sync each call, others in flight", ledger.Options{SyncEachCall: true}, true, true},
+		{"sync each call, alone", ledger.Options{SyncEachCall: true}, false, false},
+		{"first call of a lease, others in flight", ledger.Options{}, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := newInProcessProxy(t, benchPlan, nil, tt.o)
+			f := p.fastLaneFor(context.Background(), nil, nil)
+			if f == nil {
+				t.Fatal("no fast lane over a ledger and a stdio upstream")
+			}
+			if tt.inFlight {
+				f.calls[`"other"`] = func(string) {}
+			}
+			tc := &toolCall{call: ledger.Call{PlanDigest: plan.Digest, Tool: "echo", Args: []byte(`{"message":"x"}`)}}
+			d := gate.Decision{Kind: gate.KindForward, Forward: gate.Forward{Step: plan.Steps[0]}}
+			if got := f.sharesDisk(tc, d); got != tt.want {
+				t.Fatalf("sharesDisk = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
