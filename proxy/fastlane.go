@@ -200,19 +200,22 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
 	reply := func(res *mcp.CallToolResult) { f.w.writeResult(id, res) }
+	var answered atomic.Bool // the client waits for exactly one answer
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic handling a client message: %v\n", r)
-			f.w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
-				"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": fmt.Sprintf("internal panic: %v", r)}})
+			if !answered.Swap(true) {
+				f.w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
+					"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": fmt.Sprintf("internal panic: %v", r)}})
+			}
 		}
 	}()
 	tc, res := f.p.openCall(f.ctx, req)
 	if tc == nil {
+		answered.Store(true)
 		reply(res)
 		return true
 	}
-	var answered atomic.Bool
 	later := &answerLater{
 		// Once, whatever panics: the client waits for exactly one answer.
 		answer: func(res *mcp.CallToolResult) {
@@ -245,8 +248,9 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	for n := 1; ; n++ {
 		d := tc.decide(f.p)
 		if !fastDecision(d) || f.sharesDisk(tc, d) {
-			// It waits on the network: on a worker, as the server would
-			// run it, cancelled by the client as the server's would be.
+			// It waits on the network (or on a disk others could share):
+			// on a worker, as the server would run it, cancelled by the
+			// client as the server's would be.
 			ctx, cancel := context.WithCancel(tc.ctx)
 			tc.ctx = ctx
 			later.track(func(string) { cancel() })
