@@ -453,9 +453,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	}
 	ptok, done := p.progressFor(ctx, req)
 	defer done()
-	params := map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args)}
+	var params any = toolCallParams(call.Tool, call.Args)
 	if ptok != "" {
-		params["_meta"] = map[string]any{"progressToken": ptok}
+		params = map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args), "_meta": map[string]any{"progressToken": ptok}}
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", params)

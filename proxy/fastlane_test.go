@@ -111,6 +111,23 @@ func newLane(t *testing.T, fast bool) *lane {
 	return ln
 }
 
+// allows counts the allow records in the audit log.
+func (l *lane) allows() int {
+	b, _ := os.ReadFile(l.audit)
+	return strings.Count(string(b), `"decision":"allow"`)
+}
+
+func (l *lane) waitAllows(n int) {
+	l.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for l.allows() < n {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("the call was not allowed within 20s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func fixedNow() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
 
 func (l *lane) send(line string) {
@@ -157,6 +174,11 @@ func canonical(t *testing.T, line string, drop ...string) string {
 
 // fastScript is what a client may send: each entry is written, then its
 // answers are read (after the extra lines, sent without waiting).
+// afterAllow names the steps whose lines after the first are sent once the
+// first has been allowed (its allow record is in the audit log), so that a
+// cancellation finds the call in flight in either lane.
+var afterAllow = map[string]bool{"cancelled by the client": true}
+
 var fastScript = []struct {
 	name  string
 	lines []string
@@ -196,7 +218,11 @@ func TestFastLaneAnswersAsTheServer(t *testing.T) {
 	for _, step := range fastScript {
 		var got [2]string
 		for i, l := range []*lane{slow, fast} {
-			for _, line := range step.lines {
+			allows := l.allows()
+			for i, line := range step.lines {
+				if i == 1 && afterAllow[step.name] {
+					l.waitAllows(allows + 1)
+				}
 				l.send(line)
 			}
 			a := l.answer()

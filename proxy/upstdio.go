@@ -428,7 +428,13 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	if !ok {
 		return nil, fmt.Errorf("stdio transport: request id %v is not an integer", request.ID.Value())
 	}
-	b, err := json.Marshal(request)
+	var b []byte
+	var err error
+	if raw, ok := request.Params.(json.RawMessage); ok {
+		b, err = requestLine(id, request.Method, raw) // params as given: no reflective encode
+	} else if b, err = json.Marshal(request); err == nil {
+		b = append(b, '\n')
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
@@ -436,7 +442,7 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	if err := t.register(id, p); err != nil {
 		return nil, err
 	}
-	if err := t.writeLine(append(b, '\n')); err != nil {
+	if err := t.writeLine(b); err != nil {
 		if t.unregister(id, p) {
 			return nil, err
 		}
