@@ -88,6 +88,7 @@ func newLane(t *testing.T, fast bool) *lane {
 		_ = p.ServeStdio(ctx, cr, cw)
 	}()
 	t.Cleanup(func() {
+		pr.Close() // the test reads no more (see newHarness)
 		pw.Close()
 		cancel()
 		<-served
@@ -274,6 +275,7 @@ func TestFastLaneSharesTheDisk(t *testing.T) {
 	c := client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))))
 	startClient(t, ctx, c)
 	defer pw.Close()
+	defer pr.Close() // the test reads no more (see newHarness)
 	const callers, each = 16, 8
 	before := l.Stats()
 	var wg sync.WaitGroup

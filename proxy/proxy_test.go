@@ -125,6 +125,10 @@ func newHarness(t *testing.T, planSrc string, o harnessOpts) *harness {
 	h.proxy = p
 	t.Cleanup(func() {
 		c.Close()
+		// The client reads no more, as a client process that exits: a
+		// write the proxy still makes (a notification) then fails instead
+		// of waiting on the pipe for good.
+		pr.Close()
 		cancel()
 		pw.Close()
 		cr.Close()

@@ -336,18 +336,24 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 	return nil
 }
 
-// proxyEnv are the variables the proxy reads.
-// proxyGCHeadroom is how far above the live heap the proxy lets its heap
-// grow before a collection while the live heap is smaller (gcfloor).
+// proxyGCHeadroom is how far above the live heap the proxy (and serve)
+// lets its heap grow before a collection while the live heap is smaller
+// (gcfloor).
 const proxyGCHeadroom = 16 << 20
 
+// gcEnv are the collector's variables, which turn gcfloor off.
+var gcEnv = []envVar{
+	{"GOGC", "set: the Go collector's pacing as given (else the heap may grow 16 MiB above the live heap before a collection)"},
+	{"GOMEMLIMIT", "set: the Go collector's pacing is left as the runtime sets it"},
+}
+
+// proxyEnv are the variables the proxy reads.
 func proxyEnv() []envVar {
 	vars := []envVar{
 		{"PLANLOCK_LISTEN_TOKEN", "with --listen: clients must send it as a bearer token"},
 		stateEnv, tufCacheEnv, xdgConfigEnv,
-		{"GOGC", "set: the Go collector's pacing as given (else the heap may grow 16 MiB above the live heap before a collection)"},
-		{"GOMEMLIMIT", "set: the Go collector's pacing is left as the runtime sets it"},
 	}
+	vars = append(vars, gcEnv...)
 	vars = append(vars, upstreamEnv...)
 	vars = append(vars, pgEnv...)     // --state postgres://...
 	return append(vars, githubEnv...) // hold pull requests
