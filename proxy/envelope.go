@@ -255,18 +255,11 @@ func eachMember(b []byte, i, depth int, f func(key []byte, esc bool, val []byte)
 		if f != nil && !f(b[ks+1:ke-1], esc, b[vs:ve]) {
 			return 0, errScan
 		}
-		i = skipSpace(b, ve)
-		if i >= len(b) {
-			return 0, errScan
+		next, end, err := afterElem(b, ve, '}')
+		if err != nil || end {
+			return next, err
 		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, errScan
-		}
+		i = next
 	}
 }
 
@@ -279,21 +272,31 @@ func skipArray(b []byte, i, depth int) (int, error) {
 		return i + 1, nil
 	}
 	for {
-		var err error
-		if i, err = skipValue(b, i, depth); err != nil {
+		ve, err := skipValue(b, i, depth)
+		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return 0, errScan
+		next, end, err := afterElem(b, ve, ']')
+		if err != nil || end {
+			return next, err
 		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, errScan
-		}
+		i = next
 	}
+}
+
+// afterElem reads what follows a member or element that ends at b[i]: a
+// comma (next is where the following one starts) or closer (end; next is
+// past it). Anything else is malformed.
+func afterElem(b []byte, i int, closer byte) (next int, end bool, err error) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return 0, false, errScan
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false, nil
+	case closer:
+		return i + 1, true, nil
+	}
+	return 0, false, errScan
 }

@@ -44,8 +44,7 @@ type forwardedCall struct {
 
 	mu       sync.Mutex
 	stop     func(reason string) bool // from Upstream.Go; nil until sent
-	wasSent  bool
-	cancelAs string // a cancel that came before the request was sent
+	cancelAs string                   // a cancel that came before the request was sent
 }
 
 // sent records what Upstream.Go returned; a failed send ends the call now,
@@ -57,7 +56,7 @@ func (pc *forwardedCall) sent(stop func(string) bool, err error) {
 		return
 	}
 	pc.mu.Lock()
-	pc.stop, pc.wasSent = stop, true
+	pc.stop = stop
 	cause := pc.cancelAs
 	pc.mu.Unlock()
 	if cause != "" {
@@ -67,8 +66,8 @@ func (pc *forwardedCall) sent(stop func(string) bool, err error) {
 
 func (pc *forwardedCall) cancel(cause string) {
 	pc.mu.Lock()
-	stop, wasSent := pc.stop, pc.wasSent
-	if !wasSent {
+	stop := pc.stop
+	if stop == nil {
 		if pc.cancelAs == "" {
 			pc.cancelAs = cause
 		}
@@ -76,9 +75,6 @@ func (pc *forwardedCall) cancel(cause string) {
 		return
 	}
 	pc.mu.Unlock()
-	if stop == nil {
-		return
-	}
 	reason := "cancelled by the client"
 	if cause == causeTimeout {
 		reason = "timed out"

@@ -310,18 +310,14 @@ func buildAt(b []byte, i int) (any, int, bool) {
 				return nil, 0, false
 			}
 			m[k] = v
-			i = skipSpace(b, end)
-			if i >= len(b) {
+			next, last, err := afterElem(b, end, '}')
+			if err != nil {
 				return nil, 0, false
 			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case '}':
-				return m, i + 1, true
-			default:
-				return nil, 0, false
+			if last {
+				return m, next, true
 			}
+			i = next
 		}
 	case '[':
 		a := []any{}
@@ -335,18 +331,14 @@ func buildAt(b []byte, i int) (any, int, bool) {
 				return nil, 0, false
 			}
 			a = append(a, v)
-			i = skipSpace(b, end)
-			if i >= len(b) {
+			next, last, err := afterElem(b, end, ']')
+			if err != nil {
 				return nil, 0, false
 			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case ']':
-				return a, i + 1, true
-			default:
-				return nil, 0, false
+			if last {
+				return a, next, true
 			}
+			i = next
 		}
 	case '"':
 		s, end, ok := buildString(b, i)
