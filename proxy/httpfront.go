@@ -458,6 +458,13 @@ func (p *Proxy) routeLog(method string, params map[string]any) {
 		p.inflight.noteDrop(p.cfg.Log)
 		return
 	}
+	// A call on the HTTP fast lane writes it on its own response, where the
+	// server's forwarder would (httpfast.go).
+	if hc, ok := ctx.Value(httpCallKey{}).(*httpCall); ok {
+		if s := server.ClientSessionFromContext(ctx); s != nil && s.Initialized() && hc.notify(method, params) {
+			return
+		}
+	}
 	_ = p.srv.SendNotificationToClient(ctx, method, params)
 }
 

@@ -61,7 +61,7 @@ func (p *Proxy) Mount(run context.Context, path string) *Mounted {
 	ids := &sessionIDs{}
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath(path), server.WithSessionIdManagerResolver(ids))
 	m := &Mounted{p: p, h: h, run: run}
-	inner := checkSession(ids, limitBody(p.maxMessageBytes(), p.countProgress(h)))
+	inner := checkSession(ids, limitBody(p.maxMessageBytes(), p.countProgress(p.fastHTTP(h))))
 	m.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := authn.FromContext(r.Context())
 		if !ok || id.Subject == "" {

@@ -106,7 +106,8 @@ type Proxy struct {
 	// would drop the progress as late (waitProgressWritten).
 	stdioProg *sessionProgress // the one stdio client's (ServeStdio)
 	sessMu    sync.Mutex
-	sessProg  map[string]*sessionProgress // HTTP sessions (trackSession)
+	sessProg  map[string]*sessionProgress     // HTTP sessions (trackSession)
+	sessions  map[string]server.ClientSession // registered sessions by ID (the HTTP fast lane's)
 
 	inflight callsInFlight // tool calls being handled, for routeLog
 
@@ -162,8 +163,8 @@ func New(cfg Config) (*Proxy, error) {
 	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddOnError(p.auditUnknownTool)
-	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s.SessionID(), true) })
-	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s.SessionID(), false) })
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, true) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, false) })
 	p.srv = server.NewMCPServer("planlock", cfg.Version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
@@ -441,19 +442,32 @@ type sessionProgress struct{ queued, written atomic.Int64 }
 // trackSession starts or stops counting a session's progress. Only
 // registered sessions are counted, so a request naming an unknown session
 // cannot grow the map.
-func (p *Proxy) trackSession(id string, on bool) {
+// It also keeps the session itself, which the MCP server gives a request
+// naming its ID (the HTTP fast lane's, httpfast.go).
+func (p *Proxy) trackSession(s server.ClientSession, on bool) {
+	id := s.SessionID()
 	p.sessMu.Lock()
 	defer p.sessMu.Unlock()
 	if on {
 		if p.sessProg == nil {
 			p.sessProg = map[string]*sessionProgress{}
+			p.sessions = map[string]server.ClientSession{}
 		}
 		if p.sessProg[id] == nil { // a GET stream registers a session again
 			p.sessProg[id] = &sessionProgress{}
 		}
+		p.sessions[id] = s
 		return
 	}
 	delete(p.sessProg, id)
+	delete(p.sessions, id)
+}
+
+// registeredSession returns the session registered under id, or nil.
+func (p *Proxy) registeredSession(id string) server.ClientSession {
+	p.sessMu.Lock()
+	defer p.sessMu.Unlock()
+	return p.sessions[id]
 }
 
 // progressCounts returns the progress counters of the client a call came

@@ -58,7 +58,7 @@ func (p *Proxy) ServeListenerWith(ctx context.Context, ln net.Listener, o HTTPOp
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"), server.WithSessionIdManagerResolver(ids))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", deadlines(o, checkOrigin(allowed, authBearer(o.Tokens,
-		checkSession(ids, limitBody(p.maxMessageBytes(), p.countProgress(h)))))))
+		checkSession(ids, limitBody(p.maxMessageBytes(), p.countProgress(p.fastHTTP(h))))))))
 	hs := &http.Server{
 		Handler: mux, ReadHeaderTimeout: o.ReadHeaderTimeout, IdleTimeout: o.IdleTimeout,
 		// The body and write bounds are per request (deadlines): a
