@@ -1,0 +1,351 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// httpFastPlan is fastPlan with the conformance tools that log while they
+// run and answer a tool error.
+const httpFastPlan = `
+plan "fast" {
+  goal  = "every kind of call"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 6
+    arg "message" { max_length = 10 }
+  }
+  step "slow" {
+    tool      = "slow"
+    max_calls = 10
+    arg "ms" { max = 10000 }
+  }
+  step "big" {
+    tool      = "big"
+    max_calls = 2
+    approval  = "each"
+    arg "bytes" { max = 100 }
+  }
+  step "sample" {
+    tool      = "sample"
+    max_calls = 2
+    on_error  = "hold"
+    arg "prompt" { max_length = 10 }
+  }
+  step "logging" {
+    tool      = "test_tool_with_logging"
+    max_calls = 2
+  }
+  step "fails" {
+    tool      = "test_error_handling"
+    max_calls = 2
+  }
+}`
+
+// httpSide is one proxy served over streamable HTTP with one initialised
+// session, driven by raw requests.
+type httpSide struct {
+	t     *testing.T
+	url   string
+	sid   string
+	audit string
+	p     *Proxy
+}
+
+func newHTTPSide(t *testing.T, fast bool, upstreamArgs ...string) *httpSide {
+	t.Helper()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(httpFastPlan))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	l, err := ledger.Open(context.Background(), ledger.Options{Dir: dir, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
+	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 2 * time.Second,
+		Upstream: UpstreamConfig{Command: append([]string{testUpstreamBin}, upstreamArgs...), Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.noFastLane = !fast
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = p.ServeListenerWith(ctx, ln, HTTPOptions{})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+		l.Close()
+	})
+	if err := p.WaitUpstream(ctx); err != nil && len(upstreamArgs) == 0 {
+		t.Fatal(err)
+	}
+	s := &httpSide{t: t, url: "http://" + ln.Addr().String() + "/mcp", audit: filepath.Join(dir, "audit.jsonl"), p: p}
+	_, _, h := s.post(nil, initBody)
+	if s.sid = h.Get(server.HeaderKeySessionID); s.sid == "" {
+		t.Fatal("initialize answered no session")
+	}
+	if code, _, _ := s.post(nil, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d", code)
+	}
+	return s
+}
+
+// post sends body in the session (headers adds or overrides headers) and
+// returns the status, the answer normalised (answerText) and the headers.
+func (s *httpSide) post(headers map[string]string, body string) (int, string, http.Header) {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.sid != "" {
+		req.Header.Set(server.HeaderKeySessionID, s.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	for k, v := range headers {
+		switch {
+		case k == "Host":
+			req.Host = v
+		case v == "":
+			req.Header.Del(k)
+		default:
+			req.Header.Set(k, v)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		s.t.Fatalf("post: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatalf("read the answer: %v", err)
+	}
+	return resp.StatusCode, s.answerText(resp.Header.Get("Content-Type"), string(b)), resp.Header
+}
+
+// answerText is an answer's content type and its messages, each with its
+// id as written and its JSON canonical (keys sorted, hold ids replaced);
+// an event stream is read event by event. A body that is not JSON is kept.
+func (s *httpSide) answerText(ctype, body string) string {
+	var msgs []string
+	if strings.HasPrefix(ctype, "text/event-stream") {
+		for _, line := range strings.Split(body, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				msgs = append(msgs, d)
+			}
+		}
+	} else if strings.TrimSpace(body) != "" {
+		msgs = append(msgs, strings.TrimSpace(body))
+	}
+	out := []string{ctype}
+	for _, m := range msgs {
+		var env struct{ ID json.RawMessage }
+		if json.Unmarshal([]byte(m), &env) != nil {
+			out = append(out, m)
+			continue
+		}
+		out = append(out, string(env.ID)+" "+canonical(s.t, m))
+	}
+	return strings.Join(out, "\n")
+}
+
+func (s *httpSide) allows() int {
+	b, _ := os.ReadFile(s.audit)
+	return strings.Count(string(b), `"decision":"allow"`)
+}
+
+func (s *httpSide) records() []string {
+	b, err := os.ReadFile(s.audit)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		out = append(out, canonical(s.t, line, "time", "latency_ms", "hash", "prev", "expires", "state_sha256", "state", "ref"))
+	}
+	return out
+}
+
+// httpStep is one step of a script: its first body is posted and answered
+// while the others are posted (once the first is allowed, for a step in
+// afterAllow), each answered on its own.
+type httpStep struct {
+	name    string
+	headers map[string]string
+	bodies  []string
+}
+
+// run posts each step's bodies and returns every answer (status and text).
+func (s *httpSide) run(script []httpStep) []string {
+	var out []string
+	for _, st := range script {
+		allows := s.allows()
+		first := make(chan string, 1)
+		go func() {
+			code, text, _ := s.post(st.headers, st.bodies[0])
+			first <- st.name + ": " + http.StatusText(code) + "\n" + text
+		}()
+		var rest []string
+		for i, b := range st.bodies[1:] {
+			if i == 0 && afterAllow[st.name] {
+				deadline := time.Now().Add(20 * time.Second)
+				for s.allows() < allows+1 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			code, text, _ := s.post(st.headers, b)
+			rest = append(rest, http.StatusText(code)+"\n"+text)
+		}
+		out = append(out, <-first)
+		out = append(out, rest...)
+	}
+	return out
+}
+
+// httpScript is fastScript over HTTP, with what only HTTP has: a log
+// message routed to the call's answer, header variants, bodies the server
+// refuses, batches and notifications.
+func httpScript() []httpStep {
+	var script []httpStep
+	for _, st := range fastScript {
+		script = append(script, httpStep{name: st.name, bodies: st.lines})
+	}
+	return append(script,
+		httpStep{name: "log messages during the call", bodies: []string{`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"test_tool_with_logging","arguments":{}}}`}},
+		httpStep{name: "upstream tool error", bodies: []string{`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"test_error_handling"}}`}},
+		httpStep{name: "malformed JSON", bodies: []string{`{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"echo"`}},
+		httpStep{name: "trailing text", bodies: []string{`{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{"name":"echo","arguments":{"message":"t"}}} x`}},
+		httpStep{name: "batch", bodies: []string{`[{"jsonrpc":"2.0","id":34,"method":"tools/call","params":{"name":"echo","arguments":{"message":"b"}}}]`}},
+		httpStep{name: "result member", bodies: []string{`{"jsonrpc":"2.0","id":35,"method":"tools/call","result":{},"params":{"name":"echo","arguments":{"message":"r"}}}`}},
+		httpStep{name: "no params", bodies: []string{`{"jsonrpc":"2.0","id":36,"method":"tools/call"}`}},
+		httpStep{name: "unknown protocol version", headers: map[string]string{"Mcp-Protocol-Version": "1999-01-01"},
+			bodies: []string{`{"jsonrpc":"2.0","id":37,"method":"tools/call","params":{"name":"echo","arguments":{"message":"v"}}}`}},
+		httpStep{name: "no protocol version", headers: map[string]string{"Mcp-Protocol-Version": ""},
+			bodies: []string{`{"jsonrpc":"2.0","id":38,"method":"tools/call","params":{"name":"echo","arguments":{"message":"nv"}}}`}},
+		httpStep{name: "content type with a charset", headers: map[string]string{"Content-Type": "application/json; charset=utf-8"},
+			bodies: []string{`{"jsonrpc":"2.0","id":39,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1}}}`}},
+		httpStep{name: "not JSON content", headers: map[string]string{"Content-Type": "text/plain"},
+			bodies: []string{`{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1}}}`}},
+		httpStep{name: "foreign host", headers: map[string]string{"Host": "example.com"},
+			bodies: []string{`{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1}}}`}},
+		httpStep{name: "cancel of no call", bodies: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}`}},
+		httpStep{name: "a notification", bodies: []string{`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`}},
+		httpStep{name: "ping", bodies: []string{`{"jsonrpc":"2.0","id":42,"method":"ping"}`}},
+	)
+}
+
+// TestHTTPFastLaneAnswersAsTheServer runs one script against the proxy
+// over streamable HTTP with and without the HTTP fast lane: the answers
+// (status, every message of an event stream), the audit records and the
+// counts must be the same, and the lane must have taken the plain calls.
+//
+// Two differences are the server's own, and allowed: once any notification
+// was sent to a session, mcp-go answers every later request of it as an
+// event stream (the lane only the calls a notification was written to;
+// both are the transport's), and mcp-go may lose a notification that comes
+// just before the call's answer (its forwarder takes it off the queue after
+// the answer's drain), which the lane writes.
+func TestHTTPFastLaneAnswersAsTheServer(t *testing.T) {
+	slow, fast := newHTTPSide(t, false, "--conformance"), newHTTPSide(t, true, "--conformance")
+	script := httpScript()
+	a, b := slow.run(script), fast.run(script)
+	streamed := false // the server has answered the session with an event stream
+	for i := range a {
+		sa, sb := strings.Split(a[i], "\n"), strings.Split(b[i], "\n")
+		if strings.HasPrefix(sa[0], "log messages during the call") {
+			// Every log message the upstream sent while the call ran, then
+			// the answer; the server's are some of them.
+			want := []string{"Tool execution started", "Tool processing data", "Tool execution completed"}
+			if len(sb) != 2+len(want)+1 || sb[1] != "text/event-stream" {
+				t.Errorf("the fast lane's answer to a call that logs:\n%s", b[i])
+			} else {
+				for j, w := range want {
+					if !strings.Contains(sb[2+j], w) {
+						t.Errorf("log message %d: %s, want %q", j, sb[2+j], w)
+					}
+				}
+			}
+			if sa[len(sa)-1] != sb[len(sb)-1] {
+				t.Errorf("answers differ\nserver:\n%s\nfast lane:\n%s", a[i], b[i])
+			}
+			streamed = true
+			continue
+		}
+		if streamed && len(sa) > 1 && len(sb) > 1 && sa[1] == "text/event-stream" && sb[1] == "application/json" {
+			sa[1] = sb[1]
+		}
+		if x, y := strings.Join(sa, "\n"), strings.Join(sb, "\n"); x != y {
+			t.Errorf("answers differ\nserver:\n%s\nfast lane:\n%s", x, y)
+		}
+	}
+	if n := fast.p.fastTaken.Load(); n < 10 {
+		t.Errorf("the fast lane took %d calls, want the 10 plain ones at least", n)
+	}
+	if n := slow.p.fastTaken.Load(); n != 0 {
+		t.Errorf("the fast lane took %d calls while off", n)
+	}
+	ra, rb := slow.records(), fast.records()
+	if !reflect.DeepEqual(ra, rb) {
+		t.Errorf("audit records differ:\nserver:\n%s\nfast lane:\n%s", strings.Join(ra, "\n"), strings.Join(rb, "\n"))
+	}
+	if len(ra) < 20 {
+		t.Errorf("only %d audit records: the script did not run", len(ra))
+	}
+	digest := slow.p.cur.Load().plan.Digest
+	for i := range slow.p.cur.Load().plan.Steps {
+		if x, y := slow.p.cfg.State.Progress(digest).Calls(i), fast.p.cfg.State.Progress(digest).Calls(i); x != y {
+			t.Errorf("step %d counted %d calls through the server, %d through the fast lane", i, x, y)
+		}
+	}
+}
+
+// TestHTTPFastLaneUpstreamDies: a call during which the upstream exits,
+// and the call after it, are answered and recorded alike on both paths.
+func TestHTTPFastLaneUpstreamDies(t *testing.T) {
+	script := []httpStep{
+		{name: "the upstream exits", bodies: []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`}},
+		{name: "the upstream is gone", bodies: []string{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"y"}}}`}},
+	}
+	slow, fast := newHTTPSide(t, false, "--mode", "exit-mid-call"), newHTTPSide(t, true, "--mode", "exit-mid-call")
+	a, b := slow.run(script), fast.run(script)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("answers differ\nserver:\n%s\nfast lane:\n%s", a[i], b[i])
+		}
+	}
+	if n := fast.p.fastTaken.Load(); n < 1 {
+		t.Error("the fast lane took no call")
+	}
+	if ra, rb := slow.records(), fast.records(); !reflect.DeepEqual(ra, rb) {
+		t.Errorf("audit records differ:\nserver:\n%s\nfast lane:\n%s", strings.Join(ra, "\n"), strings.Join(rb, "\n"))
+	}
+}
