@@ -187,6 +187,15 @@ func cancelKey(sid string, id json.RawMessage) (string, bool) {
 	if s, ok := plainString(id); ok {
 		return sid + ":" + s, true
 	}
+	digits := len(id)
+	if id[0] == '-' {
+		digits--
+	}
+	if digits <= 6 {
+		// Printed as written: %v prints a float64 in %e form only from
+		// seven digits on (and plainID allows no leading zero or -0).
+		return sid + ":" + string(id), true
+	}
 	f, err := strconv.ParseFloat(string(id), 64)
 	if err != nil {
 		return "", false
@@ -329,8 +338,11 @@ func (e errReader) Read([]byte) (int, error) {
 // rebinding reports whether the server would refuse r as a DNS rebinding
 // attempt: it came to a loopback address naming a host that is not one.
 func rebinding(r *http.Request) bool {
+	if loopbackHost(r.Host) {
+		return false
+	}
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && loopbackHost(local.String()) && !loopbackHost(r.Host)
+	return ok && local != nil && loopbackHost(local.String())
 }
 
 // loopbackHost is the server's test of a host (with or without a port).
