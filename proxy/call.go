@@ -470,8 +470,15 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		cause = causeCancelled
 	}
 	cancel()
-	r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), false)
-	write()
+	// A call on the HTTP fast lane answers before its outcome record is
+	// written, as the stdio lane's do (httpfast.go).
+	hc, answerFirst := ctx.Value(httpCallKey{}).(*httpCall)
+	r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), answerFirst)
+	if answerFirst {
+		hc.afterAnswer(write)
+	} else {
+		write()
+	}
 	return r
 }
 

@@ -138,6 +138,7 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	req.Header = r.Header
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
+	defer hc.runAfter() // after the answer, whatever happens to it
 	res, err := l.handle(ctx, req)
 	if err == nil && res == nil {
 		err = fmt.Errorf("tool '%s' handler returned no result", req.Params.Name)
@@ -213,6 +214,18 @@ type httpCall struct {
 	pending [][]byte // events not yet written
 	stream  bool     // the response is an event stream
 	done    bool     // answered: nothing more is written
+	after   []func() // run once the answer is sent (the request's goroutine only)
+}
+
+// afterAnswer runs f once the answer is on its way to the client: a
+// success's outcome record (ledger.CompleteLater), which is then often
+// written together with another call's record.
+func (c *httpCall) afterAnswer(f func()) { c.after = append(c.after, f) }
+
+func (c *httpCall) runAfter() {
+	for _, f := range c.after {
+		f()
+	}
 }
 
 // notify writes a notification on the call's response (not on the
@@ -298,9 +311,19 @@ func (c *httpCall) answer(id json.RawMessage, res *mcp.CallToolResult, herr erro
 		_ = http.NewResponseController(c.w).Flush()
 		return
 	}
-	c.w.Header().Set("Content-Type", "application/json")
+	b = append(b, '\n')
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	if len(c.after) > 0 {
+		// Sent now, whole (as the server's, whose length net/http sets
+		// when the handler returns), not after what runs after it.
+		h.Set("Content-Length", strconv.Itoa(len(b)))
+	}
 	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(append(b, '\n'))
+	_, _ = c.w.Write(b)
+	if len(c.after) > 0 {
+		_ = http.NewResponseController(c.w).Flush()
+	}
 }
 
 // readBody reads a request's body whole.

@@ -70,6 +70,12 @@ type httpSide struct {
 
 func newHTTPSide(t *testing.T, fast bool, upstreamArgs ...string) *httpSide {
 	t.Helper()
+	return newHTTPSideWith(t, fast, nil, upstreamArgs...)
+}
+
+// newHTTPSideWith is newHTTPSide with the ledger wrapped by wrap (nil: as is).
+func newHTTPSideWith(t *testing.T, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) *httpSide {
+	t.Helper()
 	plan, diags := hclplan.Parse("plan.hcl", []byte(httpFastPlan))
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -80,7 +86,11 @@ func newHTTPSide(t *testing.T, fast bool, upstreamArgs ...string) *httpSide {
 		t.Fatal(err)
 	}
 	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
-	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 2 * time.Second,
+	var st State = l
+	if wrap != nil {
+		st = wrap(l)
+	}
+	p, err := New(Config{Plan: plan, State: st, Now: fixedNow, CallTimeout: 2 * time.Second,
 		Upstream: UpstreamConfig{Command: append([]string{testUpstreamBin}, upstreamArgs...), Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
@@ -391,5 +401,42 @@ func TestCancelKey(t *testing.T) {
 		if k, ok := cancelKey("s", json.RawMessage(id)); ok {
 			t.Errorf("%s: keyed %q, want it left to the server", id, k)
 		}
+	}
+}
+
+// TestHTTPFastLaneAnswersBeforeTheOutcomeRecord: on the HTTP fast lane a
+// success is answered before its outcome record is written (then often
+// together with another call's record), and the record follows.
+func TestHTTPFastLaneAnswersBeforeTheOutcomeRecord(t *testing.T) {
+	release := make(chan struct{})
+	s := newHTTPSideWith(t, true, func(l *ledger.Ledger) State { return slowOutcomes{l, release} })
+	answered := make(chan string, 1)
+	go func() {
+		_, text, _ := s.post(nil, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`)
+		answered <- text
+	}()
+	select {
+	case text := <-answered:
+		if !strings.Contains(text, `"text":"hi"`) {
+			t.Errorf("answer: %s", text)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("no answer while the outcome record waits")
+	}
+	outcomes := func() int {
+		b, _ := os.ReadFile(s.audit)
+		return strings.Count(string(b), `"type":"outcome"`)
+	}
+	if n := outcomes(); n != 0 {
+		t.Fatalf("%d outcome records before the write was released", n)
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for outcomes() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the outcome record was not written once released")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
