@@ -440,3 +440,31 @@ func TestHTTPFastLaneAnswersBeforeTheOutcomeRecord(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestHTTPFastLaneLeavesWaitingNotificationsToTheServer: a notification
+// queued for a session while none of its requests was running goes out
+// with its next answer, as it would without the lane: the lane leaves that
+// request to the server, and takes the one after.
+func TestHTTPFastLaneLeavesWaitingNotificationsToTheServer(t *testing.T) {
+	s := newHTTPSide(t, true)
+	if err := s.p.srv.SendNotificationToSpecificClient(s.sid, "notifications/message", map[string]any{"level": "info", "data": "queued"}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(id int) string {
+		_, text, _ := s.post(nil, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`, id))
+		return text
+	}
+	before := s.p.fastTaken.Load()
+	if text := call(1); !strings.Contains(text, `"data":"queued"`) || !strings.Contains(text, `"text":"hi"`) {
+		t.Fatalf("the answer after a queued notification:\n%s", text)
+	}
+	if n := s.p.fastTaken.Load() - before; n != 0 {
+		t.Fatalf("the fast lane took the request a notification waited for")
+	}
+	if text := call(2); strings.Contains(text, "queued") || !strings.Contains(text, `"text":"hi"`) {
+		t.Fatalf("the next answer:\n%s", text)
+	}
+	if n := s.p.fastTaken.Load() - before; n != 1 {
+		t.Fatalf("the fast lane took %d calls once nothing waited, want 1", n)
+	}
+}
