@@ -42,12 +42,16 @@ type Ledger struct {
 	flushEvery     time.Duration
 
 	// wmu is the journal's (see writer.go): after Open, the files, the
-	// anchor, the journal's end (head, written, end, fileFirst,
-	// fileStarted) and w belong to whoever holds it.
+	// journal's end (head, written, end, fileFirst, fileStarted) and w
+	// belong to whoever holds it; the anchor and the journal's fdatasync
+	// to the sync lane's runner (see synclane.go).
 	wmu        sync.Mutex
 	w          writerState
-	flushTimer *time.Timer                    // syncs what turns left unsynced; armed under wmu (w.armed)
+	flushTimer *time.Timer                    // syncs what turns left unsynced; armed under mu (lane.armed)
 	turnHook   func(inline bool, records int) // tests: called under wmu by each turn that wrote records
+	// syncHook (tests) replaces the group commit's fdatasync of the
+	// journal, which covers the records through seq; set before use.
+	syncHook func(f *os.File, seq uint64) error
 
 	lockFile *os.File
 	journal  *os.File
@@ -88,6 +92,10 @@ type Ledger struct {
 	closeCheckpointMin uint64
 	kick               chan struct{}
 	stopped            chan struct{}
+	// lane is the sync lane's state (synclane.go), under mu; the syncer
+	// goroutine runs the syncs no caller ran.
+	lane                            syncLane
+	syncKick, syncQuit, syncStopped chan struct{}
 }
 
 // Dir is the state directory; AuditPath the journal.
@@ -123,9 +131,11 @@ func (l *Ledger) closeJournal() error {
 	var err error
 	head := Head{Seq: l.written, Hash: l.head}
 	if cp != nil {
+		l.acquireLane() // free: the syncer stopped with the writer
 		if head, err = l.finishCheckpoint(cp); err != nil {
 			l.fail(err)
 		}
+		l.releaseLane(head, err == nil)
 	}
 	if failed == nil && err == nil && l.onHead != nil {
 		l.onHead(head)
