@@ -230,9 +230,12 @@ func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline bool) (
 		switch {
 		case cp != nil && !inline:
 			// The writer finishes it at once: its sync covers what is asked.
-		case inline:
+		case inline && b != nil && b.sync:
+			// The caller waits for this sync anyway: it runs it itself
+			// when none is under way (else the runner's next covers it).
 			job = l.takeSyncLocked(true)
 		case !t.closing && ln.want && !ln.busy:
+			// Never on the goroutine of a caller that need not wait.
 			l.signalSync()
 		}
 		l.armLocked()
