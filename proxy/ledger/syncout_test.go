@@ -238,6 +238,9 @@ func TestDurableAckedAfterCoveringSync(t *testing.T) {
 		t.Fatalf("the second Reserve returned (%+v) while the only sync that started was the one through %d", r, syncing)
 	default:
 	}
+	if h, err := ReadHead(Options{Dir: l.Dir()}); err != nil || h.Seq >= syncing {
+		t.Fatalf("anchor %v (%v) while the sync through %d is held: it names a record not yet durable", h, err, syncing)
+	}
 	g.open()
 	for i, ch := range []chan result{first, second} {
 		r := <-ch
@@ -335,7 +338,9 @@ func TestAnchorNeverAheadOfDurable(t *testing.T) {
 		dir := powerLossCopy(t, l, g)
 		l2, err := Open(ctx, Options{Dir: dir})
 		if err != nil {
-			t.Fatalf("cut %d: a state cut at the last fdatasync does not open: %v", cuts, err)
+			t.Errorf("cut %d: a state cut at the last fdatasync does not open: %v", cuts, err)
+			wg.Wait() // the workers use the test's t
+			return
 		}
 		p := l2.Progress(digest)
 		for i := range want {
