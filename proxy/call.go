@@ -440,7 +440,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 					later.answer(errorResult(fmt.Sprintf("internal panic: %v; the call was counted and may or may not have run", r)))
 				}
 			}()
-			later.answer(p.forwarded(ctx, st, g, res, err, cause, time.Since(start)))
+			r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), true)
+			defer write() // after the answer, whatever happens to it
+			later.answer(r)
 		}
 		later.track(pc.cancel)
 		pc.timer = time.AfterFunc(p.cfg.CallTimeout, func() { pc.cancel(causeTimeout) })
@@ -468,7 +470,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		cause = causeCancelled
 	}
 	cancel()
-	return p.forwarded(ctx, st, g, res, err, cause, time.Since(start))
+	r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), false)
+	write()
+	return r
 }
 
 // Why a forwarded call ended without the upstream's answer.
@@ -478,8 +482,14 @@ const (
 )
 
 // forwarded records the outcome of a forwarded call (the upstream's raw
-// result, or err and its cause) and returns the client's answer.
-func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.RawMessage, err error, cause string, lat time.Duration) *mcp.CallToolResult {
+// result, or err and its cause) and returns the client's answer. With
+// answerFirst, a success's record is written by write, which the caller runs
+// once it has answered (a record written between the upstream's answer and
+// the client's is a system call on the path of every call); the step is
+// marked done before forwarded returns, so the client's next call is decided
+// on it. A failure is recorded before the answer, whatever answerFirst says.
+func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.RawMessage, err error, cause string, lat time.Duration, answerFirst bool) (_ *mcp.CallToolResult, write func()) {
+	write = func() {}
 	call, step, t := g.call, g.step, g.ticket
 	var result *mcp.CallToolResult
 	var outcome ledger.Outcome
@@ -531,10 +541,16 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 		if g.shadow {
 			st.shadow.record(step, outcome)
 		}
-		return result
+		return result, write
 	}
-	if err := p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome); err != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
+	var aerr error
+	if answerFirst && outcome.OK {
+		write, aerr = p.ostate.CompleteLater(context.WithoutCancel(ctx), t, outcome)
+	} else {
+		aerr = p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome)
+	}
+	if aerr != nil {
+		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", aerr)
 	}
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
 		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
@@ -548,7 +564,7 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 	} else if outcome.OK {
 		st.setHeld(step.Index, "") // an approved call went through
 	}
-	return result
+	return result, write
 }
 
 func firstText(r *mcp.CallToolResult) string {

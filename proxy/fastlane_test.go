@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -63,7 +64,14 @@ type lane struct {
 
 func newLane(t *testing.T, fast bool) *lane {
 	t.Helper()
-	plan, diags := hclplan.Parse("plan.hcl", []byte(fastPlan))
+	return newLaneWith(t, fastPlan, fast, nil)
+}
+
+// newLaneWith is newLane with a plan of its own and, when wrap is set, the
+// ledger seen through wrap.
+func newLaneWith(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State) *lane {
+	t.Helper()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(planText))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -73,7 +81,11 @@ func newLane(t *testing.T, fast bool) *lane {
 		t.Fatal(err)
 	}
 	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
-	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 2 * time.Second,
+	var state State = l
+	if wrap != nil {
+		state = wrap(l)
+	}
+	p, err := New(Config{Plan: plan, State: state, Now: fixedNow, CallTimeout: 2 * time.Second,
 		Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
@@ -360,4 +372,105 @@ func TestFastLaneContainsPanics(t *testing.T) {
 	if n := h.proxy.fastTaken.Load(); n != 2 {
 		t.Fatalf("the fast lane took %d calls, want 2", n)
 	}
+}
+
+// slowOutcomes is a ledger whose outcome records written after an answer
+// wait for release.
+type slowOutcomes struct {
+	*ledger.Ledger
+	release chan struct{}
+}
+
+func (slowOutcomes) localState() {}
+
+func (s slowOutcomes) CompleteLater(ctx context.Context, t ledger.Ticket, o ledger.Outcome) (func(), error) {
+	write, err := s.Ledger.CompleteLater(ctx, t, o)
+	return func() { <-s.release; write() }, err
+}
+
+// TestFastLaneAnswersBeforeTheOutcomeRecord: a success is answered before
+// its outcome record is written (one system call less between the
+// upstream's answer and the client's), yet the step is done at once: the
+// client's next call, decided before that record is written, goes on, and
+// its allow record follows the outcome in the journal.
+func TestFastLaneAnswersBeforeTheOutcomeRecord(t *testing.T) {
+	const plan = `
+plan "two" {
+  goal = "one step after the other"
+  step "first" {
+    tool      = "echo"
+    max_calls = 1
+    arg "message" { eq = "one" }
+  }
+  step "second" {
+    tool      = "echo"
+    max_calls = 1
+    arg "message" { eq = "two" }
+  }
+}`
+	release := make(chan struct{})
+	ln := newLaneWith(t, plan, true, func(l *ledger.Ledger) State { return slowOutcomes{l, release} })
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	outcomes := func() []map[string]any {
+		var out []map[string]any
+		b, _ := os.ReadFile(ln.audit)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r map[string]any
+			if json.Unmarshal([]byte(line), &r) == nil && r["type"] == "outcome" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	ln.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"one"}}}`)
+	if a := ln.answer(); !strings.Contains(a, `"id":1`) || strings.Contains(a, `"isError":true`) {
+		t.Fatalf("first call: %s", a)
+	}
+	if got := outcomes(); len(got) != 0 {
+		t.Fatalf("the outcome was written before the answer: %v", got)
+	}
+	// The upstream reader waits in the first call's write: the second
+	// call is decided on the step the first one completed.
+	ln.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"two"}}}`)
+	ln.waitAllows(2)
+	recs := readAudit(t, ln.audit)
+	var order []string
+	for _, r := range recs {
+		order = append(order, fmt.Sprint(r["type"], "/", r["step"]))
+	}
+	want := []string{"decision/first", "outcome/first", "decision/second"}
+	if got := order[len(order)-3:]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("journal ends with %v, want %v", got, want)
+	}
+	close(release)
+	if a := ln.answer(); !strings.Contains(a, `"id":2`) || strings.Contains(a, `"isError":true`) {
+		t.Fatalf("second call: %s", a)
+	}
+	if p := ln.p.fastTaken.Load(); p != 2 {
+		t.Fatalf("the fast lane took %d calls, want 2", p)
+	}
+}
+
+// readAudit reads the audit log's records.
+func readAudit(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -754,6 +754,17 @@ func (o *orderState) Reserve(ctx context.Context, rv ledger.Reservation) (ledger
 	return o.State.Reserve(ctx, rv)
 }
 
+// CompleteLater is the wrapped state's when it has one (ledger.Ledger's);
+// otherwise the outcome is recorded at once and write does nothing.
+func (o *orderState) CompleteLater(ctx context.Context, t ledger.Ticket, out ledger.Outcome) (write func(), err error) {
+	if lc, ok := o.State.(interface {
+		CompleteLater(context.Context, ledger.Ticket, ledger.Outcome) (func(), error)
+	}); ok {
+		return lc.CompleteLater(ctx, t, out)
+	}
+	return func() {}, o.State.Complete(ctx, t, out)
+}
+
 // Catalog is what an upstream offers: its tools, and its resources, resource
 // templates and prompts when it announces those capabilities, all raw.
 type Catalog struct {

@@ -372,3 +372,95 @@ func TestInlineTurnLeavesCheckpointToWriter(t *testing.T) {
 		t.Fatalf("%d calls after reopen, want 40", got)
 	}
 }
+
+// TestCompleteLater: an outcome counts at once (the step is done for the
+// next decision) while its record waits for write, or for the next record
+// written, which it precedes; a step put on hold is not put off; a crash
+// before write loses the record but not the count.
+func TestCompleteLater(t *testing.T) {
+	ctx := context.Background()
+	open := func(t *testing.T) (*Ledger, Ticket) {
+		l := openT(t, Options{Dir: t.TempDir(), FlushInterval: time.Hour})
+		// Few calls left: counted one by one, no lease.
+		tk, err := l.Reserve(ctx, Reservation{Call: benchCall, MaxCalls: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, tk
+	}
+	done := func(l *Ledger) bool { return l.Progress(digest).Done(benchCall.StepIndex) }
+	outcome := tkOutcome // the outcome record's seq follows the allow's
+
+	t.Run("write writes it", func(t *testing.T) {
+		l, tk := open(t)
+		write, err := l.CompleteLater(ctx, tk, Outcome{OK: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done(l) {
+			t.Fatal("the step is not done before the record is written")
+		}
+		if journalHas(t, l, outcome(tk), typeOutcome) {
+			t.Fatal("the outcome record was written before write")
+		}
+		write()
+		if !journalHas(t, l, outcome(tk), typeOutcome) {
+			t.Fatal("write did not write the outcome record")
+		}
+	})
+	t.Run("the next record carries it", func(t *testing.T) {
+		l, tk := open(t)
+		write, err := l.CompleteLater(ctx, tk, Outcome{OK: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk2, err := l.Reserve(ctx, Reservation{Call: benchCall, MaxCalls: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !journalHas(t, l, outcome(tk), typeOutcome) || !journalHas(t, l, tk2.Seq, typeDecision) || tk2.Seq <= outcome(tk) {
+			t.Fatalf("journal after the next reservation: outcome %d written %v, allow %d", outcome(tk), journalHas(t, l, outcome(tk), typeOutcome), tk2.Seq)
+		}
+		write()
+		if n := len(readRecords(t, l.AuditPath())); uint64(n) != tk2.Seq {
+			t.Fatalf("%d records after write, want %d (no record twice)", n, tk2.Seq)
+		}
+	})
+	t.Run("a step put on hold is written at once", func(t *testing.T) {
+		l, tk := open(t)
+		write, err := l.CompleteLater(ctx, tk, Outcome{OK: false, Err: "boom", HoldStep: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !journalHas(t, l, outcome(tk), typeOutcome) || !l.Progress(digest).Held(benchCall.StepIndex) {
+			t.Fatal("a held step's outcome was put off")
+		}
+		write()
+	})
+	t.Run("a crash before write keeps the count", func(t *testing.T) {
+		l, tk := open(t)
+		if _, err := l.CompleteLater(ctx, tk, Outcome{OK: true}); err != nil {
+			t.Fatal(err)
+		}
+		l2 := openT(t, Options{Dir: crashCopyQueued(t, l), FlushInterval: time.Hour})
+		pr := l2.Progress(digest)
+		if got := pr.Calls(benchCall.StepIndex); got != 1 {
+			t.Fatalf("%d calls counted after the crash, want 1", got)
+		}
+		if pr.Done(benchCall.StepIndex) {
+			t.Fatal("the step is done without its outcome record")
+		}
+	})
+	t.Run("a closed ledger refuses", func(t *testing.T) {
+		l, tk := open(t)
+		l.Close()
+		write, err := l.CompleteLater(ctx, tk, Outcome{OK: true})
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("err = %v, want ErrClosed", err)
+		}
+		write() // harmless
+	})
+}
+
+// tkOutcome is the seq the outcome of tk gets when nothing came between.
+func tkOutcome(tk Ticket) uint64 { return tk.Seq + 1 }

@@ -376,6 +376,39 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	r, apply := l.outcome(t, o)
+	return l.commit(ctx, r, o.HoldStep, apply)
+}
+
+// CompleteLater is Complete for a caller that answers its client before the
+// record is written: the outcome counts at once (Progress shows the step
+// done, and every record queued after it follows it in the journal), but
+// its record is only queued, and write, which the caller runs once it has
+// answered, writes it if nothing else did meanwhile. What that costs: a
+// process that dies between the answer and write loses the record, as it
+// loses the record of a call in flight; the call stays counted (its allow
+// record was written before it was sent) and its step is not marked done.
+// An outcome that puts its step on hold is not put off (write does nothing).
+func (l *Ledger) CompleteLater(ctx context.Context, t Ticket, o Outcome) (write func(), err error) {
+	if o.HoldStep {
+		return func() {}, l.Complete(ctx, t, o)
+	}
+	if err := ctx.Err(); err != nil {
+		return func() {}, err
+	}
+	r, apply := l.outcome(t, o)
+	body, err := encodeBody(r)
+	if err != nil {
+		return func() {}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	if _, err := l.queue(body, false, apply); err != nil {
+		return func() {}, err
+	}
+	return l.writeQueued, nil
+}
+
+// outcome is the record of a call's outcome and its change to the state.
+func (l *Ledger) outcome(t Ticket, o Outcome) (*record, func() error) {
 	now := l.stamp()
 	lat := o.Latency
 	if lat == 0 && !t.At.IsZero() {
@@ -391,7 +424,7 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 			r.Error = "failed"
 		}
 	}
-	return l.commit(ctx, &r, o.HoldStep, func() error {
+	return &r, func() error {
 		if t.StepIndex >= 0 {
 			p := l.st.plan(t.PlanDigest)
 			p.grow(t.StepIndex)
@@ -403,7 +436,7 @@ func (l *Ledger) Complete(ctx context.Context, t Ticket, o Outcome) error {
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // Block records a blocked call. Like Complete, it does not wait for disk.
