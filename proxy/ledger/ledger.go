@@ -404,7 +404,7 @@ func (l *Ledger) CompleteLater(ctx context.Context, t Ticket, o Outcome) (write 
 	if _, err := l.queue(body, false, apply); err != nil {
 		return func() {}, err
 	}
-	return l.writeQueued, nil
+	return func() { l.writeQueuedFor(false) }, nil
 }
 
 // outcome is the record of a call's outcome and its change to the state.

@@ -89,7 +89,7 @@ func (l *Ledger) commit(ctx context.Context, r *record, durable bool, apply func
 	if err != nil {
 		return err
 	}
-	l.writeQueued()
+	l.writeQueuedFor(durable)
 	if durable {
 		return wait(ctx, b)
 	}
@@ -138,9 +138,14 @@ type writerState struct {
 // turn the goroutine is kicked when records are left queued (or a
 // checkpoint waits for it), and the caller runs the sync its turn asked
 // for when no sync is under way (see synclane.go), after letting go of
-// the journal.
-func (l *Ledger) writeQueued() {
-	kick, job := l.writeInline()
+// the journal. For a caller that waits for its batch.
+func (l *Ledger) writeQueued() { l.writeQueuedFor(true) }
+
+// writeQueuedFor is writeQueued; waits is false for a caller that does not
+// wait for its batch, which then never runs a sync: a durable record of
+// another caller that shares its batch is synced by the syncer goroutine.
+func (l *Ledger) writeQueuedFor(waits bool) {
+	kick, job := l.writeInline(waits)
 	if kick {
 		l.signal()
 	}
@@ -152,10 +157,10 @@ func (l *Ledger) writeQueued() {
 // sync the caller is to run (nil: none). TryLock, not Lock: a caller never
 // waits for another's turn (its record rides the next turn of the writer
 // goroutine), so nobody waits for the journal in a queue of callers.
-func (l *Ledger) writeInline() (kick bool, job *syncJob) {
+func (l *Ledger) writeInline(waits bool) (kick bool, job *syncJob) {
 	if l.wmu.TryLock() {
 		defer l.wmu.Unlock()
-		kick, _, job = l.turn(false, true)
+		kick, _, job = l.turn(false, true, waits)
 		return kick, job
 	}
 	return true, nil
@@ -166,7 +171,7 @@ func (l *Ledger) writeInline() (kick bool, job *syncJob) {
 func (l *Ledger) writerTurn(flush bool) (closing bool) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	_, closing, _ = l.turn(flush, false)
+	_, closing, _ = l.turn(flush, false, false)
 	return closing
 }
 
@@ -196,8 +201,9 @@ type turnStats struct {
 // a batch that needs no sync and asks the lane for the sync the others
 // (and the flush timer, and Close) need; when one is due and nothing is
 // queued, it prepares a checkpoint. more reports records left queued; job
-// is the sync a caller's turn is to run itself.
-func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline bool) (cp *cpPrep, more bool, job *syncJob) {
+// is the sync a caller's turn is to run itself (only one that waits for
+// its batch: waits).
+func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline, waits bool) (cp *cpPrep, more bool, job *syncJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t.records > 0 {
@@ -230,7 +236,7 @@ func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline bool) (
 		switch {
 		case cp != nil && !inline:
 			// The writer finishes it at once: its sync covers what is asked.
-		case inline && b != nil && b.sync:
+		case inline && waits && b != nil && b.sync:
 			// The caller waits for this sync anyway: it runs it itself
 			// when none is under way (else the runner's next covers it).
 			job = l.takeSyncLocked(true)
@@ -291,11 +297,12 @@ func (l *Ledger) writer() {
 // is let go (see synclane.go), and a batch that needs none is
 // acknowledged at once. A caller's turn (inline) leaves a checkpoint or
 // rotation it prepares to the writer goroutine, and runs no turn while one
-// waits or once the ledger is closing. kick reports that the writer
+// waits or once the ledger is closing (waits: its caller waits for its
+// batch, see writeQueuedFor). kick reports that the writer
 // goroutine must run a turn (records are left queued, or a checkpoint
 // waits for it); closing that this was the last turn; job is the sync a
 // caller's turn is to run.
-func (l *Ledger) turn(flush, inline bool) (kick, closing bool, job *syncJob) {
+func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJob) {
 	w := &l.w
 	if inline && w.cp != nil {
 		return true, false, nil
@@ -349,7 +356,7 @@ func (l *Ledger) turn(flush, inline bool) (kick, closing bool, job *syncJob) {
 	if l.turnHook != nil && len(entries) > 0 {
 		l.turnHook(inline, len(entries))
 	}
-	cp, more, job := l.account(t, err, b, flush, inline)
+	cp, more, job := l.account(t, err, b, flush, inline, waits)
 	if cp != nil {
 		if inline {
 			// Not on a caller's goroutine: a checkpoint or rotation
