@@ -90,7 +90,11 @@
 // step with many calls left is counted in leases: the first call past a
 // lease writes a durable lease record that counts the next k calls as used
 // (k is 1% of the calls left, at most 256), and the calls inside it return
-// once their allow record is written, without an fdatasync of their own. A
+// once their allow record is written, without an fdatasync of their own.
+// Once fewer than k/4 of its calls are left, the next call renews it ahead
+// (a lease record through the k calls from it on) without waiting for that
+// record's fdatasync; a call past the old lease waits for it, if it is not
+// done by then. At most k-1 calls are ever counted ahead. A
 // clean Close returns the unused part of each lease with a record; Open after
 // a crash counts every lease left open as used, with a record that says so.
 // Either way a crash never grants an extra call; a lease can cost a step at

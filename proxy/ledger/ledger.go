@@ -77,6 +77,7 @@ type Ledger struct {
 	end     journalEnd // where the journal ends (under wmu, after Open)
 	pending []entry    // records waiting for the writer, in seq order
 	cur     *batch     // the batch the pending records belong to
+	ahead   []*batch   // leases renewed ahead among pending: synced for their own batch
 	closed  bool       // Close was called
 	failed  error      // a write or fsync failed: the ledger refuses further work
 	stats   Stats      // written by the turns of the writer under mu
@@ -319,17 +320,41 @@ func (l *Ledger) reserve(rv Reservation, body []byte, argsSHA string, now time.T
 	var lease *batch // a lease record this call must wait for
 	durable := true
 	if h == nil && !l.syncEach {
-		if used <= p.leased[i] {
-			lease, durable = p.leaseBatch[i], false
-		} else if k := leaseSize(rv.MaxCalls, used-1); k > 1 {
+		k := leaseSize(rv.MaxCalls, used-1)
+		leaseRecord := func() ([]byte, int, error) {
 			lr := record{Time: now, Type: typeLease, Plan: rv.PlanDigest, Step: rv.Step, StepIndex: &i,
 				Tool: rv.Tool, Max: rv.MaxCalls, Through: used - 1 + k}
 			lbody, err := encodeBody(&lr)
 			if err != nil {
-				return Ticket{}, nil, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+				return nil, 0, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+			}
+			return lbody, lr.Through, nil
+		}
+		switch {
+		case used <= p.leased[i]:
+			durable = false
+			if used > p.leaseFrom[i] {
+				lease = p.leaseBatch[i]
+			}
+			if k > 1 && p.leased[i]-used < k/renewAt && used-1+k > p.leased[i] && isDone(p.leaseBatch[i]) {
+				// Renewed ahead: a lease record through used-1+k, as the
+				// first call past the lease would write, but this call
+				// does not wait for it (its own count is in the durable
+				// lease), and the calls after it find it durable.
+				lbody, through, err := leaseRecord()
+				if err != nil {
+					return Ticket{}, nil, nil, err
+				}
+				ahead := l.enqueueAheadLocked(lbody)
+				p.leaseFrom[i], p.leased[i], p.leaseBatch[i] = p.leased[i], through, ahead
+			}
+		case k > 1:
+			lbody, through, err := leaseRecord()
+			if err != nil {
+				return Ticket{}, nil, nil, err
 			}
 			_, lease = l.enqueueLocked(lbody, true)
-			p.leased[i], p.leaseBatch[i] = lr.Through, lease
+			p.leaseFrom[i], p.leased[i], p.leaseBatch[i] = used-1, through, lease
 			durable = false
 		}
 	}

@@ -510,3 +510,68 @@ func TestCloseWhileSyncInFlight(t *testing.T) {
 		t.Fatalf("%d calls after a clean restart, want 3", got)
 	}
 }
+
+// A lease is renewed ahead, once fewer than a quarter of it is left: the
+// call that renews it and the calls still inside the old lease do not wait
+// for the new lease record's fdatasync; a call past the old lease does. A
+// power loss before that sync leaves the old lease, which bounds the count.
+func TestLeaseRenewedAhead(t *testing.T) {
+	l := openT(t, Options{Dir: t.TempDir(), FlushInterval: time.Hour})
+	g := gateSyncs(t, l)
+	ctx := context.Background()
+	rv := Reservation{Call: call("lookup", 0, "get_order", `{}`), MaxCalls: 1000}
+	for range 8 { // the lease of 10 (1% of 1000), durable
+		if _, err := l.Reserve(ctx, rv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.set(true, nil)
+	var renewing Ticket
+	within(t, "the call that renews the lease", func() (err error) {
+		renewing, err = l.Reserve(ctx, rv) // call 9: 1 left of 10, renewed through 8+9
+		return err
+	})
+	if syncing := <-g.entered; syncing < renewing.Seq-1 {
+		t.Fatalf("the sync under way is through %d, not the renewal record %d", syncing, renewing.Seq-1)
+	}
+	if l.WaitsForDisk(rv) {
+		t.Fatal("WaitsForDisk: call 10 is inside the durable lease")
+	}
+	within(t, "a call inside the old lease", func() error {
+		_, err := l.Reserve(ctx, rv)
+		return err
+	})
+	if !l.WaitsForDisk(rv) {
+		t.Fatal("WaitsForDisk: call 11 needs the renewed lease, whose sync is held")
+	}
+	// A power loss now: the renewal was not durable; the old lease counts.
+	l2, err := Open(ctx, Options{Dir: powerLossCopy(t, l, g)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l2.Progress(digest).Calls(0); got != 10 {
+		t.Fatalf("%d calls after a power loss before the renewal was durable, want 10 (the old lease)", got)
+	}
+	l2.Close()
+
+	past := make(chan error, 1)
+	go func() {
+		_, err := l.Reserve(ctx, rv)
+		past <- err
+	}()
+	g.open()
+	if err := <-past; err != nil {
+		t.Fatal(err)
+	}
+	if d := g.durable(); d.seq < renewing.Seq-1 {
+		t.Fatalf("call 11 returned before the renewed lease (record %d) was durable (synced through %d)", renewing.Seq-1, d.seq)
+	}
+	recs := readRecordsAfterClose(t, l)
+	var through []int
+	for _, r := range leases(recs) {
+		through = append(through, r.Through)
+	}
+	if want := []int{10, 17, 11}; !equalInts(through, want) {
+		t.Fatalf("lease records through %v, want %v (renewed through 17, returned at 11)", through, want)
+	}
+}

@@ -76,6 +76,16 @@ func (l *Ledger) enqueueLocked(body []byte, durable bool) (uint64, *batch) {
 	return l.seq, l.cur
 }
 
+// enqueueAheadLocked queues a lease record renewed ahead: it is written
+// with the pending records but made durable for its own batch, which
+// nobody queuing it waits for (see Reserve).
+func (l *Ledger) enqueueAheadLocked(body []byte) *batch {
+	l.enqueueLocked(body, false)
+	b := &batch{sync: true, done: make(chan struct{})}
+	l.ahead = append(l.ahead, b)
+	return b
+}
+
 // commit encodes r and, under the lock, runs apply (nil: nothing to do),
 // which may refuse with an error or change the state the record stands
 // for, then queues the record: a state change is made together with the
@@ -179,15 +189,15 @@ func (l *Ledger) writerTurn(flush bool) (closing bool) {
 // leaving spare as the new queue, with the ledger's failure (a failed
 // sync). Once the ledger is closing, only the writer goroutine takes them
 // (ok false for a caller's turn): the last turn is its own.
-func (l *Ledger) takePending(spare []entry, inline bool) (entries []entry, b *batch, closing bool, failed error, ok bool) {
+func (l *Ledger) takePending(spare []entry, inline bool) (entries []entry, b *batch, ahead []*batch, closing bool, failed error, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if inline && l.closed {
-		return nil, nil, true, nil, false
+		return nil, nil, nil, true, nil, false
 	}
-	entries, b, closing = l.pending, l.cur, l.closed
-	l.pending, l.cur = spare[:0], nil
-	return entries, b, closing, l.failed, true
+	entries, b, ahead, closing = l.pending, l.cur, l.ahead, l.closed
+	l.pending, l.cur, l.ahead = spare[:0], nil, nil
+	return entries, b, ahead, closing, l.failed, true
 }
 
 // turnStats is what one turn of the writer did, for the counters.
@@ -203,7 +213,7 @@ type turnStats struct {
 // queued, it prepares a checkpoint. more reports records left queued; job
 // is the sync a caller's turn is to run itself (only one that waits for
 // its batch: waits).
-func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline, waits bool) (cp *cpPrep, more bool, job *syncJob) {
+func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush, inline, waits bool) (cp *cpPrep, more bool, job *syncJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t.records > 0 {
@@ -213,6 +223,7 @@ func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline, waits 
 	if err != nil {
 		l.failLocked(err)
 		ackLocked([]*batch{b}, err)
+		ackLocked(ahead, err)
 		return nil, len(l.pending) > 0, nil
 	}
 	ln := &l.lane
@@ -230,6 +241,9 @@ func (l *Ledger) account(t turnStats, err error, b *batch, flush, inline, waits 
 		l.askSyncLocked(nil, true)
 	default:
 		ackLocked([]*batch{b}, nil) // written: it needs no sync
+	}
+	for _, a := range ahead {
+		l.askSyncLocked(a, false) // leases renewed ahead: nobody here waits
 	}
 	asked := ln.want
 	defer func() {
@@ -313,7 +327,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 		w.cp = nil
 		l.finishPrep(cp)
 	}
-	entries, b, closing, failed, ok := l.takePending(w.spare, inline)
+	entries, b, ahead, closing, failed, ok := l.takePending(w.spare, inline)
 	if !ok {
 		return true, false, nil // the last turn is the writer goroutine's
 	}
@@ -356,7 +370,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 	if l.turnHook != nil && len(entries) > 0 {
 		l.turnHook(inline, len(entries))
 	}
-	cp, more, job := l.account(t, err, b, flush, inline, waits)
+	cp, more, job := l.account(t, err, b, ahead, flush, inline, waits)
 	if cp != nil {
 		if inline {
 			// Not on a caller's goroutine: a checkpoint or rotation
