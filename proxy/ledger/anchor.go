@@ -133,12 +133,14 @@ func ParseHead(r io.Reader) (Head, error) {
 	return best, nil
 }
 
-// anchor is the open anchor file of a ledger; only the writer uses it.
+// anchor is the open anchor file of a ledger; only the sync lane's runner
+// (or a checkpoint or rotation that took the lane) uses it.
 type anchor struct {
 	path  string
 	f     *os.File
-	slot  int  // the slot the next write goes to
-	dirty bool // that slot was written and not synced yet
+	slot  int    // the slot the next write goes to
+	dirty bool   // that slot was written and not synced yet
+	at    uint64 // seq of the last head written (0: none yet)
 }
 
 // readAnchor reads the anchor of dir. ok is false when there is none; a file
@@ -187,12 +189,16 @@ func openAnchor(dir string, slot int) (*anchor, error) {
 	return &anchor{path: path, f: f, slot: slot}, nil
 }
 
-// write puts h in the current slot, without syncing it.
+// write puts h in the current slot, without syncing it. A head older than
+// the last one written is ignored: the anchor only moves forward.
 func (a *anchor) write(h Head) error {
+	if h.Seq < a.at {
+		return nil
+	}
 	if _, err := a.f.WriteAt(encodeSlot(h), int64(a.slot*anchorSlot)); err != nil {
 		return fmt.Errorf("%w: write anchor %s: %v", ErrFailed, a.path, err)
 	}
-	a.dirty = true
+	a.dirty, a.at = true, h.Seq
 	return nil
 }
 

@@ -41,11 +41,11 @@ type Options struct {
 	OnHead func(Head)
 	// OnSync, when set, is called with the duration of each fdatasync of
 	// the journal that succeeded (a group commit, a checkpoint), for a
-	// latency metric. It runs in a turn of the ledger's writer, one call at
-	// a time, after the records it made durable were acknowledged: on the
-	// writer goroutine or on the goroutine of a call that found the
-	// journal free and wrote its records itself. It must be quick and must
-	// not call the Ledger.
+	// latency metric. It runs one call at a time, after the records the
+	// sync made durable were acknowledged: on the ledger's syncer or writer
+	// goroutine, or on the goroutine of a call whose own record asked for
+	// the sync when none was under way. It must be quick and must not call
+	// the Ledger.
 	OnSync func(time.Duration)
 	// RotateSize and RotateEvery (zero: never) rotate the journal: once its
 	// file holds RotateSize bytes, or its first record is RotateEvery old,

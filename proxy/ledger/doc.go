@@ -74,12 +74,15 @@
 // Reserve returns only once the call's count is durable and its allow record
 // is written. A record is written by its caller's goroutine when the
 // journal is free (no hand-off to another goroutine); records queued while
-// a write or fdatasync is under way are batched by the writer goroutine
-// into one write and, when one of them needs it, one fdatasync (group
-// commit). Block and outcome records are written at once (they survive a
-// crash of the process) and synced with the next batch that needs a sync or
-// by a timer (FlushInterval, 100ms): a machine crash loses at most those
-// records, never a count.
+// a write is under way are batched by the writer goroutine into one write.
+// The fdatasync is not part of the write: it runs after it, outside the
+// journal's lock, one at a time (the sync lane, synclane.go), so a record
+// that needs no sync is written while one is under way. A record that must
+// be durable is acknowledged by an fdatasync that began after its write;
+// the records written meanwhile share it (group commit). Block and outcome
+// records are written at once (they survive a crash of the process) and
+// synced with the next sync or by a timer (FlushInterval, 100ms): a machine
+// crash loses at most those records, never a count.
 //
 // A step with few calls left (fewer than 200), a call that consumes a hold,
 // and every call under Options.SyncEachCall is counted alone: its allow
@@ -87,7 +90,11 @@
 // step with many calls left is counted in leases: the first call past a
 // lease writes a durable lease record that counts the next k calls as used
 // (k is 1% of the calls left, at most 256), and the calls inside it return
-// once their allow record is written, without an fdatasync of their own. A
+// once their allow record is written, without an fdatasync of their own.
+// Once fewer than k/4 of its calls are left, the next call renews it ahead
+// (a lease record through the k calls from it on) without waiting for that
+// record's fdatasync; a call past the old lease waits for it, if it is not
+// done by then. At most k-1 calls are ever counted ahead. A
 // clean Close returns the unused part of each lease with a record; Open after
 // a crash counts every lease left open as used, with a record that says so.
 // Either way a crash never grants an extra call; a lease can cost a step at

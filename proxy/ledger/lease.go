@@ -15,6 +15,24 @@ const (
 	leaseShare = 100
 )
 
+// renewAt: once fewer than k/renewAt calls of a lease of k are left, the
+// next call renews it ahead (see Reserve), so that the lease record's
+// fdatasync is done before a call needs it.
+const renewAt = 4
+
+// isDone reports whether b (nil: none) is acknowledged.
+func isDone(b *batch) bool {
+	if b == nil {
+		return true
+	}
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // leaseSize is how many calls a new lease covers once used of maxCalls are
 // taken; below 2 the call is counted alone.
 func leaseSize(maxCalls, used int) int {
@@ -111,12 +129,5 @@ func (l *Ledger) WaitsForDisk(rv Reservation) bool {
 	if p == nil || i < 0 || i >= len(p.used) || p.used[i]+1 > p.leased[i] {
 		return true
 	}
-	if b := p.leaseBatch[i]; b != nil {
-		select {
-		case <-b.done:
-		default:
-			return true
-		}
-	}
-	return false
+	return p.used[i]+1 > p.leaseFrom[i] && !isDone(p.leaseBatch[i])
 }

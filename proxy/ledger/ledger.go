@@ -42,12 +42,16 @@ type Ledger struct {
 	flushEvery     time.Duration
 
 	// wmu is the journal's (see writer.go): after Open, the files, the
-	// anchor, the journal's end (head, written, end, fileFirst,
-	// fileStarted) and w belong to whoever holds it.
+	// journal's end (head, written, end, fileFirst, fileStarted) and w
+	// belong to whoever holds it; the anchor and the journal's fdatasync
+	// to the sync lane's runner (see synclane.go).
 	wmu        sync.Mutex
 	w          writerState
-	flushTimer *time.Timer                    // syncs what turns left unsynced; armed under wmu (w.armed)
+	flushTimer *time.Timer                    // syncs what turns left unsynced; armed under mu (lane.armed)
 	turnHook   func(inline bool, records int) // tests: called under wmu by each turn that wrote records
+	// syncHook (tests) replaces the group commit's fdatasync of the
+	// journal, which covers the records through seq; set before use.
+	syncHook func(f *os.File, seq uint64) error
 
 	lockFile *os.File
 	journal  *os.File
@@ -73,6 +77,7 @@ type Ledger struct {
 	end     journalEnd // where the journal ends (under wmu, after Open)
 	pending []entry    // records waiting for the writer, in seq order
 	cur     *batch     // the batch the pending records belong to
+	ahead   []*batch   // leases renewed ahead among pending: synced for their own batch
 	closed  bool       // Close was called
 	failed  error      // a write or fsync failed: the ledger refuses further work
 	stats   Stats      // written by the turns of the writer under mu
@@ -88,6 +93,10 @@ type Ledger struct {
 	closeCheckpointMin uint64
 	kick               chan struct{}
 	stopped            chan struct{}
+	// lane is the sync lane's state (synclane.go), under mu; the syncer
+	// goroutine runs the syncs no caller ran.
+	lane                            syncLane
+	syncKick, syncQuit, syncStopped chan struct{}
 }
 
 // Dir is the state directory; AuditPath the journal.
@@ -123,9 +132,11 @@ func (l *Ledger) closeJournal() error {
 	var err error
 	head := Head{Seq: l.written, Hash: l.head}
 	if cp != nil {
+		l.acquireLane() // free: the syncer stopped with the writer
 		if head, err = l.finishCheckpoint(cp); err != nil {
 			l.fail(err)
 		}
+		l.releaseLane(head, err == nil)
 	}
 	if failed == nil && err == nil && l.onHead != nil {
 		l.onHead(head)
@@ -309,17 +320,41 @@ func (l *Ledger) reserve(rv Reservation, body []byte, argsSHA string, now time.T
 	var lease *batch // a lease record this call must wait for
 	durable := true
 	if h == nil && !l.syncEach {
-		if used <= p.leased[i] {
-			lease, durable = p.leaseBatch[i], false
-		} else if k := leaseSize(rv.MaxCalls, used-1); k > 1 {
+		k := leaseSize(rv.MaxCalls, used-1)
+		leaseRecord := func() ([]byte, int, error) {
 			lr := record{Time: now, Type: typeLease, Plan: rv.PlanDigest, Step: rv.Step, StepIndex: &i,
 				Tool: rv.Tool, Max: rv.MaxCalls, Through: used - 1 + k}
 			lbody, err := encodeBody(&lr)
 			if err != nil {
-				return Ticket{}, nil, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+				return nil, 0, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+			}
+			return lbody, lr.Through, nil
+		}
+		switch {
+		case used <= p.leased[i]:
+			durable = false
+			if used > p.leaseFrom[i] {
+				lease = p.leaseBatch[i]
+			}
+			if k > 1 && p.leased[i]-used < k/renewAt && used-1+k > p.leased[i] && isDone(p.leaseBatch[i]) {
+				// Renewed ahead: a lease record through used-1+k, as the
+				// first call past the lease would write, but this call
+				// does not wait for it (its own count is in the durable
+				// lease), and the calls after it find it durable.
+				lbody, through, err := leaseRecord()
+				if err != nil {
+					return Ticket{}, nil, nil, err
+				}
+				ahead := l.enqueueAheadLocked(lbody)
+				p.leaseFrom[i], p.leased[i], p.leaseBatch[i] = p.leased[i], through, ahead
+			}
+		case k > 1:
+			lbody, through, err := leaseRecord()
+			if err != nil {
+				return Ticket{}, nil, nil, err
 			}
 			_, lease = l.enqueueLocked(lbody, true)
-			p.leased[i], p.leaseBatch[i] = lr.Through, lease
+			p.leaseFrom[i], p.leased[i], p.leaseBatch[i] = used-1, through, lease
 			durable = false
 		}
 	}
@@ -394,7 +429,7 @@ func (l *Ledger) CompleteLater(ctx context.Context, t Ticket, o Outcome) (write 
 	if _, err := l.queue(body, false, apply); err != nil {
 		return func() {}, err
 	}
-	return l.writeQueued, nil
+	return func() { l.writeQueuedFor(false) }, nil
 }
 
 // outcome is the record of a call's outcome and its change to the state.

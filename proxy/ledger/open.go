@@ -26,6 +26,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	l := &Ledger{
 		dir: dir, auditPath: audit, redact: o.Redact, syncEach: o.SyncEachCall, now: o.Now, flushEvery: o.FlushInterval,
 		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
+		syncKick: make(chan struct{}, 1), syncQuit: make(chan struct{}), syncStopped: make(chan struct{}),
 		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync,
 		rotateSize: o.RotateSize, rotateEvery: o.RotateEvery, acceptMissing: o.AcceptMissingAnchor,
 	}
@@ -46,6 +47,9 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	// stopped or reset timer delivers no stale tick.
 	l.flushTimer = time.NewTimer(time.Hour)
 	l.flushTimer.Stop()
+	l.lane.written = Head{Seq: l.written, Hash: l.head}
+	l.lane.durable = l.written // replay synced a torn tail's cut; the rest was read back from disk
+	go l.syncer()
 	go l.writer()
 	if err := l.settleLeases(ctx); err != nil {
 		l.Close()

@@ -18,8 +18,11 @@ type planState struct {
 	// counted ahead (see Reserve); used <= leased while a lease is open.
 	leased []int
 	// leaseBatch is, per step, the batch carrying the newest lease record:
-	// a call inside that lease waits for it to be durable. Not replayed.
+	// a call past leaseFrom waits for it to be durable; calls up to
+	// leaseFrom are in the lease before it, durable when it was renewed
+	// ahead. Not replayed (Open settles every lease).
 	leaseBatch []*batch
+	leaseFrom  []int
 	// names are the step names seen, for the records of settled and
 	// returned leases.
 	names []string
@@ -32,6 +35,7 @@ func (p *planState) grow(i int) {
 		p.held = append(p.held, false)
 		p.leased = append(p.leased, 0)
 		p.leaseBatch = append(p.leaseBatch, nil)
+		p.leaseFrom = append(p.leaseFrom, 0)
 		p.names = append(p.names, "")
 	}
 }

@@ -17,16 +17,19 @@ import (
 //
 // wmu is the journal's: whoever holds it runs one turn of the writer (see
 // turn) and owns, for that turn, the journal's end (head, written, end),
-// the files, the anchor and the writer's state w. It is held for a whole
-// turn, fdatasync included, and taken before mu, never under it. The
-// writer goroutine takes it with Lock for the turns it is kicked for (and
-// the flush timer's); a caller that queued a record takes it only with
-// TryLock, in writeQueued: when the journal is free the caller runs the
-// turn itself and no goroutine hand-off is paid, and when a turn is under
-// way the caller kicks the writer goroutine instead of waiting for the
-// lock, so concurrent records still share one write and one fdatasync.
-// Only the writer goroutine runs the last turn (after Close) and finishes
-// checkpoints and rotations.
+// the journal's file for writing and the writer's state w. It is held for
+// the turn's write only: the fdatasync the turn needs, and the anchor's
+// update after it, run once it is let go, by the sync lane (synclane.go),
+// which owns the anchor; a checkpoint or rotation, under wmu, takes the
+// lane too. wmu is taken before mu, never under it. The writer goroutine
+// takes it with Lock for the turns it is kicked for (and the flush
+// timer's); a caller that queued a record takes it only with TryLock, in
+// writeQueued: when the journal is free the caller runs the turn itself and
+// no goroutine hand-off is paid, and when a turn is under way the caller
+// kicks the writer goroutine instead of waiting for the lock, so
+// concurrent records still share one write, and share one fdatasync in
+// the lane. Only the writer goroutine runs the last turn (after Close) and
+// finishes checkpoints and rotations.
 
 type entry struct {
 	seq  uint64
@@ -73,6 +76,16 @@ func (l *Ledger) enqueueLocked(body []byte, durable bool) (uint64, *batch) {
 	return l.seq, l.cur
 }
 
+// enqueueAheadLocked queues a lease record renewed ahead: it is written
+// with the pending records but made durable for its own batch, which
+// nobody queuing it waits for (see Reserve).
+func (l *Ledger) enqueueAheadLocked(body []byte) *batch {
+	l.enqueueLocked(body, false)
+	b := &batch{sync: true, done: make(chan struct{})}
+	l.ahead = append(l.ahead, b)
+	return b
+}
+
 // commit encodes r and, under the lock, runs apply (nil: nothing to do),
 // which may refuse with an error or change the state the record stands
 // for, then queues the record: a state change is made together with the
@@ -86,7 +99,7 @@ func (l *Ledger) commit(ctx context.Context, r *record, durable bool, apply func
 	if err != nil {
 		return err
 	}
-	l.writeQueued()
+	l.writeQueuedFor(durable)
 	if durable {
 		return wait(ctx, b)
 	}
@@ -124,8 +137,6 @@ func wait(ctx context.Context, b *batch) error {
 type writerState struct {
 	buf    []byte
 	spare  []entry
-	dirty  bool  // records written but not synced
-	armed  bool  // the flush timer runs: it syncs what is dirty at the latest flushEvery after the first unsynced write
 	broken error // after a failed write nothing more is written
 	// cp is a checkpoint or rotation a caller's turn prepared: the writer
 	// goroutine finishes it before anything else is written.
@@ -135,26 +146,34 @@ type writerState struct {
 // writeQueued has the queued records written: by the caller, at once,
 // when the journal is free, else by the writer goroutine. After an inline
 // turn the goroutine is kicked when records are left queued (or a
-// checkpoint waits for it).
-func (l *Ledger) writeQueued() {
-	if l.writeInline() {
+// checkpoint waits for it), and the caller runs the sync its turn asked
+// for when no sync is under way (see synclane.go), after letting go of
+// the journal. For a caller that waits for its batch.
+func (l *Ledger) writeQueued() { l.writeQueuedFor(true) }
+
+// writeQueuedFor is writeQueued; waits is false for a caller that does not
+// wait for its batch, which then never runs a sync: a durable record of
+// another caller that shares its batch is synced by the syncer goroutine.
+func (l *Ledger) writeQueuedFor(waits bool) {
+	kick, job := l.writeInline(waits)
+	if kick {
 		l.signal()
 	}
+	l.runSync(job)
 }
 
 // writeInline runs a turn on the caller's goroutine if the journal is
-// free, and reports whether the writer goroutine must run one. TryLock,
-// not Lock: a caller never waits for another's turn (its record rides the
-// next turn of the writer goroutine, which shares the fdatasync among all
-// the records queued meanwhile), so nobody waits for the journal in a
-// queue of callers.
-func (l *Ledger) writeInline() (kick bool) {
+// free, and reports whether the writer goroutine must run one, and the
+// sync the caller is to run (nil: none). TryLock, not Lock: a caller never
+// waits for another's turn (its record rides the next turn of the writer
+// goroutine), so nobody waits for the journal in a queue of callers.
+func (l *Ledger) writeInline(waits bool) (kick bool, job *syncJob) {
 	if l.wmu.TryLock() {
 		defer l.wmu.Unlock()
-		kick, _ = l.turn(false, true)
-		return kick
+		kick, _, job = l.turn(false, true, waits)
+		return kick, job
 	}
-	return true
+	return true, nil
 }
 
 // writerTurn is one turn of the writer goroutine; true once it ran the
@@ -162,55 +181,86 @@ func (l *Ledger) writeInline() (kick bool) {
 func (l *Ledger) writerTurn(flush bool) (closing bool) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	_, closing = l.turn(flush, false)
+	_, closing, _ = l.turn(flush, false, false)
 	return closing
 }
 
 // takePending hands the queued records and their batch to the writer,
-// leaving spare as the new queue. Once the ledger is closing, only the
-// writer goroutine takes them (ok false for a caller's turn): the last
-// turn is its own.
-func (l *Ledger) takePending(spare []entry, inline bool) (entries []entry, b *batch, closing, ok bool) {
+// leaving spare as the new queue, with the ledger's failure (a failed
+// sync). Once the ledger is closing, only the writer goroutine takes them
+// (ok false for a caller's turn): the last turn is its own.
+func (l *Ledger) takePending(spare []entry, inline bool) (entries []entry, b *batch, ahead []*batch, closing bool, failed error, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if inline && l.closed {
-		return nil, nil, true, false
+		return nil, nil, nil, true, nil, false
 	}
-	entries, b, closing = l.pending, l.cur, l.closed
-	l.pending, l.cur = spare[:0], nil
-	return entries, b, closing, true
+	entries, b, ahead, closing = l.pending, l.cur, l.ahead, l.closed
+	l.pending, l.cur, l.ahead = spare[:0], nil, nil
+	return entries, b, ahead, closing, l.failed, true
 }
 
 // turnStats is what one turn of the writer did, for the counters.
 type turnStats struct {
-	records                   int
-	synced                    bool
-	syncTime                  time.Duration
-	anchorWrites, anchorSyncs uint64
-	closing                   bool
+	records int
+	closing bool
 }
 
-// account adds a turn of the writer to the counters, records its failure
-// and, when one is due and nothing is queued, prepares a checkpoint. more
-// reports records left queued.
-func (l *Ledger) account(w turnStats, err error) (cp *cpPrep, more bool) {
+// account adds a turn of the writer to the counters and records its
+// failure; it hands the journal's new end to the sync lane, acknowledges
+// a batch that needs no sync and asks the lane for the sync the others
+// (and the flush timer, and Close) need; when one is due and nothing is
+// queued, it prepares a checkpoint. more reports records left queued; job
+// is the sync a caller's turn is to run itself (only one that waits for
+// its batch: waits).
+func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush, inline, waits bool) (cp *cpPrep, more bool, job *syncJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if w.records > 0 {
-		l.stats.Records += uint64(w.records)
+	if t.records > 0 {
+		l.stats.Records += uint64(t.records)
 		l.stats.Batches++
 	}
-	if w.synced {
-		l.stats.Syncs++
-		l.stats.SyncTime += w.syncTime
-	}
-	l.stats.AnchorWrites += w.anchorWrites
-	l.stats.AnchorSyncs += w.anchorSyncs
 	if err != nil {
 		l.failLocked(err)
-		return nil, len(l.pending) > 0
+		ackLocked([]*batch{b}, err)
+		ackLocked(ahead, err)
+		return nil, len(l.pending) > 0, nil
 	}
-	if w.synced && !w.closing && l.rotateDueLocked(l.stamp()) {
+	ln := &l.lane
+	if t.records > 0 {
+		ln.written = Head{Seq: l.written, Hash: l.head}
+	}
+	if flush {
+		ln.armed = false
+	}
+	switch {
+	case b != nil && b.sync:
+		l.askSyncLocked(b, t.closing)
+	case t.closing || flush && (ln.written.Seq > ln.durable || ln.anchorDirty):
+		ackLocked([]*batch{b}, nil)
+		l.askSyncLocked(nil, true)
+	default:
+		ackLocked([]*batch{b}, nil) // written: it needs no sync
+	}
+	for _, a := range ahead {
+		l.askSyncLocked(a, false) // leases renewed ahead: nobody here waits
+	}
+	asked := ln.want
+	defer func() {
+		switch {
+		case cp != nil && !inline:
+			// The writer finishes it at once: its sync covers what is asked.
+		case inline && waits && b != nil && b.sync:
+			// The caller waits for this sync anyway: it runs it itself
+			// when none is under way (else the runner's next covers it).
+			job = l.takeSyncLocked(true)
+		case !t.closing && ln.want && !ln.busy:
+			// Never on the goroutine of a caller that need not wait.
+			l.signalSync()
+		}
+		l.armLocked()
+	}()
+	if asked && !t.closing && l.rotateDueLocked(l.stamp()) {
 		// Unlike a checkpoint, a rotation does not wait for a quiet
 		// moment, which steady traffic may never give: the records queued
 		// now go to the old file first, and the state the segment record
@@ -221,23 +271,23 @@ func (l *Ledger) account(w turnStats, err error) (cp *cpPrep, more bool) {
 			l.pending, l.cur = nil, nil
 		}
 		l.checkpointAt = l.stats.Records + 1
-		return cp, false
+		return cp, false, nil
 	}
-	if w.synced && !w.closing && len(l.pending) == 0 &&
+	if asked && !t.closing && len(l.pending) == 0 &&
 		l.checkpointEvery > 0 && l.stats.Records-l.checkpointAt >= l.checkpointEvery {
 		// Nothing is queued, so the state is exactly what the journal
 		// holds up to l.end: every change of it is made together with
 		// the enqueue of its record, under mu.
 		cp := l.prepareCheckpointLocked()
 		l.checkpointAt = l.stats.Records + 1
-		return cp, false
+		return cp, false, nil
 	}
-	return nil, len(l.pending) > 0
+	return nil, len(l.pending) > 0, nil
 }
 
 // writer is the goroutine that runs the turns no caller ran: those it is
 // kicked for while the journal was busy, the flush timer's, and the last
-// one at Close.
+// one at Close, after which it runs the syncs left and stops the syncer.
 func (l *Ledger) writer() {
 	defer close(l.stopped)
 	for {
@@ -248,27 +298,28 @@ func (l *Ledger) writer() {
 			flush = true
 		}
 		if l.writerTurn(flush) {
+			l.drainSync()
+			l.flushTimer.Stop()
 			return
 		}
 	}
 }
 
 // turn is one turn of the writer; wmu must be held. It takes all pending
-// records, writes them with one write and, if one of them needs it (or
-// flush, or the ledger is closing), one fdatasync (group commit), then
-// acknowledges their batch. Records that need no sync are synced by the
-// flush timer. A caller's turn (inline) leaves a checkpoint or rotation it
-// prepares to the writer goroutine, and runs no turn while one waits or
-// once the ledger is closing. kick reports that the writer goroutine
-// must run a turn (records are left queued, or a checkpoint waits for
-// it); closing that this was the last turn.
-func (l *Ledger) turn(flush, inline bool) (kick, closing bool) {
+// records and writes them with one write; the sync they (or the flush
+// timer, or Close) need is asked of the sync lane, which runs it once wmu
+// is let go (see synclane.go), and a batch that needs none is
+// acknowledged at once. A caller's turn (inline) leaves a checkpoint or
+// rotation it prepares to the writer goroutine, and runs no turn while one
+// waits or once the ledger is closing (waits: its caller waits for its
+// batch, see writeQueuedFor). kick reports that the writer
+// goroutine must run a turn (records are left queued, or a checkpoint
+// waits for it); closing that this was the last turn; job is the sync a
+// caller's turn is to run.
+func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJob) {
 	w := &l.w
 	if inline && w.cp != nil {
-		return true, false
-	}
-	if flush {
-		w.armed = false
+		return true, false, nil
 	}
 	if w.cp != nil {
 		// Before any record queued after it took its seq.
@@ -276,13 +327,16 @@ func (l *Ledger) turn(flush, inline bool) (kick, closing bool) {
 		w.cp = nil
 		l.finishPrep(cp)
 	}
-	entries, b, closing, ok := l.takePending(w.spare, inline)
+	entries, b, ahead, closing, failed, ok := l.takePending(w.spare, inline)
 	if !ok {
-		return true, false // the last turn is the writer goroutine's
+		return true, false, nil // the last turn is the writer goroutine's
 	}
 	t := turnStats{records: len(entries), closing: closing}
 
 	err := w.broken
+	if err == nil {
+		err = failed // a sync failed: nothing more is written
+	}
 	if err == nil && len(entries) > 0 {
 		buf := w.buf[:0]
 		lastStart := 0
@@ -300,29 +354,12 @@ func (l *Ledger) turn(flush, inline bool) (kick, closing bool) {
 			// ends on a whole record.
 			_ = l.journal.Truncate(l.end.size)
 		}
-		w.dirty = true
 	}
 	if err == nil && len(entries) > 0 {
 		l.written = entries[len(entries)-1].seq
 		if l.fileStarted.IsZero() {
 			l.fileStarted = l.stamp() // a new journal's first record, for RotateEvery
 		}
-	}
-	if err == nil && w.dirty && (flush || closing || (b != nil && b.sync)) {
-		start := time.Now()
-		err = datasync(l.journal)
-		t.syncTime = time.Since(start)
-		w.dirty, t.synced = false, true
-		if err == nil {
-			// Only now, once they are durable, may the anchor name
-			// these records. Its own sync waits for the timer.
-			err = l.anchor.write(Head{Seq: l.written, Hash: l.head})
-			t.anchorWrites++
-		}
-	}
-	if err == nil && (flush || closing) && l.anchor.dirty {
-		err = l.anchor.sync()
-		t.anchorSyncs++
 	}
 	if err != nil && w.broken == nil {
 		if !errors.Is(err, ErrFailed) {
@@ -333,14 +370,7 @@ func (l *Ledger) turn(flush, inline bool) (kick, closing bool) {
 	if l.turnHook != nil && len(entries) > 0 {
 		l.turnHook(inline, len(entries))
 	}
-	cp, more := l.account(t, err)
-	if b != nil {
-		b.err = err
-		close(b.done)
-	}
-	if t.synced && err == nil && l.onSync != nil {
-		l.onSync(t.syncTime)
-	}
+	cp, more, job := l.account(t, err, b, ahead, flush, inline, waits)
 	if cp != nil {
 		if inline {
 			// Not on a caller's goroutine: a checkpoint or rotation
@@ -352,20 +382,13 @@ func (l *Ledger) turn(flush, inline bool) (kick, closing bool) {
 	}
 	clear(entries)
 	w.spare = entries
-	if (w.dirty || l.anchor.dirty) && !w.armed {
-		// Not reset while armed: steady traffic must not postpone it.
-		l.flushTimer.Reset(l.flushEvery)
-		w.armed = true
-	}
-	if closing {
-		l.flushTimer.Stop()
-	}
-	return more, closing
+	return more, closing, job
 }
 
 // finishPrep writes a checkpoint or rotation account prepared; wmu must
 // be held. Its failure fails the ledger.
 func (l *Ledger) finishPrep(cp *cpPrep) {
+	l.acquireLane()
 	var h Head
 	var err error
 	if cp.segment != "" {
@@ -376,7 +399,9 @@ func (l *Ledger) finishPrep(cp *cpPrep) {
 	if err != nil {
 		l.w.broken = err
 		l.fail(err)
-	} else if l.onHead != nil {
+	}
+	l.releaseLane(h, err == nil)
+	if err == nil && l.onHead != nil {
 		l.onHead(h)
 	}
 }
@@ -392,4 +417,13 @@ func (l *Ledger) syncJournal() error {
 		l.onSync(time.Since(start))
 	}
 	return nil
+}
+
+// syncJournalTo is the fdatasync that makes the journal durable through
+// record seq; tests replace it with syncHook.
+func (l *Ledger) syncJournalTo(seq uint64) error {
+	if l.syncHook != nil {
+		return l.syncHook(l.journal, seq)
+	}
+	return datasync(l.journal)
 }
