@@ -168,18 +168,28 @@ func readFastParams(params []byte) (fastParams, bool) {
 	return ps, json.Unmarshal(params, &ps) == nil
 }
 
+// laneParams reads a tools/call's params for a fast lane; false when the
+// call is not plain: a field the lane leaves to the MCP server (_meta, a
+// task, multi-round-trip input), a number the server would refuse, or a
+// tool the server does not list (its own answer and audit for that).
+func (p *Proxy) laneParams(params []byte) (fastParams, bool) {
+	ps, ok := readFastParams(params)
+	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
+		return ps, false
+	}
+	names := p.callable.Load()
+	return ps, names != nil && (*names)[ps.Name]
+}
+
 // call takes a tools/call request (its id and params as the client wrote
 // them) when it can; false leaves it, untouched, to the MCP server.
 func (f *fastLane) call(id, params json.RawMessage) bool {
 	if !plainID(id) {
 		return false
 	}
-	ps, ok := readFastParams(params)
-	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
+	ps, ok := f.p.laneParams(params)
+	if !ok {
 		return false
-	}
-	if names := f.p.callable.Load(); names == nil || !(*names)[ps.Name] {
-		return false // the server's own answer (and audit) for an unknown tool
 	}
 	key := string(id)
 	f.mu.Lock()

@@ -109,12 +109,9 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	if !ok {
 		return false
 	}
-	ps, ok := readFastParams(params)
-	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
+	ps, ok := l.p.laneParams(params)
+	if !ok {
 		return false
-	}
-	if names := l.p.callable.Load(); names == nil || !(*names)[ps.Name] {
-		return false // the server's own answer (and audit) for an unknown tool
 	}
 	ctx, cancel := context.WithCancel(l.p.srv.WithContext(r.Context(), sess))
 	defer cancel()
