@@ -25,13 +25,18 @@ import (
 )
 
 // fastPlan exercises each way a call can go on the test upstream.
-const fastPlan = `
+var fastPlan = lanePlan(4, "")
+
+// lanePlan is the fast lanes' test plan: echo allowed echoCalls times, and
+// more steps after the four every lane test uses.
+func lanePlan(echoCalls int, more string) string {
+	return fmt.Sprintf(`
 plan "fast" {
   goal  = "every kind of call"
   order = "any"
   step "echo" {
     tool      = "echo"
-    max_calls = 4
+    max_calls = %d
     arg "message" { max_length = 10 }
   }
   step "slow" {
@@ -50,8 +55,9 @@ plan "fast" {
     max_calls = 2
     on_error  = "hold"
     arg "prompt" { max_length = 10 }
-  }
-}`
+  }%s
+}`, echoCalls, more)
+}
 
 // lane is one scripted stdio session against the proxy: line in, answers out.
 type lane struct {

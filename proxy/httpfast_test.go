@@ -22,32 +22,7 @@ import (
 
 // httpFastPlan is fastPlan with the conformance tools that log while they
 // run and answer a tool error.
-const httpFastPlan = `
-plan "fast" {
-  goal  = "every kind of call"
-  order = "any"
-  step "echo" {
-    tool      = "echo"
-    max_calls = 6
-    arg "message" { max_length = 10 }
-  }
-  step "slow" {
-    tool      = "slow"
-    max_calls = 10
-    arg "ms" { max = 10000 }
-  }
-  step "big" {
-    tool      = "big"
-    max_calls = 2
-    approval  = "each"
-    arg "bytes" { max = 100 }
-  }
-  step "sample" {
-    tool      = "sample"
-    max_calls = 2
-    on_error  = "hold"
-    arg "prompt" { max_length = 10 }
-  }
+var httpFastPlan = lanePlan(6, `
   step "logging" {
     tool      = "test_tool_with_logging"
     max_calls = 2
@@ -55,8 +30,7 @@ plan "fast" {
   step "fails" {
     tool      = "test_error_handling"
     max_calls = 2
-  }
-}`
+  }`)
 
 // httpSide is one proxy served over streamable HTTP with one initialised
 // session, driven by raw requests.

@@ -106,8 +106,7 @@ type Proxy struct {
 	// would drop the progress as late (waitProgressWritten).
 	stdioProg *sessionProgress // the one stdio client's (ServeStdio)
 	sessMu    sync.Mutex
-	sessProg  map[string]*sessionProgress     // HTTP sessions (trackSession)
-	sessions  map[string]server.ClientSession // registered sessions by ID (the HTTP fast lane's)
+	sessions  map[string]*httpSession // registered HTTP sessions by ID (trackSession)
 
 	inflight callsInFlight // tool calls being handled, for routeLog
 
@@ -439,35 +438,42 @@ func (p *Proxy) waitProgressWritten(ctx context.Context, route progressRoute) {
 // the progress notifications queued for it and those written to it.
 type sessionProgress struct{ queued, written atomic.Int64 }
 
-// trackSession starts or stops counting a session's progress. Only
-// registered sessions are counted, so a request naming an unknown session
-// cannot grow the map.
-// It also keeps the session itself, which the MCP server gives a request
-// naming its ID (the HTTP fast lane's, httpfast.go).
+// httpSession is a registered HTTP session: its progress counters, and the
+// session itself, which the MCP server gives a request naming its ID (the
+// HTTP fast lane's, httpfast.go).
+type httpSession struct {
+	prog sessionProgress
+	sess server.ClientSession
+}
+
+// trackSession starts or stops keeping a session. Only registered sessions
+// are kept, so a request naming an unknown session cannot grow the map.
 func (p *Proxy) trackSession(s server.ClientSession, on bool) {
 	id := s.SessionID()
 	p.sessMu.Lock()
 	defer p.sessMu.Unlock()
-	if on {
-		if p.sessProg == nil {
-			p.sessProg = map[string]*sessionProgress{}
-			p.sessions = map[string]server.ClientSession{}
-		}
-		if p.sessProg[id] == nil { // a GET stream registers a session again
-			p.sessProg[id] = &sessionProgress{}
-		}
-		p.sessions[id] = s
+	if !on {
+		delete(p.sessions, id)
 		return
 	}
-	delete(p.sessProg, id)
-	delete(p.sessions, id)
+	if p.sessions == nil {
+		p.sessions = map[string]*httpSession{}
+	}
+	if hs := p.sessions[id]; hs != nil { // a GET stream registers a session again
+		hs.sess = s
+		return
+	}
+	p.sessions[id] = &httpSession{sess: s}
 }
 
 // registeredSession returns the session registered under id, or nil.
 func (p *Proxy) registeredSession(id string) server.ClientSession {
 	p.sessMu.Lock()
 	defer p.sessMu.Unlock()
-	return p.sessions[id]
+	if hs := p.sessions[id]; hs != nil {
+		return hs.sess
+	}
+	return nil
 }
 
 // progressCounts returns the progress counters of the client a call came
@@ -486,7 +492,10 @@ func (p *Proxy) progressCounts(ctx context.Context) *sessionProgress {
 func (p *Proxy) sessionProgress(id string) *sessionProgress {
 	p.sessMu.Lock()
 	defer p.sessMu.Unlock()
-	return p.sessProg[id]
+	if hs := p.sessions[id]; hs != nil {
+		return &hs.prog
+	}
+	return nil
 }
 
 // progressWait bounds how long an answer waits for its progress to be written.
