@@ -136,7 +136,7 @@ func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
 	}
 	l.end = journalEnd{size: start + int64(len(line)), lastStart: start}
 	l.head, l.written = hash, p.seq
-	if err := l.syncJournal(); err != nil {
+	if err := l.syncJournal(p.seq); err != nil {
 		return Head{}, fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
 	}
 	h := Head{Seq: p.seq, Hash: hash}

@@ -406,11 +406,11 @@ func (l *Ledger) finishPrep(cp *cpPrep) {
 	}
 }
 
-// syncJournal is an fdatasync of the journal outside the writer's group
-// commit (a checkpoint), reported to OnSync like the writer's.
-func (l *Ledger) syncJournal() error {
+// syncJournal is an fdatasync of the journal through seq outside the sync
+// lane (a checkpoint), reported to OnSync like the lane's.
+func (l *Ledger) syncJournal(seq uint64) error {
 	start := time.Now()
-	if err := datasync(l.journal); err != nil {
+	if err := l.syncJournalTo(seq); err != nil {
 		return err
 	}
 	if l.onSync != nil {
