@@ -21,11 +21,13 @@
 // bench/run runs these with the other benchmarks of the repository and prints
 // one table. By hand, from the repository root:
 //
-//	go test ./bench -run '^$' -bench Latency -benchtime 2000x
+//	go test ./bench -run '^$' -bench 'Latency$/stdio' -benchtime 2000x
 //
 // BenchmarkLatency reports p50 and p99 latency (p50-µs, p99-µs) of one
-// client's sequential calls, BenchmarkThroughput16 calls/s with 16 concurrent
-// clients, each over stdio and streamable HTTP. BenchmarkGateway64
+// client's sequential calls to each setup, the setups of a transport
+// interleaved in one run (see latency); BenchmarkThroughput16 calls/s with 16
+// concurrent clients, each over stdio and streamable HTTP, one setup after
+// another. BenchmarkGateway64
 // (gateway_test.go) compares one planlock serve of 8 plans with 8 planlock
 // proxy processes under 64 clients. BenchmarkFdatasync is the
 // disk's floor for one durable record; cli_test.go compares plan fmt and plan
@@ -40,12 +42,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -238,31 +241,66 @@ func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 	return connect(b, t), pid
 }
 
-// BenchmarkLatency is one client's sequential calls.
+// BenchmarkLatency is one client's sequential calls to every setup of a
+// transport, interleaved: all setups run at once, and each round gives
+// every setup, in a shuffled order, latencyBlock calls in turn, until each
+// made b.N. A change of the machine's load during the run (2 shared cores
+// here) then falls on every setup alike, so the ratios between setups hold
+// even where the absolute figures drift. One line per transport carries
+// each setup's figures as <setup>:<unit> (p50-µs, p99-µs, cpu-µs/call);
+// bench/cmd/table reads them as Latency/<transport>/<setup>.
 func BenchmarkLatency(b *testing.B) {
 	for _, tr := range []string{"stdio", "http"} {
-		for _, kind := range kindsFor(tr) {
-			b.Run(tr+"/"+kind, func(b *testing.B) {
-				c, pid := dial(b, tr, kind)
-				defer c.Close()
-				for range 50 { // warm up
-					echo(b, c)
-				}
-				lat := make([]time.Duration, 0, b.N)
-				cpu := startCPU(b, pid)
-				b.ResetTimer()
-				for range b.N {
-					start := time.Now()
-					echo(b, c)
-					lat = append(lat, time.Since(start))
-				}
-				b.StopTimer()
-				cpu.report(b, b.N)
-				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-			})
+		b.Run(tr, func(b *testing.B) { latency(b, tr, kindsFor(tr)) })
+	}
+}
+
+// latencyBlock is how many calls a setup makes in a row: enough that the
+// switch to it costs little, few enough that every setup sees each part of
+// the run.
+const latencyBlock = 25
+
+func latency(b *testing.B, tr string, kinds []string) {
+	type setup struct {
+		kind string
+		c    *client.Client
+		pid  int
+		lat  []time.Duration
+		cpu  cpuMeter
+	}
+	setups := make([]*setup, 0, len(kinds))
+	for _, kind := range kinds {
+		c, pid := dial(b, tr, kind)
+		defer c.Close()
+		for range 50 { // warm up
+			echo(b, c)
 		}
+		setups = append(setups, &setup{kind: kind, c: c, pid: pid, lat: make([]time.Duration, 0, b.N)})
+	}
+	for _, s := range setups {
+		s.cpu = startCPU(b, s.pid)
+	}
+	rng := rand.New(rand.NewPCG(1, 2)) // the same order in every run
+	b.ResetTimer()
+	for done := 0; done < b.N; done += latencyBlock {
+		n := min(latencyBlock, b.N-done)
+		for _, i := range rng.Perm(len(setups)) {
+			s := setups[i]
+			for range n {
+				start := time.Now()
+				echo(b, s.c)
+				s.lat = append(s.lat, time.Since(start))
+			}
+		}
+	}
+	b.StopTimer()
+	for _, s := range setups {
+		if v, ok := s.cpu.perCall(b, b.N); ok {
+			b.ReportMetric(v, s.kind+":cpu-µs/call")
+		}
+		slices.Sort(s.lat)
+		b.ReportMetric(float64(s.lat[len(s.lat)/2].Nanoseconds())/1e3, s.kind+":p50-µs")
+		b.ReportMetric(float64(s.lat[len(s.lat)*99/100].Nanoseconds())/1e3, s.kind+":p99-µs")
 	}
 }
 

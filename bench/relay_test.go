@@ -119,15 +119,23 @@ func startCPU(b *testing.B, pid int) cpuMeter {
 
 // report adds cpu-µs/call: the process's CPU time since start per call.
 func (m cpuMeter) report(b *testing.B, calls int) {
+	if v, ok := m.perCall(b, calls); ok {
+		b.ReportMetric(v, "cpu-µs/call")
+	}
+}
+
+// perCall is the process's CPU time since start per call, in µs; false
+// (logged) when it could not be read.
+func (m cpuMeter) perCall(b *testing.B, calls int) (float64, bool) {
 	if !m.ok || calls == 0 {
-		return
+		return 0, false
 	}
 	t, err := processCPU(m.pid)
 	if err != nil {
 		b.Logf("cpu per call not measured: %v", err)
-		return
+		return 0, false
 	}
-	b.ReportMetric(float64((t-m.start).Nanoseconds())/1e3/float64(calls), "cpu-µs/call")
+	return float64((t - m.start).Nanoseconds()) / 1e3 / float64(calls), true
 }
 
 // processCPU is the time the threads of pid have run, from each thread's

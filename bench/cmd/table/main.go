@@ -75,6 +75,17 @@ func parse(r io.Reader) (res results, cpu string, err error) {
 			if err != nil {
 				return nil, "", fmt.Errorf("%s: metric %q: %w", name, f[i], err)
 			}
+			// An interleaved benchmark (BenchmarkLatency) reports each
+			// setup's figures as <setup>:<unit>: they are that setup's,
+			// as if it had a line of its own.
+			if setup, unit, ok := strings.Cut(f[i+1], ":"); ok {
+				sub := name + "/" + setup
+				if res[sub] == nil {
+					res[sub] = map[string]float64{}
+				}
+				res[sub][unit] = v
+				continue
+			}
 			m[f[i+1]] = v
 		}
 		res[name] = m

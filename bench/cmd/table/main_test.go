@@ -46,6 +46,9 @@ func TestParse(t *testing.T) {
 	}{
 		{"suffix stripped, metrics by unit", "BenchmarkLatency/http/direct-16 \t 300\t 687451 ns/op\t 533.4 p50-µs\n",
 			map[string]map[string]float64{"Latency/http/direct": {"ns/op": 687451, "p50-µs": 533.4}}, ""},
+		{"interleaved setups, each its own", "BenchmarkLatency/stdio-2 \t 300\t 9000 ns/op\t 61.5 direct:p50-µs\t 120 direct:cpu-µs/call\t 180.5 planlock:p50-µs\t 95.25 planlock:cpu-µs/call\n",
+			map[string]map[string]float64{"Latency/stdio": {"ns/op": 9000}, "Latency/stdio/direct": {"p50-µs": 61.5, "cpu-µs/call": 120},
+				"Latency/stdio/planlock": {"p50-µs": 180.5, "cpu-µs/call": 95.25}}, ""},
 		{"no suffix", "BenchmarkCheck 10 704.2 ns/op\n", map[string]map[string]float64{"Check": {"ns/op": 704.2}}, ""},
 		{"other lines skipped", "goos: linux\nPASS\nok  \tpkg\t1.2s\n--- FAIL: BenchmarkX\nBenchmarkY-2 \tFAIL x y\n", map[string]map[string]float64{}, ""},
 		{"bad figure", "BenchmarkCheck-2 10 7x4 ns/op\n", nil, `Check: metric "7x4"`},
