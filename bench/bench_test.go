@@ -33,6 +33,9 @@
 // disk's floor for one durable record; cli_test.go compares plan fmt and plan
 // validate with hclfmt. The gate's own check is BenchmarkCheck in proxy/gate.
 //
+// TestBenchRunQuick (build tag e2e, so in the test command) runs bench/run
+// --quick and checks that every setup and target has its figures.
+//
 // PLANLOCK_BENCH_BIN names a directory holding testupstream, passthrough,
 // planlock and hclfmt already built (bench/run builds them once); otherwise
 // the first benchmark that runs one builds them.
