@@ -316,12 +316,14 @@ func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
 func (rp *replayed) checkAnchor(f *os.File, want Head) error {
 	return checkHead(want, rp.res, func(seq uint64) (string, error) {
 		switch {
-		case seq > uint64(rp.cp.Records):
+		case seq > uint64(rp.cp.Records) && rp.prevAt != "":
 			return rp.prevAt, nil
 		case seq == uint64(rp.cp.Records):
 			return rp.cp.Head, nil
 		}
-		// Before the checkpoint: not replayed, read it.
+		// Before the checkpoint, or record seq+1 was not replayed (the
+		// file starts after it: the anchor names an earlier segment's
+		// record): read it, which tells the two apart.
 		return hashAt(io.NewSectionReader(f, 0, rp.end.size), seq)
 	})
 }

@@ -551,3 +551,49 @@ func BenchmarkRotate(b *testing.B) {
 		})
 	}
 }
+
+// An anchor older than the first record of the journal's current file, with
+// no checkpoint, is what Inspect may read beside a proxy that rotates (the
+// anchor first; the file after the rotation's rename, before its new
+// checkpoint) and what a restored old anchor looks like. The anchor's
+// record is then in an earlier segment: that is what Inspect (which reads
+// again) and Open report, never that records were removed from the end.
+func TestAnchorInEarlierSegment(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, SyncEachCall: true})
+	for range 2 {
+		if _, err := l.Reserve(ctx, Reservation{Call: call("lookup", 0, "get_order", `{}`), MaxCalls: 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := ReadHead(Options{Dir: dir})
+	if err != nil || old.Seq != 2 {
+		t.Fatalf("head after two calls: %v %v, want seq 2", old, err)
+	}
+	l = openT(t, Options{Dir: dir, SyncEachCall: true, RotateSize: 1})
+	for l.Stats().Rotations < 2 {
+		if _, err := l.Reserve(ctx, Reservation{Call: call("lookup", 0, "get_order", `{}`), MaxCalls: 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := createAnchor(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, checkpointName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	_, ierr := Inspect(ctx, Options{Dir: dir})
+	_, oerr := Open(ctx, Options{Dir: dir})
+	for what, err := range map[string]error{"Inspect": ierr, "Open": oerr} {
+		if !errors.Is(err, ErrAnchor) || !errors.Is(err, errEarlierSegment) || errors.Is(err, ErrTruncated) {
+			t.Errorf("%s: %v; want the anchor's record 2 in an earlier segment, not a truncation", what, err)
+		}
+	}
+}
