@@ -250,7 +250,8 @@ func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 // made b.N. A change of the machine's load during the run (2 shared cores
 // here) then falls on every setup alike, so the ratios between setups hold
 // even where the absolute figures drift. One line per transport carries
-// each setup's figures as <setup>:<unit> (p50-µs, p99-µs, cpu-µs/call);
+// each setup's figures as <setup>:<unit> (p50-µs, p99-µs, cpu-µs/call: the
+// process's CPU over the whole run, its idle turns included, per call);
 // bench/cmd/table reads them as Latency/<transport>/<setup>.
 func BenchmarkLatency(b *testing.B) {
 	for _, tr := range []string{"stdio", "http"} {
