@@ -77,26 +77,7 @@ func newLane(t *testing.T, fast bool) *lane {
 // ledger seen through wrap.
 func newLaneWith(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State) *lane {
 	t.Helper()
-	plan, diags := hclplan.Parse("plan.hcl", []byte(planText))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	dir := filepath.Join(t.TempDir(), "state")
-	l, err := ledger.Open(context.Background(), ledger.Options{Dir: dir, Now: fixedNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
-	var state State = l
-	if wrap != nil {
-		state = wrap(l)
-	}
-	p, err := New(Config{Plan: plan, State: state, Now: fixedNow, CallTimeout: 2 * time.Second,
-		Upstream: UpstreamConfig{Command: []string{testUpstreamBin}, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.noFastLane = !fast
+	p, l, audit := laneProxy(t, planText, fast, wrap)
 	ctx, cancel := context.WithCancel(context.Background())
 	cr, pw := io.Pipe()
 	pr, cw := io.Pipe()
@@ -112,7 +93,7 @@ func newLaneWith(t *testing.T, planText string, fast bool, wrap func(*ledger.Led
 		<-served
 		l.Close()
 	})
-	ln := &lane{t: t, in: pw, out: make(chan string, 100), audit: filepath.Join(dir, "audit.jsonl"), p: p}
+	ln := &lane{t: t, in: pw, out: make(chan string, 100), audit: audit, p: p}
 	go func() {
 		defer close(ln.out)
 		sc := bufio.NewScanner(pr)
@@ -479,4 +460,33 @@ func readAudit(t *testing.T, path string) []map[string]any {
 		out = append(out, r)
 	}
 	return out
+}
+
+// laneProxy is the proxy both fast lanes' tests run, with or without its
+// lane (fast): plan planText, a ledger of its own (seen through wrap when
+// set) and the test upstream started with upstreamArgs. The caller closes
+// the ledger once the proxy stopped; audit is its journal.
+func laneProxy(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) (p *Proxy, l *ledger.Ledger, audit string) {
+	t.Helper()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(planText))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	l, err := ledger.Open(context.Background(), ledger.Options{Dir: dir, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
+	var state State = l
+	if wrap != nil {
+		state = wrap(l)
+	}
+	p, err = New(Config{Plan: plan, State: state, Now: fixedNow, CallTimeout: 2 * time.Second,
+		Upstream: UpstreamConfig{Command: append([]string{testUpstreamBin}, upstreamArgs...), Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.noFastLane = !fast
+	return p, l, filepath.Join(dir, "audit.jsonl")
 }

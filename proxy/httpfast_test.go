@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -50,26 +48,7 @@ func newHTTPSide(t *testing.T, fast bool, upstreamArgs ...string) *httpSide {
 // newHTTPSideWith is newHTTPSide with the ledger wrapped by wrap (nil: as is).
 func newHTTPSideWith(t *testing.T, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) *httpSide {
 	t.Helper()
-	plan, diags := hclplan.Parse("plan.hcl", []byte(httpFastPlan))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	dir := filepath.Join(t.TempDir(), "state")
-	l, err := ledger.Open(context.Background(), ledger.Options{Dir: dir, Now: fixedNow})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, _ := UpstreamEnv(nil, func(string) (string, bool) { return "", false })
-	var st State = l
-	if wrap != nil {
-		st = wrap(l)
-	}
-	p, err := New(Config{Plan: plan, State: st, Now: fixedNow, CallTimeout: 2 * time.Second,
-		Upstream: UpstreamConfig{Command: append([]string{testUpstreamBin}, upstreamArgs...), Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.noFastLane = !fast
+	p, l, audit := laneProxy(t, httpFastPlan, fast, wrap, upstreamArgs...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +67,7 @@ func newHTTPSideWith(t *testing.T, fast bool, wrap func(*ledger.Ledger) State, u
 	if err := p.WaitUpstream(ctx); err != nil && len(upstreamArgs) == 0 {
 		t.Fatal(err)
 	}
-	s := &httpSide{t: t, url: "http://" + ln.Addr().String() + "/mcp", audit: filepath.Join(dir, "audit.jsonl"), p: p}
+	s := &httpSide{t: t, url: "http://" + ln.Addr().String() + "/mcp", audit: audit, p: p}
 	_, _, h := s.post(nil, initBody)
 	if s.sid = h.Get(server.HeaderKeySessionID); s.sid == "" {
 		t.Fatal("initialize answered no session")
