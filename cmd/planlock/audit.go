@@ -118,6 +118,7 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 	var (
 		path    string
 		f       io.ReadSeeker
+		file    *os.File     // f, when it is a file
 		rowHead *ledger.Head // a PostgreSQL state's head row
 	)
 	if pgURL != "" {
@@ -127,23 +128,25 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 		}
 		path, f, rowHead = pgstate.Describe(pgURL), r, &h
 	} else {
-		paths, err := journalSeries(o.Args) // audit_series.go
+		files, err := openSeries(o.Args) // audit_series.go
 		if err != nil {
 			return failf("audit verify: %v", err)
 		}
-		if len(paths) != 1 || len(o.Args) != 1 || paths[0] != o.Args[0] {
-			return runAuditVerifySeries(o, paths, anchor, wantHash)
+		defer ledger.CloseFiles(files)
+		if len(files) != 1 || len(o.Args) != 1 || files[0].Name() != o.Args[0] {
+			return runAuditVerifySeries(o, files, anchor, wantHash)
 		}
-		path = paths[0]
-		file, err := os.Open(path)
-		if err != nil {
-			return failf("audit verify: %v", err)
-		}
-		defer file.Close()
-		f = file
+		path, f, file = files[0].Name(), files[0], files[0]
 	}
-	// Read line by line, never more than max bytes of one line.
-	res, err := ledger.Verify(boundedio.LineLimit(f, path, max))
+	// Read line by line, never more than max bytes of one line; a file a
+	// proxy may be writing is read again while its last line is torn.
+	var res ledger.VerifyResult
+	var err error
+	if file != nil {
+		res, err = ledger.VerifyLive(file, lineLimit(max))
+	} else {
+		res, err = ledger.Verify(boundedio.LineLimit(f, path, max))
+	}
 	var ve *ledger.VerifyError
 	if err != nil && !errors.As(err, &ve) {
 		return failf("audit verify: %s: %v", path, err)

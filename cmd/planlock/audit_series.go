@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -16,83 +13,30 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// journalSeries turns the files and directories given to audit verify and
-// audit export into one series in chain order. Files are taken in the order
+// openSeries opens the files and directories given to audit verify and
+// audit export as one series in chain order. Files are taken in the order
 // given (a wrong order is reported by the chain, not repaired). A directory
-// stands for one journal's files: its archived segments
-// (<stem>.<first>-<last><ext>) in name order, then the journal itself
-// (<stem><ext>) when it is there.
-func journalSeries(args []string) ([]string, error) {
-	var out []string
+// stands for one journal's files (ledger.OpenSeries): its archived
+// segments in name order, then the journal itself when it is there, read
+// as they were when the journal was opened even while a proxy rotates it.
+func openSeries(args []string) ([]*os.File, error) {
+	var out []*os.File
 	for _, a := range args {
-		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
-			out = append(out, a) // opening it says what is wrong
-			continue
+		var files []*os.File
+		var err error
+		if fi, serr := os.Stat(a); serr == nil && fi.IsDir() {
+			files, err = ledger.OpenSeries(a)
+		} else {
+			var f *os.File
+			if f, err = os.Open(a); err == nil {
+				files = []*os.File{f}
+			}
 		}
-		files, err := dirSeries(a)
 		if err != nil {
+			ledger.CloseFiles(out)
 			return nil, err
 		}
 		out = append(out, files...)
-	}
-	return out, nil
-}
-
-func dirSeries(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var journals, rest []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
-			rest = append(rest, e.Name())
-		}
-	}
-	// A journal is a .jsonl file that is not a segment of another one.
-	for _, n := range rest {
-		seg := false
-		for _, m := range rest {
-			if _, _, ok := ledger.ParseSegmentName(m, n); ok && m != n {
-				seg = true
-				break
-			}
-		}
-		if !seg {
-			journals = append(journals, n)
-		}
-	}
-	var segs []string
-	var journal string
-	switch len(journals) {
-	case 0:
-		// Archived segments only: one journal's, by their common stem.
-		stems := map[string]bool{}
-		for _, n := range rest {
-			stem, _, _ := strings.Cut(n, ".")
-			stems[stem] = true
-		}
-		if len(stems) != 1 {
-			return nil, fmt.Errorf("%s: no audit log files (*.jsonl) of one journal", dir)
-		}
-		segs = rest
-	case 1:
-		journal = journals[0]
-		for _, n := range rest {
-			if _, _, ok := ledger.ParseSegmentName(journal, n); ok {
-				segs = append(segs, n)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("%s holds the files of more than one audit log (%s): give the files", dir, strings.Join(journals, ", "))
-	}
-	slices.Sort(segs)
-	var out []string
-	for _, n := range segs {
-		out = append(out, filepath.Join(dir, n))
-	}
-	if journal != "" {
-		out = append(out, filepath.Join(dir, journal))
 	}
 	return out, nil
 }
@@ -104,7 +48,7 @@ func lineLimit(max int64) func(io.Reader, string) io.Reader {
 
 // seriesHead checks a verified series against a head kept elsewhere, in
 // the file that holds the head's record (the last when it is beyond all).
-func seriesHead(segs []ledger.SegmentResult, want ledger.Head) error {
+func seriesHead(segs []ledger.SegmentResult, files []*os.File, want ledger.Head) error {
 	i := len(segs) - 1
 	for j, s := range segs {
 		if s.First > 0 && want.Seq+1 >= s.First && want.Seq <= uint64(s.Records) {
@@ -112,23 +56,13 @@ func seriesHead(segs []ledger.SegmentResult, want ledger.Head) error {
 			break
 		}
 	}
-	f, err := os.Open(segs[i].Path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return ledger.VerifyHead(f, ledger.VerifyResult{Records: segs[i].Records, Head: segs[i].Head, First: segs[i].First}, want)
+	return ledger.VerifyHead(io.NewSectionReader(files[i], 0, 1<<62), ledger.VerifyResult{Records: segs[i].Records, Head: segs[i].Head, First: segs[i].First}, want)
 }
 
 // seriesFindHash looks for a record hash in every file of a series.
-func seriesFindHash(segs []ledger.SegmentResult, hash string) (uint64, bool, error) {
-	for _, s := range segs {
-		f, err := os.Open(s.Path)
-		if err != nil {
-			return 0, false, err
-		}
-		seq, ok, err := ledger.FindHash(f, hash)
-		f.Close()
+func seriesFindHash(files []*os.File, hash string) (uint64, bool, error) {
+	for _, f := range files {
+		seq, ok, err := ledger.FindHash(io.NewSectionReader(f, 0, 1<<62), hash)
 		if err != nil || ok {
 			return seq, ok, err
 		}
@@ -200,19 +134,20 @@ func runAuditExport(ctx context.Context, o *auditExportOptions) error {
 	if o.MaxLineBytes <= 0 {
 		return usageErrorf("audit export: --max-line-bytes must be positive")
 	}
-	paths, err := journalSeries(o.Args)
+	files, err := openSeries(o.Args)
 	if err != nil {
 		return failf("audit export: %v", err)
 	}
-	if _, err := ledger.Export(o.IO.out, paths, o.FromSeq, lineLimit(o.MaxLineBytes)); err != nil {
+	defer ledger.CloseFiles(files)
+	if _, err := ledger.ExportFiles(o.IO.out, files, o.FromSeq, lineLimit(o.MaxLineBytes)); err != nil {
 		return failf("audit export: %v", err)
 	}
 	return nil
 }
 
 // runAuditVerifySeries is audit verify over several files.
-func runAuditVerifySeries(o *auditVerifyOptions, paths []string, anchor *ledger.Head, wantHash string) error {
-	segs, res, err := ledger.VerifySeries(paths, lineLimit(o.MaxLineBytes))
+func runAuditVerifySeries(o *auditVerifyOptions, files []*os.File, anchor *ledger.Head, wantHash string) error {
+	segs, res, err := ledger.VerifyFiles(files, lineLimit(o.MaxLineBytes))
 	var se *ledger.SeriesError
 	if err != nil && !errors.As(err, &se) {
 		return failf("audit verify: %v", err)
@@ -220,11 +155,11 @@ func runAuditVerifySeries(o *auditVerifyOptions, paths []string, anchor *ledger.
 	var headErr error
 	var found uint64
 	if se == nil && anchor != nil {
-		headErr = seriesHead(segs, *anchor)
+		headErr = seriesHead(segs, files, *anchor)
 	}
 	if se == nil && headErr == nil && wantHash != "" {
 		var ok bool
-		if found, ok, err = seriesFindHash(segs, wantHash); err != nil {
+		if found, ok, err = seriesFindHash(files, wantHash); err != nil {
 			return failf("audit verify: %v", err)
 		} else if !ok {
 			headErr = fmt.Errorf("head %s is not in the audit log: it was truncated or rewritten", wantHash)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,9 +47,17 @@ func runAudit(args ...string) (code int, stdout, stderr string) {
 
 func TestAuditVerifyAndExportSeries(t *testing.T) {
 	dir, records := rotatedState(t)
-	files, err := journalSeries([]string{dir})
-	if err != nil || len(files) < 4 || filepath.Base(files[len(files)-1]) != "audit.jsonl" {
-		t.Fatalf("journalSeries(%s) = %v, %v", dir, files, err)
+	opened, err := openSeries([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range opened {
+		files = append(files, f.Name())
+	}
+	ledger.CloseFiles(opened)
+	if len(files) < 4 || filepath.Base(files[len(files)-1]) != "audit.jsonl" {
+		t.Fatalf("openSeries(%s) = %v", dir, files)
 	}
 
 	code, out, errs := runAudit("audit", "verify", "--anchor", filepath.Join(dir, "head"), dir)
@@ -129,5 +138,96 @@ func TestAuditRotationFlags(t *testing.T) {
 		if err != nil || o.RotateSize != tt.want || o.RotateEvery != tt.every {
 			t.Errorf("%q %v: %+v, %v", tt.size, tt.every, o, err)
 		}
+	}
+}
+
+// TestAuditBesideRotatingProxy runs audit verify and audit export, as an
+// operator would, while a ledger keeps writing and rotating its journal:
+// every run must pass and export an unbroken chain, whatever moment of a
+// rotation (link, rename) or of a record's write the listing and the reads
+// fall on.
+func TestAuditBesideRotatingProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	tests := []struct {
+		name string
+		opts ledger.Options
+		pace time.Duration // between two records
+	}{
+		{"every record, synced", ledger.Options{RotateSize: 1, SyncEachCall: true}, 0},
+		// A rotation every few tens of records, and records written as
+		// batches while the reads run.
+		{"8KiB, batched", ledger.Options{RotateSize: 8 << 10}, 100 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.opts.Dir = dir
+			l, err := ledger.Open(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			wrote := make(chan error, 1)
+			stopped := sync.OnceValue(func() error { close(stop); return <-wrote })
+			t.Cleanup(func() { _ = stopped() }) // also when the test fails
+			go func() {
+				c := ledger.Call{PlanDigest: "sha256:" + strings.Repeat("1", 64), Step: "lookup", Tool: "get_order", Args: json.RawMessage(`{"id":1}`)}
+				for {
+					select {
+					case <-stop:
+						wrote <- l.Close()
+						return
+					default:
+					}
+					if _, err := l.Reserve(context.Background(), ledger.Reservation{Call: c, MaxCalls: 1 << 30}); err != nil {
+						wrote <- err
+						return
+					}
+					time.Sleep(tt.pace)
+				}
+			}()
+			journal := filepath.Join(dir, "audit.jsonl")
+			runs := 0
+			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); runs++ {
+				if code, out, errs := runAudit("audit", "verify", dir); code != 0 {
+					t.Fatalf("run %d: verify DIR beside a rotating ledger: exit %d\n%s%s", runs, code, out, errs)
+				}
+				if code, out, errs := runAudit("audit", "verify", journal); code != 0 {
+					t.Fatalf("run %d: verify the live journal: exit %d\n%s%s", runs, code, out, errs)
+				}
+				code, out, errs := runAudit("audit", "export", dir)
+				if code != 0 {
+					t.Fatalf("run %d: export DIR beside a rotating ledger: exit %d\n%s", runs, code, errs)
+				}
+				checkExportChain(t, out)
+			}
+			if err := stopped(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d runs of verify and export", runs)
+			// Still the same series once the ledger is closed.
+			if code, out, errs := runAudit("audit", "verify", dir); code != 0 {
+				t.Fatalf("verify DIR after close: exit %d\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+// checkExportChain checks that exported lines are seq 1, 2, 3, ... each
+// continuing the one before.
+func checkExportChain(t *testing.T, out string) {
+	t.Helper()
+	var prev ledger.ExportRecord
+	for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var e ledger.ExportRecord
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("export line %d: %v", i+1, err)
+		}
+		if e.Seq != uint64(i+1) || (i > 0 && e.Prev != prev.Hash) {
+			t.Fatalf("export line %d: seq %d prev %.12s, after seq %d hash %.12s", i+1, e.Seq, e.Prev, prev.Seq, prev.Hash)
+		}
+		prev = e
 	}
 }

@@ -194,7 +194,7 @@ func crashRounds(t *testing.T, crashMax int, rotate int64) {
 	}
 	settled := 0
 	files := seriesOf(t, dir+"/audit.jsonl")
-	if _, _, err := walkSeries(files, nil, func(r *parsed) error {
+	if _, _, err := walkSeries(openFiles(t, files), nil, func(r *parsed) error {
 		if r.Type == typeLease && strings.Contains(r.Note, "count as used") {
 			settled++
 		}

@@ -273,7 +273,7 @@ func TestConcurrentInlineAndWriterWithClose(t *testing.T) {
 	var last uint64
 	var gotOutcomes, gotBlocks, checkpoints int
 	gotHolds := map[string]bool{}
-	if _, _, err := walkSeries(files, nil, func(r *parsed) error {
+	if _, _, err := walkSeries(openFiles(t, files), nil, func(r *parsed) error {
 		if r.Seq <= last {
 			return fmt.Errorf("seq %d after %d", r.Seq, last)
 		}

@@ -36,6 +36,17 @@ func seriesOf(t testing.TB, audit string) []string {
 	return append(out, audit)
 }
 
+// openFiles opens paths for walkSeries, closed when the test ends.
+func openFiles(t testing.TB, paths []string) []*os.File {
+	t.Helper()
+	files, err := openPaths(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseFiles(files) })
+	return files
+}
+
 func reserveCalls(t testing.TB, l *Ledger, n, max int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
@@ -435,7 +446,7 @@ func TestRotateUnderConcurrentLoad(t *testing.T) {
 		t.Fatalf("Rotations = %d under load, want several", l.Stats().Rotations)
 	}
 	allows := 0
-	if _, _, err := walkSeries(seriesOf(t, l.AuditPath()), nil, func(p *parsed) error {
+	if _, _, err := walkSeries(openFiles(t, seriesOf(t, l.AuditPath())), nil, func(p *parsed) error {
 		if p.Type == typeDecision && p.Decision == DecisionAllow {
 			allows++
 		}

@@ -49,14 +49,40 @@ func (e *SeriesError) Is(target error) bool { return target == ErrCorrupt }
 // series starts. limit, when set, wraps each file's reader (a bound on line
 // length). A torn last line is an error in any file.
 func VerifySeries(paths []string, limit func(r io.Reader, path string) io.Reader) ([]SegmentResult, VerifyResult, error) {
-	return walkSeries(paths, limit, nil, false)
+	files, err := openPaths(paths)
+	if err != nil {
+		return nil, VerifyResult{}, err
+	}
+	defer CloseFiles(files)
+	return VerifyFiles(files, limit)
 }
 
-// walkSeries is VerifySeries, calling fn (when set) with each record. With
+// VerifyFiles is VerifySeries over files already open (OpenSeries), each
+// read from its start. A last line of the last file that is torn is read
+// again a few times over 100 ms before it is reported: the file may be a
+// live journal whose record is being written.
+func VerifyFiles(files []*os.File, limit func(r io.Reader, path string) io.Reader) ([]SegmentResult, VerifyResult, error) {
+	return walkSeries(files, limit, nil, false)
+}
+
+func openPaths(paths []string) ([]*os.File, error) {
+	var files []*os.File
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			CloseFiles(files)
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// walkSeries is VerifyFiles, calling fn (when set) with each record. With
 // allowTorn a torn last line of the last file ends the walk without error:
 // a proxy may be writing it.
-func walkSeries(paths []string, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool) ([]SegmentResult, VerifyResult, error) {
-	if len(paths) == 0 {
+func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool) ([]SegmentResult, VerifyResult, error) {
+	if len(files) == 0 {
 		return nil, VerifyResult{}, errors.New("no audit log files given")
 	}
 	var (
@@ -64,8 +90,10 @@ func walkSeries(paths []string, limit func(io.Reader, string) io.Reader, fn func
 		all  = VerifyResult{Head: genesis}
 		prev *SegmentResult
 	)
-	for i, path := range paths {
-		seg, err := walkFile(path, prev, limit, fn, allowTorn && i == len(paths)-1)
+	for i, f := range files {
+		path := f.Name()
+		last := i == len(files)-1
+		seg, err := walkFile(f, prev, limit, fn, allowTorn && last, last)
 		if err != nil {
 			var ve *VerifyError
 			if errors.As(err, &ve) {
@@ -83,7 +111,7 @@ func walkSeries(paths []string, limit func(io.Reader, string) io.Reader, fn func
 				return out, all, &SeriesError{Path: path, Index: i, Reason: reason}
 			}
 		}
-		if seg.First == 0 && len(paths) > 1 {
+		if seg.First == 0 && len(files) > 1 {
 			return out, all, &SeriesError{Path: path, Index: i, Reason: "empty: a journal file a rotation made starts with its segment record"}
 		}
 		if i == 0 {
@@ -120,17 +148,16 @@ func linkReason(before SegmentResult, seg walked) string {
 
 // walkFile verifies one file of a series; before is the file before it
 // (nil for the first). fn sees a file's records only once its first record
-// was found to continue before.
-func walkFile(path string, before *SegmentResult, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool) (walked, error) {
+// was found to continue before. With live (and no fn) a torn last line is
+// read again before it is reported.
+func walkFile(f *os.File, before *SegmentResult, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn, live bool) (walked, error) {
+	path := f.Name()
 	w := walked{SegmentResult: SegmentResult{Path: path}}
-	f, err := os.Open(path)
-	if err != nil {
-		return w, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if limit != nil {
-		r = limit(f, path)
+	reader := func() io.Reader {
+		if limit != nil {
+			return limit(ioSection(f), path)
+		}
+		return ioSection(f)
 	}
 	var apply func(*parsed)
 	var fnErr error
@@ -148,10 +175,16 @@ func walkFile(path string, before *SegmentResult, limit func(io.Reader, string) 
 			}
 		}
 	}
-	res, _, _, err := scan(r, apply)
+	res, _, _, err := scan(reader(), apply)
 	var ve *VerifyError
 	if errors.As(err, &ve) && ve.Torn && allowTorn {
 		err = nil
+	}
+	if live && fn == nil {
+		res, err = rereadTorn(res, err, func() (VerifyResult, error) {
+			res, _, _, err := scan(reader(), nil)
+			return res, err
+		}, tornWait)
 	}
 	if err != nil {
 		return w, err
@@ -257,9 +290,20 @@ type ExportResult struct {
 // and returns a *SeriesError, having written only records before the break.
 // A torn last line of the last file (a record being written) is left out.
 func Export(w io.Writer, paths []string, fromSeq uint64, limit func(io.Reader, string) io.Reader) (ExportResult, error) {
+	files, err := openPaths(paths)
+	if err != nil {
+		return ExportResult{}, err
+	}
+	defer CloseFiles(files)
+	return ExportFiles(w, files, fromSeq, limit)
+}
+
+// ExportFiles is Export over files already open (OpenSeries), each read
+// from its start.
+func ExportFiles(w io.Writer, files []*os.File, fromSeq uint64, limit func(io.Reader, string) io.Reader) (ExportResult, error) {
 	var out ExportResult
 	var line []byte
-	_, res, err := walkSeries(paths, limit, func(p *parsed) error {
+	_, res, err := walkSeries(files, limit, func(p *parsed) error {
 		if p.Seq < fromSeq {
 			return nil
 		}
@@ -277,6 +321,45 @@ func Export(w io.Writer, paths []string, fromSeq uint64, limit func(io.Reader, s
 	}, true)
 	out.Head = res.Head
 	return out, err
+}
+
+// VerifyLive is Verify of a file that a proxy may be writing: a torn last
+// line is read again a few times over 100 ms before it is reported (a
+// record being written is whole within microseconds; one a crash cut short
+// stays torn).
+func VerifyLive(f *os.File, limit func(io.Reader, string) io.Reader) (VerifyResult, error) {
+	return verifyLive(f, limit, tornWait)
+}
+
+func verifyLive(f *os.File, limit func(io.Reader, string) io.Reader, wait func()) (VerifyResult, error) {
+	verify := func() (VerifyResult, error) {
+		var r io.Reader = ioSection(f)
+		if limit != nil {
+			r = limit(r, f.Name())
+		}
+		return Verify(r)
+	}
+	res, err := verify()
+	return rereadTorn(res, err, verify, wait)
+}
+
+// rereadTorn reads a file again with verify while its last line is torn,
+// up to tornRereads times, after each wait.
+func rereadTorn(res VerifyResult, err error, verify func() (VerifyResult, error), wait func()) (VerifyResult, error) {
+	for i := 0; i < tornRereads && isTorn(err); i++ {
+		wait()
+		res, err = verify()
+	}
+	return res, err
+}
+
+const tornRereads = 5
+
+func tornWait() { time.Sleep(20 * time.Millisecond) }
+
+func isTorn(err error) bool {
+	var ve *VerifyError
+	return errors.As(err, &ve) && ve.Torn
 }
 
 // ExportJournal writes the records of a whole journal held in memory (a
