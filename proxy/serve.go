@@ -16,6 +16,17 @@ import (
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The client's pipes, opened again to be read and written through the
+	// poller with raw calls (rawpipe_linux.go); closing them on return also
+	// ends a read still waiting for the client.
+	if f := nonblockingPipe(in, false); f != nil {
+		defer f.Close()
+		in = rawIO[io.Reader](f)
+	}
+	if f := nonblockingPipe(out, true); f != nil {
+		defer f.Close()
+		out = rawIO[io.Writer](f)
+	}
 	p.stdioProg = &sessionProgress{}
 	sw := &syncWriter{w: out}
 	out = progressCounter{w: sw, n: &p.stdioProg.written}

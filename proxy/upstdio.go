@@ -36,6 +36,7 @@ type stdioTransport struct {
 	logger *slog.Logger
 
 	stdin io.WriteCloser
+	w     io.Writer  // stdin, raw when it can be
 	wmu   sync.Mutex // one line per Write, lines never interleaved
 
 	stdout io.ReadCloser
@@ -107,8 +108,11 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 		t.mu.Unlock()
 		return fmt.Errorf("start command: %w", err)
 	}
+	// The command's pipes are nonblocking (exec makes them with os.Pipe):
+	// read and written with raw calls (rawpipe_linux.go).
+	t.w = rawIO[io.Writer](t.stdin)
 	go drainStderr(t.errOut, t.stderr, t.logger)
-	go t.readLoop(bufio.NewReaderSize(t.stdout, 64<<10))
+	go t.readLoop(bufio.NewReaderSize(rawIO[io.Reader](t.stdout), 64<<10))
 	return nil
 }
 
@@ -348,7 +352,7 @@ func (t *stdioTransport) shut() {
 // longer reads: the transport is closed and every pending request fails.
 func (t *stdioTransport) writeLine(b []byte) error {
 	t.wmu.Lock()
-	_, err := t.stdin.Write(b)
+	_, err := t.w.Write(b)
 	t.wmu.Unlock()
 	if err != nil {
 		t.shut()

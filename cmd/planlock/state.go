@@ -49,6 +49,9 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 		}
 		lo := ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
 			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
+			// One stdio client waits for each record anyway; a listener's
+			// sessions share the process's Ps.
+			RawAppends: o.Listen == "",
 			// One line per checkpoint, rotation and at shutdown, for a log
 			// shipper to keep: planlock audit verify --anchor reads it back.
 			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) }}

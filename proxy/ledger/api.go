@@ -27,6 +27,15 @@ type Options struct {
 	// SyncEachCall makes every allow record durable before Reserve returns,
 	// whatever the step's budget: no leases (see Reserve).
 	SyncEachCall bool
+	// RawAppends appends records to the journal with a raw write(2), not
+	// through the scheduler's system call hand-off (Linux; elsewhere it
+	// changes nothing). For a proxy serving one stdio client, whose call
+	// waits for its record anyway: the hand-off wakes the runtime's
+	// monitor thread after every idle moment, and a relay is idle between
+	// every message. While such a write blocks (memory pressure, the file
+	// system's journal), its goroutine keeps its P and a GC pause waits for
+	// it; a server of many sessions leaves it off. fdatasync is unchanged.
+	RawAppends bool
 	// AcceptMissingAnchor lets Open start when the journal's anchor
 	// (<Dir>/head) is missing although the journal has records or the
 	// directory was used before: a new anchor is written at the journal's

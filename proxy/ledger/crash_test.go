@@ -21,6 +21,7 @@ const (
 	// crashRotateEnv sets the child's RotateSize; crashStopEnv makes it
 	// stop its first rotation at that step (see rotateStep) until killed.
 	crashRotateEnv = "PLANLOCK_LEDGER_CRASH_ROTATE"
+	crashRawEnv    = "PLANLOCK_LEDGER_CRASH_RAW" // Options.RawAppends
 	crashStopEnv   = "PLANLOCK_LEDGER_CRASH_STOP"
 	crashSteps     = 4
 )
@@ -44,7 +45,7 @@ func crashChild(dir string) {
 	ctx := context.Background()
 	crashMax, _ := strconv.Atoi(os.Getenv(crashMaxEnv))
 	rotate, _ := strconv.ParseInt(os.Getenv(crashRotateEnv), 10, 64)
-	l, err := Open(ctx, Options{Dir: dir, RotateSize: rotate})
+	l, err := Open(ctx, Options{Dir: dir, RotateSize: rotate, RawAppends: os.Getenv(crashRawEnv) != ""})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
@@ -93,16 +94,17 @@ func TestCrashNeverGrantsExtraCalls(t *testing.T) {
 	}
 	// 20 calls a step are counted one by one; 3000 mostly in leases.
 	for _, max := range []int{20, 3000} {
-		t.Run("max_calls="+strconv.Itoa(max), func(t *testing.T) { crashRounds(t, max, 0) })
+		t.Run("max_calls="+strconv.Itoa(max), func(t *testing.T) { crashRounds(t, max, 0, false) })
 	}
 	// A journal rotated every few records: kills land in rotations too.
-	t.Run("max_calls=20,rotating", func(t *testing.T) { crashRounds(t, 20, 2000) })
+	t.Run("max_calls=20,rotating", func(t *testing.T) { crashRounds(t, 20, 2000, false) })
+	t.Run("max_calls=20,raw_appends", func(t *testing.T) { crashRounds(t, 20, 0, true) })
 }
 
 // crashRounds kills children at random moments until they used up every
 // step, checking after each kill that the durable counts cover every call
 // granted and never pass crashMax.
-func crashRounds(t *testing.T, crashMax int, rotate int64) {
+func crashRounds(t *testing.T, crashMax int, rotate int64, raw bool) {
 	dir := t.TempDir()
 	granted := make([]int, crashSteps)
 	done, rounds := false, 0
@@ -113,6 +115,9 @@ func crashRounds(t *testing.T, crashMax int, rotate int64) {
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashMaxEnv+"="+strconv.Itoa(crashMax), crashRotateEnv+"="+strconv.FormatInt(rotate, 10))
+		if raw {
+			cmd.Env = append(cmd.Env, crashRawEnv+"=1")
+		}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()

@@ -38,6 +38,7 @@ type Ledger struct {
 	dir, auditPath string
 	redact         bool
 	syncEach       bool
+	rawAppends     bool // Options.RawAppends
 	now            func() time.Time
 	flushEvery     time.Duration
 

@@ -24,7 +24,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		return nil, err
 	}
 	l := &Ledger{
-		dir: dir, auditPath: audit, redact: o.Redact, syncEach: o.SyncEachCall, now: o.Now, flushEvery: o.FlushInterval,
+		dir: dir, auditPath: audit, redact: o.Redact, syncEach: o.SyncEachCall, rawAppends: o.RawAppends, now: o.Now, flushEvery: o.FlushInterval,
 		st: newState(), kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		syncKick: make(chan struct{}, 1), syncQuit: make(chan struct{}), syncStopped: make(chan struct{}),
 		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync,

@@ -345,7 +345,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 			buf, l.head = appendLine(buf, e.seq, l.head, e.body)
 		}
 		w.buf = buf
-		_, err = l.journal.Write(buf)
+		_, err = l.appendJournal(buf)
 		if err == nil {
 			l.end.lastStart = l.end.size + int64(lastStart)
 			l.end.size += int64(len(buf))

@@ -1,0 +1,192 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+func nonblocking(t *testing.T, f *os.File) bool {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fl uintptr
+	if err := rc.Control(func(fd uintptr) {
+		fl, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return fl&syscall.O_NONBLOCK != 0
+}
+
+func TestRawPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	rr, rw := rawPipeOf(r), rawPipeOf(w)
+	if rr == nil || rw == nil {
+		t.Fatalf("rawPipeOf(os.Pipe()) = %v, %v; want both", rr, rw)
+	}
+	// Four times a pipe's buffer: the writer waits for the reader (EAGAIN,
+	// the poller), the reader for the writer.
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<14)
+	wrote := make(chan error, 1)
+	go func() {
+		n, err := rw.Write(want)
+		if err == nil && n != len(want) {
+			err = io.ErrShortWrite
+		}
+		w.Close()
+		wrote <- err
+	}()
+	got, err := io.ReadAll(rr)
+	if werr := <-wrote; werr != nil {
+		t.Fatalf("write: %v", werr)
+	}
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes (%v), want the %d written", len(got), err, len(want))
+	}
+	if n, err := rr.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Fatalf("read after the writer closed: %d, %v; want io.EOF", n, err)
+	}
+}
+
+// A read waiting on the pipe ends when the file is closed; a write to a
+// pipe nobody reads fails with EPIPE (and does not kill the process).
+func TestRawPipeClosedAndBroken(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rr := rawPipeOf(r)
+	read := make(chan error, 1)
+	go func() {
+		_, err := rr.Read(make([]byte, 8))
+		read <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let the read wait in the poller (it passes either way)
+	r.Close()
+	select {
+	case err := <-read:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("read of a closed pipe: %v, want os.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read waiting on the pipe did not end when it was closed")
+	}
+	if _, err := rawPipeOf(w).Write([]byte("x\n")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("write to a pipe without reader: %v, want EPIPE", err)
+	}
+}
+
+func TestRawPipeOfOthers(t *testing.T) {
+	file, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	r.Fd() // a blocking pipe now, as a process's inherited stdin is
+	for name, v := range map[string]any{"regular file": file, "blocking pipe": r, "not a file": strings.NewReader(""), "nil file": (*os.File)(nil)} {
+		if p := rawPipeOf(v); p != nil {
+			t.Errorf("rawPipeOf(%s) = %v, want nil", name, p)
+		}
+	}
+	if nonblockingPipe(file, false) != nil || nonblockingPipe(strings.NewReader(""), false) != nil {
+		t.Error("nonblockingPipe of a regular file or a reader: want nil")
+	}
+}
+
+// nonblockingPipe opens a blocking pipe (a process's stdin or stdout) again
+// as a nonblocking file of its own, leaving the shared one as it was.
+func TestNonblockingPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	r.Fd() // blocking, as inherited
+	w.Fd()
+	nr, nw := nonblockingPipe(r, false), nonblockingPipe(w, true)
+	if nr == nil || nw == nil {
+		t.Fatalf("nonblockingPipe = %v, %v; want both", nr, nw)
+	}
+	defer nr.Close()
+	defer nw.Close()
+	if nonblocking(t, r) || nonblocking(t, w) || !nonblocking(t, nr) || !nonblocking(t, nw) {
+		t.Fatalf("O_NONBLOCK: original %v %v, opened again %v %v; want only the new ones",
+			nonblocking(t, r), nonblocking(t, w), nonblocking(t, nr), nonblocking(t, nw))
+	}
+	if _, err := rawIO[io.Writer](nw).Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(rawIO[io.Reader](nr), got); err != nil || string(got) != "ping\n" {
+		t.Fatalf("read %q, %v through the pipe opened again", got, err)
+	}
+}
+
+// ServeStdio over pipes returns when its context ends, and its read of the
+// client's pipe ends with it, although the client keeps the pipe open.
+func TestServeStdioPipeReadEnds(t *testing.T) {
+	p, _ := newInProcessProxy(t, benchPlan, noState{}, ledger.Options{})
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	defer outW.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.ServeStdio(ctx, inR, outW) }()
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 256)
+	if n, err := outR.Read(line); err != nil || !strings.Contains(string(line[:n]), `"id":1`) {
+		t.Fatalf("answer %q, %v", line[:n], err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); stackHas("(*lineReader).loop"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the read of the client's pipe still waits after ServeStdio returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func stackHas(fn string) bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn)
+}
