@@ -32,6 +32,7 @@ var reserveModes = []struct {
 	o    Options
 }{
 	{"leases", Options{}},
+	{"leases-raw-appends", Options{RawAppends: true}},
 	{"sync-each-call", Options{SyncEachCall: true}},
 }
 
