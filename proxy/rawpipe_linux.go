@@ -10,18 +10,22 @@ import (
 	"unsafe"
 )
 
-// rawPipe reads and writes a nonblocking pipe with raw system calls, the
-// poller waiting when the pipe is empty (or full).
+// rawPipe reads and writes a nonblocking pipe, or a stream socket (as
+// Node's child_process gives a child for stdio), with raw system calls, the
+// poller waiting when it is empty (or full).
 //
 // Why: every system call made through the scheduler (os.File.Read/Write)
 // wakes the runtime's monitor thread when the process was idle, and a
 // relay is idle between every message: two futex calls and a thread
 // switch per hop, measured at about a fifth of the stdio proxy's CPU per
 // call on 2 cores. A read or write of a nonblocking pipe never blocks, so
-// it needs no hand-off; the wait, when there is one, stays the poller's.
+// it needs no hand-off; the wait, when there is one, stays the poller's. A
+// socket is read and written with MSG_DONTWAIT, which needs no nonblocking
+// flag on a file that may be shared.
 type rawPipe struct {
 	name string
 	rc   syscall.RawConn
+	sock bool
 
 	// The calls' state, so that the functions handed to rc are made once
 	// (a closure per call would be two allocations per message).
@@ -53,17 +57,25 @@ func rawPipeOf(v any) *rawPipe {
 	if err != nil {
 		return nil
 	}
-	pipe := false
+	pipe, sock := false, false
 	_ = rc.Control(func(fd uintptr) {
 		var st syscall.Stat_t
-		fl, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		pipe = e == 0 && fl&syscall.O_NONBLOCK != 0 &&
-			syscall.Fstat(int(fd), &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
+		if syscall.Fstat(int(fd), &st) != nil {
+			return
+		}
+		switch st.Mode & syscall.S_IFMT {
+		case syscall.S_IFIFO:
+			fl, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+			pipe = e == 0 && fl&syscall.O_NONBLOCK != 0
+		case syscall.S_IFSOCK:
+			typ, err := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TYPE)
+			sock = err == nil && typ == syscall.SOCK_STREAM
+		}
 	})
-	if !pipe {
+	if !pipe && !sock {
 		return nil
 	}
-	p := &rawPipe{name: f.Name(), rc: rc}
+	p := &rawPipe{name: f.Name(), rc: rc, sock: sock}
 	p.readFn, p.writeFn = p.readOnce, p.writeAll
 	return p
 }
@@ -93,7 +105,13 @@ func (p *rawPipe) Read(b []byte) (int, error) {
 // readOnce is one read(2) of rbuf; false asks the poller to wait.
 func (p *rawPipe) readOnce(fd uintptr) bool {
 	for {
-		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p.rbuf[0])), uintptr(len(p.rbuf)))
+		var r uintptr
+		var e syscall.Errno
+		if p.sock {
+			r, _, e = syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.rbuf[0])), uintptr(len(p.rbuf)), syscall.MSG_DONTWAIT, 0, 0)
+		} else {
+			r, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p.rbuf[0])), uintptr(len(p.rbuf)))
+		}
 		switch e {
 		case syscall.EINTR:
 			continue
@@ -126,7 +144,14 @@ func (p *rawPipe) Write(b []byte) (int, error) {
 // poller to wait.
 func (p *rawPipe) writeAll(fd uintptr) bool {
 	for p.wdone < len(p.wbuf) {
-		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p.wbuf[p.wdone])), uintptr(len(p.wbuf)-p.wdone))
+		var r uintptr
+		var e syscall.Errno
+		b := unsafe.Pointer(&p.wbuf[p.wdone])
+		if p.sock {
+			r, _, e = syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(b), uintptr(len(p.wbuf)-p.wdone), syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		} else {
+			r, _, e = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(b), uintptr(len(p.wbuf)-p.wdone))
+		}
 		switch e {
 		case 0:
 			p.wdone += int(r)
@@ -141,12 +166,17 @@ func (p *rawPipe) writeAll(fd uintptr) bool {
 	return true
 }
 
-// nonblockingPipe opens the pipe f (the proxy's stdin or stdout) again,
-// nonblocking, so that the poller waits on it: a new open file of the same
-// pipe, because the nonblocking flag of f's own would also change it for
-// the process that shares it (the MCP client, a shell). nil when f is not a
-// pipe or cannot be opened again (no /proc).
-func nonblockingPipe(v any, write bool) *os.File {
+// pollableStdio opens the proxy's stdin or stdout (f) again so that the
+// poller waits on it and rawPipe reads or writes it; nil when f is neither
+// a pipe nor a stream socket, or cannot be opened again (no /proc).
+//
+// The new file must not change f's own open file, which the process that
+// gave it (the MCP client, a shell) may share: a pipe is opened again
+// through /proc/self/fd as a nonblocking file of its own; a socket (which
+// cannot be opened again) is duplicated, its shared flags made
+// nonblocking only while the poller takes the duplicate, then restored
+// (rawPipe's socket calls say MSG_DONTWAIT instead).
+func pollableStdio(v any, write bool) *os.File {
 	f, ok := v.(*os.File)
 	if !ok || f == nil {
 		return nil
@@ -155,23 +185,49 @@ func nonblockingPipe(v any, write bool) *os.File {
 	if err != nil {
 		return nil
 	}
-	path := ""
+	var nf *os.File
 	_ = rc.Control(func(fd uintptr) {
 		var st syscall.Stat_t
-		if syscall.Fstat(int(fd), &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
-			path = "/proc/self/fd/" + strconv.Itoa(int(fd))
+		if syscall.Fstat(int(fd), &st) != nil {
+			return
+		}
+		switch st.Mode & syscall.S_IFMT {
+		case syscall.S_IFIFO:
+			flag := syscall.O_RDONLY
+			if write {
+				flag = syscall.O_WRONLY
+			}
+			nf, _ = os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(fd)), flag|syscall.O_NONBLOCK, 0)
+		case syscall.S_IFSOCK:
+			nf = pollableSocket(int(fd), f.Name())
 		}
 	})
-	if path == "" {
+	return nf
+}
+
+func pollableSocket(fd int, name string) *os.File {
+	dup, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if e != 0 {
 		return nil
 	}
-	flag := syscall.O_RDONLY
-	if write {
-		flag = syscall.O_WRONLY
-	}
-	nf, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	fl, _, e := syscall.Syscall(syscall.SYS_FCNTL, dup, syscall.F_GETFL, 0)
+	if e != 0 {
+		syscall.Close(int(dup))
 		return nil
+	}
+	blocking := fl&syscall.O_NONBLOCK == 0
+	if blocking {
+		if err := syscall.SetNonblock(int(dup), true); err != nil {
+			syscall.Close(int(dup))
+			return nil
+		}
+	}
+	nf := os.NewFile(dup, name) // nonblocking now: the poller takes it
+	if blocking {
+		if err := syscall.SetNonblock(int(dup), false); err != nil {
+			nf.Close()
+			return nil
+		}
 	}
 	return nf
 }

@@ -113,12 +113,12 @@ func TestRawPipeOfOthers(t *testing.T) {
 			t.Errorf("rawPipeOf(%s) = %v, want nil", name, p)
 		}
 	}
-	if nonblockingPipe(file, false) != nil || nonblockingPipe(strings.NewReader(""), false) != nil {
-		t.Error("nonblockingPipe of a regular file or a reader: want nil")
+	if pollableStdio(file, false) != nil || pollableStdio(strings.NewReader(""), false) != nil {
+		t.Error("pollableStdio of a regular file or a reader: want nil")
 	}
 }
 
-// nonblockingPipe opens a blocking pipe (a process's stdin or stdout) again
+// pollableStdio opens a blocking pipe (a process's stdin or stdout) again
 // as a nonblocking file of its own, leaving the shared one as it was.
 func TestNonblockingPipe(t *testing.T) {
 	r, w, err := os.Pipe()
@@ -129,9 +129,9 @@ func TestNonblockingPipe(t *testing.T) {
 	defer w.Close()
 	r.Fd() // blocking, as inherited
 	w.Fd()
-	nr, nw := nonblockingPipe(r, false), nonblockingPipe(w, true)
+	nr, nw := pollableStdio(r, false), pollableStdio(w, true)
 	if nr == nil || nw == nil {
-		t.Fatalf("nonblockingPipe = %v, %v; want both", nr, nw)
+		t.Fatalf("pollableStdio = %v, %v; want both", nr, nw)
 	}
 	defer nr.Close()
 	defer nw.Close()
@@ -148,22 +148,92 @@ func TestNonblockingPipe(t *testing.T) {
 	}
 }
 
-// ServeStdio over pipes returns when its context ends, and its read of the
-// client's pipe ends with it, although the client keeps the pipe open.
+// socketPair is a connected pair of stream sockets, blocking, as
+// Node's child_process hands them to a child for its stdio.
+func socketPair(t *testing.T) (ours, theirs *os.File) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs = os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+	t.Cleanup(func() { ours.Close(); theirs.Close() })
+	return ours, theirs
+}
+
+// A socket is opened again as a pollable duplicate; its shared flags stay
+// blocking, and rawPipe reads and writes it (MSG_DONTWAIT).
+func TestPollableStdioSocket(t *testing.T) {
+	ours, theirs := socketPair(t)
+	dup := pollableStdio(ours, false)
+	if dup == nil {
+		t.Fatal("pollableStdio(socket) = nil")
+	}
+	defer dup.Close()
+	if nonblocking(t, ours) || nonblocking(t, dup) {
+		t.Fatal("the socket's shared open file was left nonblocking")
+	}
+	rp := rawPipeOf(dup)
+	if rp == nil || !rp.sock {
+		t.Fatalf("rawPipeOf(duplicate) = %+v, want a socket rawPipe", rp)
+	}
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // more than the socket buffers
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := rp.Write(want)
+		wrote <- err
+	}()
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(theirs, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the peer read %v: %d bytes, want the %d written", err, len(got), len(want))
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := theirs.Write([]byte("pong\n")); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 5)
+	if _, err := io.ReadFull(rp, line); err != nil || string(line) != "pong\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	theirs.Close()
+	if n, err := rp.Read(line); n != 0 || err != io.EOF {
+		t.Fatalf("read after the peer closed: %d, %v; want io.EOF", n, err)
+	}
+	if _, err := rp.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("write after the peer closed: %v, want EPIPE", err)
+	}
+}
+
+// ServeStdio over pipes, or sockets, returns when its context ends, and its
+// read of the client's end ends with it, although the client keeps it open.
 func TestServeStdioPipeReadEnds(t *testing.T) {
+	t.Run("pipes", func(t *testing.T) {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inR.Close()
+		defer inW.Close()
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer outR.Close()
+		defer outW.Close()
+		inR.Fd() // blocking, as a process's inherited stdin is
+		outW.Fd()
+		serveStdioEnds(t, inR, inW, outR, outW)
+	})
+	t.Run("sockets", func(t *testing.T) {
+		in, client := socketPair(t)
+		serveStdioEnds(t, in, client, client, in)
+	})
+}
+
+func serveStdioEnds(t *testing.T, inR io.Reader, inW io.Writer, outR io.Reader, outW io.Writer) {
 	p, _ := newInProcessProxy(t, benchPlan, noState{}, ledger.Options{})
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	defer inW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	defer outW.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.ServeStdio(ctx, inR, outW) }()

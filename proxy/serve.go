@@ -19,11 +19,11 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	// The client's pipes, opened again to be read and written through the
 	// poller with raw calls (rawpipe_linux.go); closing them on return also
 	// ends a read still waiting for the client.
-	if f := nonblockingPipe(in, false); f != nil {
+	if f := pollableStdio(in, false); f != nil {
 		defer f.Close()
 		in = rawIO[io.Reader](f)
 	}
-	if f := nonblockingPipe(out, true); f != nil {
+	if f := pollableStdio(out, true); f != nil {
 		defer f.Close()
 		out = rawIO[io.Writer](f)
 	}
