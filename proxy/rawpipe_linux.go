@@ -45,25 +45,9 @@ type rawPipe struct {
 // rawPipeOf returns f as a rawPipe when it is a pipe the poller waits on
 // (nonblocking, as os.Pipe and exec's pipes are); nil otherwise.
 func rawPipeOf(v any) *rawPipe {
-	f, ok := v.(*os.File)
-	if !ok || f == nil {
-		return nil
-	}
-	// A file the poller does not wait on has no deadlines.
-	if f.SetDeadline(time.Time{}) != nil {
-		return nil
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil
-	}
 	pipe, sock := false, false
-	_ = rc.Control(func(fd uintptr) {
-		var st syscall.Stat_t
-		if syscall.Fstat(int(fd), &st) != nil {
-			return
-		}
-		switch st.Mode & syscall.S_IFMT {
+	f, rc := withFile(v, func(fd uintptr, typ uint32) {
+		switch typ {
 		case syscall.S_IFIFO:
 			fl, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
 			pipe = e == 0 && fl&syscall.O_NONBLOCK != 0
@@ -72,7 +56,8 @@ func rawPipeOf(v any) *rawPipe {
 			sock = err == nil && typ == syscall.SOCK_STREAM
 		}
 	})
-	if !pipe && !sock {
+	// A file the poller does not wait on has no deadlines.
+	if !pipe && !sock || f.SetDeadline(time.Time{}) != nil {
 		return nil
 	}
 	p := &rawPipe{name: f.Name(), rc: rc, sock: sock}
@@ -88,18 +73,27 @@ func (p *rawPipe) Read(b []byte) (int, error) {
 	defer p.rmu.Unlock()
 	p.rbuf, p.rn, p.rerrno = b, 0, 0
 	err := p.rc.Read(p.readFn)
-	n, errno := p.rn, p.rerrno
+	n := p.rn
 	p.rbuf = nil
-	switch {
-	case err != nil:
-		// The only error of a pollable file without deadlines: closed.
-		return 0, &os.PathError{Op: "read", Path: p.name, Err: os.ErrClosed}
-	case errno != 0:
-		return 0, &os.PathError{Op: "read", Path: p.name, Err: errno}
-	case n == 0:
+	if err := p.opErr("read", err, p.rerrno); err != nil {
+		return 0, err
+	}
+	if n == 0 {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// opErr is a read's or write's error: rcErr from the poller (the only one
+// a pollable file without deadlines has: closed), else errno.
+func (p *rawPipe) opErr(op string, rcErr error, errno syscall.Errno) error {
+	switch {
+	case rcErr != nil:
+		return &os.PathError{Op: op, Path: p.name, Err: os.ErrClosed}
+	case errno != 0:
+		return &os.PathError{Op: op, Path: p.name, Err: errno}
+	}
+	return nil
 }
 
 // readOnce is one read(2) of rbuf; false asks the poller to wait.
@@ -129,15 +123,9 @@ func (p *rawPipe) Write(b []byte) (int, error) {
 	defer p.wmu.Unlock()
 	p.wbuf, p.wdone, p.werrno = b, 0, 0
 	err := p.rc.Write(p.writeFn)
-	done, errno := p.wdone, p.werrno
+	done := p.wdone
 	p.wbuf = nil
-	switch {
-	case err != nil:
-		return done, &os.PathError{Op: "write", Path: p.name, Err: os.ErrClosed}
-	case errno != 0:
-		return done, &os.PathError{Op: "write", Path: p.name, Err: errno}
-	}
-	return done, nil
+	return done, p.opErr("write", err, p.werrno)
 }
 
 // writeAll writes wbuf from wdone on; false (the pipe is full) asks the
@@ -177,21 +165,9 @@ func (p *rawPipe) writeAll(fd uintptr) bool {
 // nonblocking only while the poller takes the duplicate, then restored
 // (rawPipe's socket calls say MSG_DONTWAIT instead).
 func pollableStdio(v any, write bool) *os.File {
-	f, ok := v.(*os.File)
-	if !ok || f == nil {
-		return nil
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil
-	}
 	var nf *os.File
-	_ = rc.Control(func(fd uintptr) {
-		var st syscall.Stat_t
-		if syscall.Fstat(int(fd), &st) != nil {
-			return
-		}
-		switch st.Mode & syscall.S_IFMT {
+	withFile(v, func(fd uintptr, typ uint32) {
+		switch typ {
 		case syscall.S_IFIFO:
 			flag := syscall.O_RDONLY
 			if write {
@@ -199,10 +175,30 @@ func pollableStdio(v any, write bool) *os.File {
 			}
 			nf, _ = os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(fd)), flag|syscall.O_NONBLOCK, 0)
 		case syscall.S_IFSOCK:
-			nf = pollableSocket(int(fd), f.Name())
+			nf = pollableSocket(int(fd), v.(*os.File).Name())
 		}
 	})
 	return nf
+}
+
+// withFile runs fn with the descriptor of v, an open *os.File, and its file
+// type (the S_IFMT bits); nothing when v is not one.
+func withFile(v any, fn func(fd uintptr, typ uint32)) (*os.File, syscall.RawConn) {
+	f, ok := v.(*os.File)
+	if !ok || f == nil {
+		return nil, nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, nil
+	}
+	_ = rc.Control(func(fd uintptr) {
+		var st syscall.Stat_t
+		if syscall.Fstat(int(fd), &st) == nil {
+			fn(fd, st.Mode&syscall.S_IFMT)
+		}
+	})
+	return f, rc
 }
 
 func pollableSocket(fd int, name string) *os.File {

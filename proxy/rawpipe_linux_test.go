@@ -31,13 +31,19 @@ func nonblocking(t *testing.T, f *os.File) bool {
 	return fl&syscall.O_NONBLOCK != 0
 }
 
-func TestRawPipe(t *testing.T) {
+// pipe is os.Pipe, closed when the test ends.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+func TestRawPipe(t *testing.T) {
+	r, w := pipe(t)
 	rr, rw := rawPipeOf(r), rawPipeOf(w)
 	if rr == nil || rw == nil {
 		t.Fatalf("rawPipeOf(os.Pipe()) = %v, %v; want both", rr, rw)
@@ -69,11 +75,7 @@ func TestRawPipe(t *testing.T) {
 // A read waiting on the pipe ends when the file is closed; a write to a
 // pipe nobody reads fails with EPIPE (and does not kill the process).
 func TestRawPipeClosedAndBroken(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	r, w := pipe(t)
 	rr := rawPipeOf(r)
 	read := make(chan error, 1)
 	go func() {
@@ -101,12 +103,7 @@ func TestRawPipeOfOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+	r, _ := pipe(t)
 	r.Fd() // a blocking pipe now, as a process's inherited stdin is
 	for name, v := range map[string]any{"regular file": file, "blocking pipe": r, "not a file": strings.NewReader(""), "nil file": (*os.File)(nil)} {
 		if p := rawPipeOf(v); p != nil {
@@ -120,13 +117,8 @@ func TestRawPipeOfOthers(t *testing.T) {
 
 // pollableStdio opens a blocking pipe (a process's stdin or stdout) again
 // as a nonblocking file of its own, leaving the shared one as it was.
-func TestNonblockingPipe(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+func TestPollableStdioPipe(t *testing.T) {
+	r, w := pipe(t)
 	r.Fd() // blocking, as inherited
 	w.Fd()
 	nr, nw := pollableStdio(r, false), pollableStdio(w, true)
@@ -210,18 +202,8 @@ func TestPollableStdioSocket(t *testing.T) {
 // read of the client's end ends with it, although the client keeps it open.
 func TestServeStdioPipeReadEnds(t *testing.T) {
 	t.Run("pipes", func(t *testing.T) {
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer inR.Close()
-		defer inW.Close()
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer outR.Close()
-		defer outW.Close()
+		inR, inW := pipe(t)
+		outR, outW := pipe(t)
 		inR.Fd() // blocking, as a process's inherited stdin is
 		outW.Fd()
 		serveStdioEnds(t, inR, inW, outR, outW)
