@@ -194,6 +194,9 @@ func TestAuditBesideRotatingProxy(t *testing.T) {
 				if code, out, errs := runAudit("audit", "verify", dir); code != 0 {
 					t.Fatalf("run %d: verify DIR beside a rotating ledger: exit %d\n%s%s", runs, code, out, errs)
 				}
+				if code, out, errs := runAudit("audit", "verify", "--anchor", filepath.Join(dir, "head"), dir); code != 0 {
+					t.Fatalf("run %d: verify --anchor DIR beside a rotating ledger: exit %d\n%s%s", runs, code, out, errs)
+				}
 				if code, out, errs := runAudit("audit", "verify", journal); code != 0 {
 					t.Fatalf("run %d: verify the live journal: exit %d\n%s%s", runs, code, out, errs)
 				}
