@@ -42,8 +42,9 @@ type rawPipe struct {
 	writeFn func(uintptr) bool
 }
 
-// rawPipeOf returns f as a rawPipe when it is a pipe the poller waits on
-// (nonblocking, as os.Pipe and exec's pipes are); nil otherwise.
+// rawPipeOf returns v as a rawPipe when it is a file the poller waits on
+// and a nonblocking pipe (as os.Pipe and exec's pipes are) or a stream
+// socket; nil otherwise.
 func rawPipeOf(v any) *rawPipe {
 	pipe, sock := false, false
 	f, rc := withFile(v, func(fd uintptr, typ uint32) {
@@ -202,6 +203,9 @@ func withFile(v any, fn func(fd uintptr, typ uint32)) (*os.File, syscall.RawConn
 }
 
 func pollableSocket(fd int, name string) *os.File {
+	if typ, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE); err != nil || typ != syscall.SOCK_STREAM {
+		return nil
+	}
 	dup, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
 	if e != 0 {
 		return nil

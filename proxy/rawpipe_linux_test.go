@@ -110,8 +110,18 @@ func TestRawPipeOfOthers(t *testing.T) {
 			t.Errorf("rawPipeOf(%s) = %v, want nil", name, p)
 		}
 	}
-	if pollableStdio(file, false) != nil || pollableStdio(strings.NewReader(""), false) != nil {
-		t.Error("pollableStdio of a regular file or a reader: want nil")
+	dgram, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d0, d1 := os.NewFile(uintptr(dgram[0]), "dgram"), os.NewFile(uintptr(dgram[1]), "dgram")
+	defer d0.Close()
+	defer d1.Close()
+	for name, v := range map[string]any{"regular file": file, "datagram socket": d0, "reader": strings.NewReader("")} {
+		if f := pollableStdio(v, false); f != nil {
+			f.Close()
+			t.Errorf("pollableStdio(%s) = %v, want nil", name, f)
+		}
 	}
 }
 
