@@ -234,3 +234,28 @@ func checkExportChain(t *testing.T, out string) {
 		prev = e
 	}
 }
+
+// Archived segments moved to a directory of their own (retention) verify
+// and export as one series, the journal left behind.
+func TestAuditArchivedSegmentsOnly(t *testing.T) {
+	dir, _ := rotatedState(t)
+	archive := t.TempDir()
+	names, err := filepath.Glob(filepath.Join(dir, "audit.*-*.jsonl"))
+	if err != nil || len(names) < 2 {
+		t.Fatalf("segments %v, %v: want several", names, err)
+	}
+	for _, n := range names {
+		if err := os.Rename(n, filepath.Join(archive, filepath.Base(n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runAudit("audit", "verify", archive)
+	if code != 0 || !strings.Contains(out, "in "+plural(len(names), "file", "files")) {
+		t.Fatalf("verify of %d archived segments: exit %d\n%s%s", len(names), code, out, errs)
+	}
+	code, out, errs = runAudit("audit", "export", archive)
+	if code != 0 {
+		t.Fatalf("export of the archived segments: exit %d\n%s", code, errs)
+	}
+	checkExportChain(t, out)
+}
