@@ -153,12 +153,6 @@ func linkReason(before SegmentResult, seg walked) string {
 func walkFile(f *os.File, before *SegmentResult, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn, live bool) (walked, error) {
 	path := f.Name()
 	w := walked{SegmentResult: SegmentResult{Path: path}}
-	reader := func() io.Reader {
-		if limit != nil {
-			return limit(ioSection(f), path)
-		}
-		return ioSection(f)
-	}
 	var apply func(*parsed)
 	var fnErr error
 	if fn != nil {
@@ -175,16 +169,12 @@ func walkFile(f *os.File, before *SegmentResult, limit func(io.Reader, string) i
 			}
 		}
 	}
-	res, _, _, err := scan(reader(), apply)
-	var ve *VerifyError
-	if errors.As(err, &ve) && ve.Torn && allowTorn {
-		err = nil
-	}
+	var res VerifyResult
+	var err error
 	if live && fn == nil {
-		res, err = rereadTorn(res, err, func() (VerifyResult, error) {
-			res, _, _, err := scan(reader(), nil)
-			return res, err
-		}, tornWait)
+		res, err = VerifyLive(f, limit)
+	} else if res, _, _, err = scan(fileReader(f, limit), apply); allowTorn && isTorn(err) {
+		err = nil
 	}
 	if err != nil {
 		return w, err
@@ -331,26 +321,22 @@ func VerifyLive(f *os.File, limit func(io.Reader, string) io.Reader) (VerifyResu
 	return verifyLive(f, limit, tornWait)
 }
 
+// verifyLive is VerifyLive, calling wait before each new read.
 func verifyLive(f *os.File, limit func(io.Reader, string) io.Reader, wait func()) (VerifyResult, error) {
-	verify := func() (VerifyResult, error) {
-		var r io.Reader = ioSection(f)
-		if limit != nil {
-			r = limit(r, f.Name())
-		}
-		return Verify(r)
-	}
-	res, err := verify()
-	return rereadTorn(res, err, verify, wait)
-}
-
-// rereadTorn reads a file again with verify while its last line is torn,
-// up to tornRereads times, after each wait.
-func rereadTorn(res VerifyResult, err error, verify func() (VerifyResult, error), wait func()) (VerifyResult, error) {
+	res, err := Verify(fileReader(f, limit))
 	for i := 0; i < tornRereads && isTorn(err); i++ {
 		wait()
-		res, err = verify()
+		res, err = Verify(fileReader(f, limit))
 	}
 	return res, err
+}
+
+// fileReader reads f from its start, through limit when set.
+func fileReader(f *os.File, limit func(io.Reader, string) io.Reader) io.Reader {
+	if limit != nil {
+		return limit(ioSection(f), f.Name())
+	}
+	return ioSection(f)
 }
 
 const tornRereads = 5
