@@ -440,8 +440,16 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 					later.answer(errorResult(fmt.Sprintf("internal panic: %v; the call was counted and may or may not have run", r)))
 				}
 			}()
-			r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), true)
-			defer write() // after the answer, whatever happens to it
+			r, after := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), recordAfterAnswer)
+			if after != nil {
+				// The answer goes out first, then the outcome counts and
+				// is recorded, whatever happens to the answer; decisions
+				// wait for that meanwhile (orderState.holdForAnswer), so
+				// the client's next call is decided on this outcome and
+				// recorded after it.
+				defer p.ostate.holdForAnswer()()
+				defer after()
+			}
 			later.answer(r)
 		}
 		later.track(pc.cancel)
@@ -473,11 +481,13 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	// A call on the HTTP fast lane answers before its outcome record is
 	// written, as the stdio lane's do (httpfast.go).
 	hc, answerFirst := ctx.Value(httpCallKey{}).(*httpCall)
-	r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), answerFirst)
+	timing := recordBeforeAnswer
 	if answerFirst {
-		hc.afterAnswer(write)
-	} else {
-		write()
+		timing = recordWrittenAfter
+	}
+	r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), timing)
+	if write != nil {
+		hc.afterAnswer(write) // only recordWrittenAfter leaves one
 	}
 	return r
 }
@@ -488,15 +498,29 @@ const (
 	causeCancelled = "cancelled"
 )
 
+// recordTiming is when a forwarded call's successful outcome counts and is
+// recorded, relative to the client's answer. Work between the upstream's
+// answer and the client's is on the path of every call; a failure is
+// recorded before the answer whatever the timing says.
+type recordTiming int
+
+const (
+	// recordBeforeAnswer: counted and recorded before forwarded returns.
+	recordBeforeAnswer recordTiming = iota
+	// recordWrittenAfter: counted before forwarded returns (the step is
+	// done for the client's next call), its record written by the
+	// returned func, which the caller runs once it has answered.
+	recordWrittenAfter
+	// recordAfterAnswer: counted and recorded by the returned func, which
+	// the caller runs once it has answered, holding decisions back until
+	// it returns (orderState.answering).
+	recordAfterAnswer
+)
+
 // forwarded records the outcome of a forwarded call (the upstream's raw
-// result, or err and its cause) and returns the client's answer. With
-// answerFirst, a success's record is written by write, which the caller runs
-// once it has answered (a record written between the upstream's answer and
-// the client's is a system call on the path of every call); the step is
-// marked done before forwarded returns, so the client's next call is decided
-// on it. A failure is recorded before the answer, whatever answerFirst says.
-func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.RawMessage, err error, cause string, lat time.Duration, answerFirst bool) (_ *mcp.CallToolResult, write func()) {
-	write = func() {}
+// result, or err and its cause), as timing says, and returns the client's
+// answer and what the caller runs after answering (nil: nothing).
+func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.RawMessage, err error, cause string, lat time.Duration, timing recordTiming) (_ *mcp.CallToolResult, after func()) {
 	call, step, t := g.call, g.step, g.ticket
 	var result *mcp.CallToolResult
 	var outcome ledger.Outcome
@@ -548,16 +572,29 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 		if g.shadow {
 			st.shadow.record(step, outcome)
 		}
-		return result, write
+		return result, nil
 	}
-	var aerr error
-	if answerFirst && outcome.OK {
-		write, aerr = p.ostate.CompleteLater(context.WithoutCancel(ctx), t, outcome)
-	} else {
-		aerr = p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome)
+	if !outcome.OK || timing == recordBeforeAnswer {
+		p.record(ctx, st, g, outcome)
+		return result, nil
 	}
+	if timing == recordAfterAnswer {
+		return result, func() { p.record(ctx, st, g, outcome) }
+	}
+	write, aerr := p.ostate.CompleteLater(context.WithoutCancel(ctx), t, outcome)
 	if aerr != nil {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", aerr)
+	}
+	st.setHeld(step.Index, "") // an approved call went through
+	return result, write
+}
+
+// record counts and records the outcome of a granted call; a failure of a
+// step with on_error = "hold" puts the step on hold.
+func (p *Proxy) record(ctx context.Context, st *planState, g grant, outcome ledger.Outcome) {
+	call, step := g.call, g.step
+	if err := p.cfg.State.Complete(context.WithoutCancel(ctx), g.ticket, outcome); err != nil {
+		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
 	}
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
 		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
@@ -571,7 +608,6 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 	} else if outcome.OK {
 		st.setHeld(step.Index, "") // an approved call went through
 	}
-	return result, write
 }
 
 func firstText(r *mcp.CallToolResult) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -696,10 +697,38 @@ func (p *Proxy) complete(ctx context.Context, ref map[string]any, arg mcp.Comple
 // Current is the highest index with a forwarded call, so a read would
 // otherwise close every step. Current is brought back to the highest step
 // with a forwarded call.
+//
+// It also holds decisions back while the stdio lane answers a call before
+// its outcome counts (holdForAnswer).
 type orderState struct {
 	State
 	mu    sync.Mutex
 	steps map[string]int // plan digest → number of steps
+
+	answer    sync.Mutex  // held from a call's answer until its outcome counts
+	answering atomic.Bool // answer is held: read first, so others never touch the lock
+}
+
+// answer holds back every read of the progress and every reservation until
+// done is called: from before a call is answered until its outcome has
+// counted and is recorded, so that a call the answer prompts is decided on
+// that outcome and recorded after it. The flag is set before the answer is
+// written, so whoever reads a request the answer prompted sees it set.
+func (o *orderState) holdForAnswer() (done func()) {
+	o.answer.Lock()
+	o.answering.Store(true)
+	return func() {
+		o.answering.Store(false)
+		o.answer.Unlock()
+	}
+}
+
+// answered waits for an answer whose outcome is still to count.
+func (o *orderState) answered() {
+	if o.answering.Load() {
+		o.answer.Lock()
+		o.answer.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
+	}
 }
 
 // Observe passes an observed call's record on to the wrapped state (New
@@ -737,6 +766,7 @@ func (o *orderState) clamp(digest string, pr *ledger.Progress) {
 
 // Progress is the inner state's, with Current among the steps.
 func (o *orderState) Progress(digest string) ledger.Progress {
+	o.answered()
 	pr := o.State.Progress(digest)
 	o.clamp(digest, &pr)
 	return pr
@@ -745,6 +775,7 @@ func (o *orderState) Progress(digest string) ledger.Progress {
 // Reserve passes the reservation's order check a Progress with Current
 // among the steps.
 func (o *orderState) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error) {
+	o.answered()
 	if check := rv.Check; check != nil {
 		rv.Check = func(pr ledger.Progress) error {
 			o.clamp(rv.PlanDigest, &pr)
