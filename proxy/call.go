@@ -406,7 +406,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneline.Of(err.Error(), 300))), nil
 	}
 	g := grant{call: call, step: step, ticket: t}
-	if later != nil {
+	if later != nil && rv.HoldID != "" {
 		answer := later.answer
 		later.answer = func(res *mcp.CallToolResult) {
 			p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go

@@ -244,11 +244,8 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	if err := ctx.Err(); err != nil {
 		return Ticket{}, err // the client is gone: take nothing
 	}
-	// A refused call costs no encoding: look first, and again below once
-	// the record is ready, since the state may change in between.
-	if err := l.peek(rv); err != nil {
-		return Ticket{}, err
-	}
+	// The checks run once, under the lock, with the record ready (reserve):
+	// a refused call costs an encoding, every granted one a lock less.
 	now := l.stamp()
 	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
 		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
@@ -283,13 +280,6 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 		}
 	}
 	return t, nil
-}
-
-// peek is Reserve's look before it encodes the record.
-func (l *Ledger) peek(rv Reservation) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.precheckLocked(rv)
 }
 
 // reserve takes the count and queues the allow record body (and a lease

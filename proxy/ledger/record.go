@@ -119,11 +119,9 @@ func encodeBody(r *record) ([]byte, error) {
 	b = appendStringField(b, "caller", r.Caller, true)
 	if len(r.Args) > 0 {
 		b = append(b, `,"args":`...)
-		buf := bytes.NewBuffer(b)
-		if err := json.Compact(buf, r.Args); err != nil {
+		if b, err = appendCompact(b, r.Args); err != nil {
 			return nil, fmt.Errorf("arguments are not JSON: %w", err)
 		}
-		b = buf.Bytes()
 	}
 	b = appendStringField(b, "args_sha256", r.ArgsSHA, true)
 	b = appendStringField(b, "reason", r.Reason, true)
@@ -183,11 +181,9 @@ func encodeBody(r *record) ([]byte, error) {
 	b = appendStringField(b, "prev_segment", r.PrevSegment, true)
 	if len(r.State) > 0 {
 		b = append(b, `,"state":`...)
-		buf := bytes.NewBuffer(b)
-		if err := json.Compact(buf, r.State); err != nil {
+		if b, err = appendCompact(b, r.State); err != nil {
 			return nil, fmt.Errorf("state is not JSON: %w", err)
 		}
-		b = buf.Bytes()
 	}
 	b = appendStringField(b, "replica", r.Replica, true)
 	return b, nil
