@@ -407,10 +407,8 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 	}
 	g := grant{call: call, step: step, ticket: t}
 	if later != nil && rv.HoldID != "" {
-		answer := later.answer
-		later.answer = func(res *mcp.CallToolResult) {
+		later.ran = func(res *mcp.CallToolResult) {
 			p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
-			answer(res)
 		}
 	}
 	res := p.forward(ctx, req, st, g, later)
@@ -431,7 +429,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	if later != nil {
 		pc := &forwardedCall{}
 		pc.finish = func(res json.RawMessage, err error, cause string) {
-			later.untrack()
+			// After the answer: a cancel that comes meanwhile finds the
+			// request gone (stop is false) and does nothing.
+			defer later.untrack()
 			defer func() {
 				// On the upstream reader's goroutine: a panic here would
 				// end the proxy, not one call.
@@ -455,7 +455,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		later.track(pc.cancel)
 		pc.timer = time.AfterFunc(p.cfg.CallTimeout, func() { pc.cancel(causeTimeout) })
 		stop, err := p.up.Go("tools/call", toolCallParams(call.Tool, call.Args), func(res json.RawMessage, err error) {
-			pc.timer.Stop()
+			defer pc.timer.Stop() // after the answer, as untrack
 			pc.finish(res, err, "")
 		})
 		pc.sent(stop, err)

@@ -26,13 +26,56 @@ import (
 // not know, an id in flight already), or, once decided, continued on a
 // worker (a hold, a pin read, a hold consumed: they wait on the network).
 
-// answerLater is how a call forwarded without waiting is answered.
+// answerLater is how a call forwarded without waiting is answered: one
+// value per call, its steps methods (closures would cost an allocation
+// each, on every call).
 type answerLater struct {
-	answer func(*mcp.CallToolResult)
-	// track registers cancel (the client's notifications/cancelled, the
-	// end of the session) until untrack; both run once per call.
-	track   func(cancel func(cause string))
-	untrack func()
+	f        *fastLane
+	id       json.RawMessage // as the client wrote it
+	key      string          // id, as f.calls knows it
+	tc       *toolCall       // nil until the call is opened
+	answered atomic.Bool     // the client waits for exactly one answer
+	// ran, when set, is told of the answer first (a call that consumed a
+	// hold, holdran.go).
+	ran func(*mcp.CallToolResult)
+}
+
+// answer answers the call, once whatever panics, after ending its
+// observation: whoever reads the answer may look at the observer.
+func (a *answerLater) answer(res *mcp.CallToolResult) {
+	if a.answered.Swap(true) {
+		return
+	}
+	defer a.f.w.writeResult(a.id, res)
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(a.f.p.cfg.Log, "planlock proxy: panic ending a call's observation: %v\n", r)
+		}
+	}()
+	if a.ran != nil {
+		a.ran(res)
+	}
+	a.tc.end()
+}
+
+// track registers cancel (the client's notifications/cancelled, the end of
+// the session) until untrack; both run once per call.
+func (a *answerLater) track(cancel func(cause string)) {
+	f := a.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		go cancel(causeCancelled) // not under f.mu: cancel answers the call
+		return
+	}
+	f.calls[a.key] = cancel
+}
+
+func (a *answerLater) untrack() {
+	f := a.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.calls, a.key)
 }
 
 // forwardedCall is a call sent upstream whose answer is still to come. It
@@ -200,57 +243,28 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 		return false
 	}
 	f.p.fastTaken.Add(1)
-	id = append(json.RawMessage(nil), id...) // the reader's buffer; the answer may come later
+	// id is the reader's buffer; the answer may come later.
+	later := &answerLater{f: f, id: append(json.RawMessage(nil), id...), key: key}
 	req := mcp.CallToolRequest{}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
-	reply := func(res *mcp.CallToolResult) { f.w.writeResult(id, res) }
-	var answered atomic.Bool // the client waits for exactly one answer
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic handling a client message: %v\n", r)
-			if !answered.Swap(true) {
-				f.w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
+			if !later.answered.Swap(true) {
+				f.w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": later.id,
 					"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": fmt.Sprintf("internal panic: %v", r)}})
 			}
 		}
 	}()
 	tc, res := f.p.openCall(f.ctx, req)
 	if tc == nil {
-		answered.Store(true)
-		reply(res)
+		later.answered.Store(true)
+		f.w.writeResult(later.id, res)
 		return true
 	}
-	later := &answerLater{
-		// Once, whatever panics: the client waits for exactly one answer.
-		answer: func(res *mcp.CallToolResult) {
-			if answered.Swap(true) {
-				return
-			}
-			defer reply(res)
-			defer func() {
-				if r := recover(); r != nil {
-					fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic ending a call's observation: %v\n", r)
-				}
-			}()
-			tc.end()
-		},
-		track: func(cancel func(string)) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if f.done {
-				go cancel(causeCancelled) // not under f.mu: cancel answers the call
-				return
-			}
-			f.calls[key] = cancel
-		},
-		untrack: func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			delete(f.calls, key)
-		},
-	}
+	later.tc = tc
 	for n := 1; ; n++ {
 		d := tc.decide(f.p)
 		if !fastDecision(d) || f.sharesDisk(tc, d) {
