@@ -429,9 +429,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	if later != nil {
 		pc := &forwardedCall{}
 		pc.finish = func(res json.RawMessage, err error, cause string) {
-			// After the answer: a cancel that comes meanwhile finds the
-			// request gone (stop is false) and does nothing.
-			defer later.untrack()
+			// Before the answer: a call the answer prompts, with the same
+			// id or beside it, finds none in flight (sharesDisk).
+			later.untrack()
 			defer func() {
 				// On the upstream reader's goroutine: a panic here would
 				// end the proxy, not one call.
@@ -513,7 +513,7 @@ const (
 	recordWrittenAfter
 	// recordAfterAnswer: counted and recorded by the returned func, which
 	// the caller runs once it has answered, holding decisions back until
-	// it returns (orderState.answering).
+	// it returns (orderState.holdForAnswer).
 	recordAfterAnswer
 )
 

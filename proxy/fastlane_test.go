@@ -470,6 +470,48 @@ plan "two" {
 	}
 }
 
+// TestFastLaneFreesTheIDWithTheAnswer: once a call is answered its id is no
+// longer in flight, even while its outcome is still to count: the client
+// may use it again, and the lane takes that call (a call it counted as in
+// flight would go to the MCP server; with one fdatasync per call, a call
+// decided beside one in flight is sent to a worker to share the disk).
+func TestFastLaneFreesTheIDWithTheAnswer(t *testing.T) {
+	const plan = `
+plan "again" {
+  goal = "the same id twice"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 5
+    arg "message" { max_length = 10 }
+  }
+}`
+	release := make(chan struct{})
+	ln := newLaneWith(t, plan, true, func(l *ledger.Ledger) State { return slowCompletes{l, release} })
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`
+	ln.send(call)
+	if a := ln.answer(); !strings.Contains(a, `"id":7`) || strings.Contains(a, `"isError":true`) {
+		t.Fatalf("first call: %s", a)
+	}
+	ln.send(call) // its outcome has not counted yet
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if a := ln.answer(); !strings.Contains(a, `"id":7`) || strings.Contains(a, `"isError":true`) {
+		t.Fatalf("second call: %s", a)
+	}
+	if n := ln.p.fastTaken.Load(); n != 2 {
+		t.Fatalf("the fast lane took %d calls, want 2: the answered call's id was still in flight", n)
+	}
+	ln.waitAllows(2)
+}
+
 // readAudit reads the audit log's records.
 func readAudit(t *testing.T, path string) []map[string]any {
 	t.Helper()
