@@ -126,6 +126,11 @@ func (l *Ledger) queue(body []byte, durable bool, apply func() error) (*batch, e
 // record may still be written: a count once taken stays taken.
 func wait(ctx context.Context, b *batch) error {
 	select {
+	case <-b.done: // most often written already, by the caller's own turn
+		return b.err
+	default:
+	}
+	select {
 	case <-b.done:
 		return b.err
 	case <-ctx.Done():
