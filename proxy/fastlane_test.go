@@ -389,6 +389,17 @@ func (s slowCompletes) Complete(ctx context.Context, t ledger.Ticket, o ledger.O
 	return s.Ledger.Complete(ctx, t, o)
 }
 
+// heldOutcomes is a fast lane whose outcomes count only once release is
+// called (at the latest when the test ends).
+func heldOutcomes(t *testing.T, plan string) (ln *lane, release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	ln = newLaneWith(t, plan, true, func(l *ledger.Ledger) State { return slowCompletes{l, ch} })
+	t.Cleanup(release) // registered after the lane's: it runs before the lane's waits for the session's end
+	return ln, release
+}
+
 // TestFastLaneAnswersBeforeTheOutcomeRecord: a success is answered before
 // its outcome counts and is recorded (the work between the upstream's
 // answer and the client's is on the path of every call), yet the client's
@@ -409,15 +420,7 @@ plan "two" {
     arg "message" { eq = "two" }
   }
 }`
-	release := make(chan struct{})
-	ln := newLaneWith(t, plan, true, func(l *ledger.Ledger) State { return slowCompletes{l, release} })
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
+	ln, release := heldOutcomes(t, plan)
 	outcomes := func() []map[string]any {
 		var out []map[string]any
 		b, _ := os.ReadFile(ln.audit)
@@ -456,7 +459,7 @@ plan "two" {
 	if order := journal(); len(order) != len(before) {
 		t.Fatalf("the second call was decided before the first call's outcome counted: journal ends with %v", order[len(before):])
 	}
-	close(release)
+	release()
 	if a := ln.answer(); !strings.Contains(a, `"id":2`) || strings.Contains(a, `"isError":true`) {
 		t.Fatalf("second call: %s", a)
 	}
@@ -486,15 +489,7 @@ plan "again" {
     arg "message" { max_length = 10 }
   }
 }`
-	release := make(chan struct{})
-	ln := newLaneWith(t, plan, true, func(l *ledger.Ledger) State { return slowCompletes{l, release} })
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
+	ln, release := heldOutcomes(t, plan)
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`
 	ln.send(call)
 	if a := ln.answer(); !strings.Contains(a, `"id":7`) || strings.Contains(a, `"isError":true`) {
@@ -502,7 +497,7 @@ plan "again" {
 	}
 	ln.send(call) // its outcome has not counted yet
 	time.Sleep(50 * time.Millisecond)
-	close(release)
+	release()
 	if a := ln.answer(); !strings.Contains(a, `"id":7`) || strings.Contains(a, `"isError":true`) {
 		t.Fatalf("second call: %s", a)
 	}
