@@ -709,11 +709,12 @@ type orderState struct {
 	answering atomic.Bool // answer is held: read first, so others never touch the lock
 }
 
-// answer holds back every read of the progress and every reservation until
-// done is called: from before a call is answered until its outcome has
-// counted and is recorded, so that a call the answer prompts is decided on
-// that outcome and recorded after it. The flag is set before the answer is
-// written, so whoever reads a request the answer prompted sees it set.
+// holdForAnswer holds back every read of the progress and every
+// reservation until done is called: from before a call is answered until
+// its outcome has counted and is recorded, so that a call the answer
+// prompts is decided on that outcome and recorded after it. The flag is set
+// before the answer is written, so whoever reads a request the answer
+// prompted sees it set.
 func (o *orderState) holdForAnswer() (done func()) {
 	o.answer.Lock()
 	o.answering.Store(true)
