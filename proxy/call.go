@@ -406,13 +406,8 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneline.Of(err.Error(), 300))), nil
 	}
 	g := grant{call: call, step: step, ticket: t}
-	if later != nil && rv.HoldID != "" {
-		later.ran = func(res *mcp.CallToolResult) {
-			p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res) // holdran.go
-		}
-	}
 	res := p.forward(ctx, req, st, g, later)
-	if later == nil {
+	if later == nil { // a call with later set consumes no hold (act)
 		p.reportHoldRan(ctx, st, call, rv.HoldID, t.Seq, res)
 	}
 	return res, nil

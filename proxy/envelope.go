@@ -1,8 +1,9 @@
 package proxy
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/planlock/planlock/internal/jsonscan"
 )
 
 // A JSON-RPC message's envelope read without encoding/json: one pass that
@@ -24,11 +25,6 @@ type envelope struct {
 	jsonrpc, id, method, params, result, err []byte
 }
 
-// maxScanDepth is encoding/json's nesting limit; deeper text is left to it.
-const maxScanDepth = 10000
-
-var errScan = errors.New("not plain JSON")
-
 var envelopeNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // scanEnvelope reads b, which must be exactly one JSON object (surrounding
@@ -47,14 +43,14 @@ func scanEnvelope(b []byte) (env envelope, ok bool) {
 // false when b is not one object, or names a member with an escape in its
 // key, twice, or in other letters' case.
 func scanMembers(b []byte, names []string, vals [][]byte) bool {
-	i := skipSpace(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	end, err := eachMember(b, i, 1, func(key []byte, esc bool, val []byte) bool {
+	end, err := jsonscan.EachMember(b, i, 1, func(key []byte, esc bool, val []byte) bool {
 		return !esc && setMember(key, val, names, vals)
 	})
-	return err == nil && skipSpace(b, end) == len(b)
+	return err == nil && jsonscan.Space(b, end) == len(b)
 }
 
 // setMember records the value of a member named key; false when key names
@@ -95,208 +91,4 @@ func plainString(v []byte) (string, bool) {
 		}
 	}
 	return string(v[1 : len(v)-1]), true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value starting at b[i], checking
-// its syntax as encoding/json does.
-func skipValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return 0, errScan
-	}
-	switch c := b[i]; {
-	case c == '"':
-		end, _, err := skipString(b, i)
-		return end, err
-	case c == '{':
-		return skipObject(b, i, depth+1)
-	case c == '[':
-		return skipArray(b, i, depth+1)
-	case c == 't':
-		return skipLiteral(b, i, "true")
-	case c == 'f':
-		return skipLiteral(b, i, "false")
-	case c == 'n':
-		return skipLiteral(b, i, "null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return skipNumber(b, i)
-	}
-	return 0, errScan
-}
-
-func skipLiteral(b []byte, i int, lit string) (int, error) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return 0, errScan
-	}
-	return i + len(lit), nil
-}
-
-// skipString returns the end of the string starting at b[i] (past its
-// closing quote) and whether it holds an escape.
-func skipString(b []byte, i int) (end int, esc bool, err error) {
-	i++
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1, esc, nil
-		case c == '\\':
-			esc = true
-			if i+1 >= len(b) {
-				return 0, esc, errScan
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return 0, esc, errScan
-				}
-				i += 6
-			default:
-				return 0, esc, errScan
-			}
-		case c < 0x20:
-			return 0, esc, errScan
-		default:
-			i++
-		}
-	}
-	return 0, esc, errScan
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-func skipNumber(b []byte, i int) (int, error) {
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
-		return 0, errScan
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return 0, errScan
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return 0, errScan
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	return i, nil
-}
-
-func skipObject(b []byte, i, depth int) (int, error) {
-	return eachMember(b, i, depth, nil)
-}
-
-// eachMember checks the syntax of the object starting at b[i] (nested at
-// depth) and returns its end; f, when set, sees each member's key (without
-// its quotes; esc when it holds an escape) and raw value, and stops the
-// walk, as malformed, by returning false.
-func eachMember(b []byte, i, depth int, f func(key []byte, esc bool, val []byte) bool) (int, error) {
-	if depth > maxScanDepth {
-		return 0, errScan
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, errScan
-		}
-		ks := i
-		ke, esc, err := skipString(b, i)
-		if err != nil {
-			return 0, err
-		}
-		i = skipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return 0, errScan
-		}
-		vs := skipSpace(b, i+1)
-		ve, err := skipValue(b, vs, depth)
-		if err != nil {
-			return 0, err
-		}
-		if f != nil && !f(b[ks+1:ke-1], esc, b[vs:ve]) {
-			return 0, errScan
-		}
-		next, end, err := afterElem(b, ve, '}')
-		if err != nil || end {
-			return next, err
-		}
-		i = next
-	}
-}
-
-func skipArray(b []byte, i, depth int) (int, error) {
-	if depth > maxScanDepth {
-		return 0, errScan
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		ve, err := skipValue(b, i, depth)
-		if err != nil {
-			return 0, err
-		}
-		next, end, err := afterElem(b, ve, ']')
-		if err != nil || end {
-			return next, err
-		}
-		i = next
-	}
-}
-
-// afterElem reads what follows a member or element that ends at b[i]: a
-// comma (next is where the following one starts) or closer (end; next is
-// past it). Anything else is malformed.
-func afterElem(b []byte, i int, closer byte) (next int, end bool, err error) {
-	i = skipSpace(b, i)
-	if i >= len(b) {
-		return 0, false, errScan
-	}
-	switch b[i] {
-	case ',':
-		return skipSpace(b, i+1), false, nil
-	case closer:
-		return i + 1, true, nil
-	}
-	return 0, false, errScan
 }

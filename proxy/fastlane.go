@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/planlock/planlock/internal/jsonscan"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -35,9 +36,6 @@ type answerLater struct {
 	key      string          // id, as f.calls knows it
 	tc       *toolCall       // nil until the call is opened
 	answered atomic.Bool     // the client waits for exactly one answer
-	// ran, when set, is told of the answer first (a call that consumed a
-	// hold, holdran.go).
-	ran func(*mcp.CallToolResult)
 }
 
 // answer answers the call, once whatever panics, after ending its
@@ -52,9 +50,6 @@ func (a *answerLater) answer(res *mcp.CallToolResult) {
 			fmt.Fprintf(a.f.p.cfg.Log, "planlock proxy: panic ending a call's observation: %v\n", r)
 		}
 	}()
-	if a.ran != nil {
-		a.ran(res)
-	}
 	a.tc.end()
 }
 
@@ -366,13 +361,13 @@ func floatsFit(args []byte) bool {
 	for i := 0; i < len(args); i++ {
 		switch c := args[i]; {
 		case c == '"':
-			end, _, err := skipString(args, i)
+			end, _, err := jsonscan.String(args, i)
 			if err != nil {
 				return false
 			}
 			i = end - 1
 		case c == '-' || (c >= '0' && c <= '9'):
-			end, err := skipNumber(args, i)
+			end, err := jsonscan.Number(args, i)
 			if err != nil {
 				return false
 			}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/jsonscan"
 )
 
 // relayResult reads an upstream tool result for the client. A plain result
@@ -146,8 +148,8 @@ func scanResult(res []byte) (*mcp.CallToolResult, bool) {
 	if len(list) < 2 || list[0] != '[' {
 		return nil, false
 	}
-	for i := skipSpace(list, 1); list[i] != ']'; {
-		end, err := skipValue(list, i, 1)
+	for i := jsonscan.Space(list, 1); list[i] != ']'; {
+		end, err := jsonscan.Value(list, i, 1)
 		if err != nil {
 			return nil, false
 		}
@@ -156,9 +158,9 @@ func scanResult(res []byte) (*mcp.CallToolResult, bool) {
 			return nil, false
 		}
 		out.Content = append(out.Content, c)
-		i = skipSpace(list, end)
+		i = jsonscan.Space(list, end)
 		if list[i] == ',' {
-			i = skipSpace(list, i+1)
+			i = jsonscan.Space(list, i+1)
 		}
 	}
 	if out.Content == nil {

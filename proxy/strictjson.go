@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/jsonscan"
 )
 
 // maxArgDepth bounds the nesting of call arguments; encoding/json allows
@@ -272,8 +273,8 @@ func strictValue(d *json.Decoder, depth int) (any, error) {
 // shape, so strings are valid UTF-8 without lone surrogates and nesting is
 // bounded. FuzzBuildValue checks it against the Decoder.
 func buildValue(raw []byte) (any, bool) {
-	v, end, ok := buildAt(raw, skipSpace(raw, 0))
-	if !ok || skipSpace(raw, end) != len(raw) {
+	v, end, ok := buildAt(raw, jsonscan.Space(raw, 0))
+	if !ok || jsonscan.Space(raw, end) != len(raw) {
 		return nil, false
 	}
 	return v, true
@@ -286,7 +287,7 @@ func buildAt(b []byte, i int) (any, int, bool) {
 	switch b[i] {
 	case '{':
 		m := map[string]any{}
-		i = skipSpace(b, i+1)
+		i = jsonscan.Space(b, i+1)
 		if i < len(b) && b[i] == '}' {
 			return m, i + 1, true
 		}
@@ -301,16 +302,16 @@ func buildAt(b []byte, i int) (any, int, bool) {
 			if _, dup := m[k]; dup {
 				return nil, 0, false
 			}
-			i = skipSpace(b, end)
+			i = jsonscan.Space(b, end)
 			if i >= len(b) || b[i] != ':' {
 				return nil, 0, false
 			}
-			v, end, ok := buildAt(b, skipSpace(b, i+1))
+			v, end, ok := buildAt(b, jsonscan.Space(b, i+1))
 			if !ok {
 				return nil, 0, false
 			}
 			m[k] = v
-			next, last, err := afterElem(b, end, '}')
+			next, last, err := jsonscan.AfterElem(b, end, '}')
 			if err != nil {
 				return nil, 0, false
 			}
@@ -321,7 +322,7 @@ func buildAt(b []byte, i int) (any, int, bool) {
 		}
 	case '[':
 		a := []any{}
-		i = skipSpace(b, i+1)
+		i = jsonscan.Space(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			return a, i + 1, true
 		}
@@ -331,7 +332,7 @@ func buildAt(b []byte, i int) (any, int, bool) {
 				return nil, 0, false
 			}
 			a = append(a, v)
-			next, last, err := afterElem(b, end, ']')
+			next, last, err := jsonscan.AfterElem(b, end, ']')
 			if err != nil {
 				return nil, 0, false
 			}
@@ -344,16 +345,16 @@ func buildAt(b []byte, i int) (any, int, bool) {
 		s, end, ok := buildString(b, i)
 		return s, end, ok
 	case 't':
-		end, err := skipLiteral(b, i, "true")
+		end, err := jsonscan.Literal(b, i, "true")
 		return true, end, err == nil
 	case 'f':
-		end, err := skipLiteral(b, i, "false")
+		end, err := jsonscan.Literal(b, i, "false")
 		return false, end, err == nil
 	case 'n':
-		end, err := skipLiteral(b, i, "null")
+		end, err := jsonscan.Literal(b, i, "null")
 		return nil, end, err == nil
 	}
-	end, err := skipNumber(b, i)
+	end, err := jsonscan.Number(b, i)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -363,7 +364,7 @@ func buildAt(b []byte, i int) (any, int, bool) {
 // buildString decodes the string starting at b[i]; one with escapes is
 // decoded by encoding/json, so both read it the same.
 func buildString(b []byte, i int) (string, int, bool) {
-	end, esc, err := skipString(b, i)
+	end, esc, err := jsonscan.String(b, i)
 	if err != nil {
 		return "", 0, false
 	}
