@@ -18,12 +18,13 @@ import (
 // that removing its last records is seen: Open refuses a journal shorter than
 // its anchor, or whose record at the anchor's seq has another hash.
 //
-// It is updated after each group commit whose fdatasync made records durable,
-// with a plain write that is synced within FlushInterval (and at each
-// checkpoint and at Close). Because it is written only after the journal's
+// It is written and synced within FlushInterval of a group commit whose
+// fdatasync made records durable (the flush timer's sync), at each
+// checkpoint and at Close. Because it is written only after the journal's
 // fdatasync returned, it never names a record that is not durable: after any
 // crash the journal is at least as long as its anchor; at worst the anchor
-// lags by the records of the last 100 ms.
+// lags by the records of the last 100 ms. A reader beside a running ledger
+// sees the same lag.
 //
 // The file holds two 512-byte slots, each one text line with its own
 // checksum. Writes go to one slot until it is synced, then to the other, so a

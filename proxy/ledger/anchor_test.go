@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestTruncatedJournalRefusedAfterRestart: removing the last records of the
@@ -71,39 +72,83 @@ func TestMissingAnchorAcceptedOnce(t *testing.T) {
 	}
 }
 
-// TestAnchorFollowsDurableRecords: the anchor names the last record made
-// durable by a group commit, never one that is only written.
+// TestAnchorFollowsDurableRecords: the anchor is written only to be
+// synced, by the flush timer within FlushInterval of a sync and at Close,
+// not by the syncs every call waits for; each time it names the journal's
+// durable end.
 func TestAnchorFollowsDurableRecords(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	l := openT(t, Options{Dir: dir, SyncEachCall: true})
-	tk, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 5})
-	if err != nil {
-		t.Fatal(err)
+	journalEnd := func(t *testing.T, l *Ledger) Head {
+		t.Helper()
+		f, err := os.Open(l.AuditPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		res, err := Verify(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Head{Seq: uint64(res.Records), Hash: res.Head}
 	}
-	headOf := func() Head {
+	headOf := func(t *testing.T, dir string) Head {
+		t.Helper()
 		h, err := ReadHead(Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
-	f, _ := os.Open(l.AuditPath())
-	res, err := Verify(f)
-	f.Close()
-	if err != nil || headOf() != (Head{Seq: 1, Hash: res.Head}) {
-		t.Fatalf("anchor %v after a durable allow, want seq 1 hash %s (%v)", headOf(), res.Head, err)
-	}
-	// An outcome is written, not synced: the anchor stays.
-	if err := l.Complete(ctx, tk, Outcome{OK: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if h := headOf(); h.Seq != 3 {
-		t.Fatalf("anchor %v, want seq 3 (the outcome synced with the next allow)", h)
-	}
+	t.Run("not on the call's path", func(t *testing.T) {
+		dir := t.TempDir()
+		l, err := Open(ctx, Options{Dir: dir, SyncEachCall: true, FlushInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			tk, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Complete(ctx, tk, Outcome{OK: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := l.Stats(); st.Syncs < 3 || st.AnchorWrites != 0 {
+			t.Fatalf("%d syncs and %d anchor writes for 3 durable calls; want a sync each and no anchor write", st.Syncs, st.AnchorWrites)
+		}
+		if h := headOf(t, dir); h.Seq != 0 {
+			t.Fatalf("anchor %v before the flush, want the one Open found (seq 0)", h)
+		}
+		end := journalEnd(t, l)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if h := headOf(t, dir); h.Seq < end.Seq {
+			t.Fatalf("anchor %v after Close, want at least the journal's end before it, %v", h, end)
+		}
+	})
+	t.Run("within the flush interval", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openT(t, Options{Dir: dir, SyncEachCall: true, FlushInterval: 20 * time.Millisecond})
+		tk, err := l.Reserve(ctx, Reservation{Call: call("a", 0, "t", ""), MaxCalls: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Complete(ctx, tk, Outcome{OK: true}); err != nil {
+			t.Fatal(err)
+		}
+		end := journalEnd(t, l) // the outcome, written: the timer syncs it
+		// The anchor's file is written before the sync's counts are.
+		for deadline := time.Now().Add(10 * time.Second); headOf(t, dir) != end || l.Stats().AnchorSyncs == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("anchor %v (%d anchor syncs), want the journal's end %v within the flush interval", headOf(t, dir), l.Stats().AnchorSyncs, end)
+			}
+		}
+		if st := l.Stats(); st.AnchorWrites != st.AnchorSyncs {
+			t.Fatalf("%d anchor writes, %d anchor syncs: want each write synced", st.AnchorWrites, st.AnchorSyncs)
+		}
+	})
 }
 
 // TestAnchorSlots: a torn or damaged slot falls back to the other one; the

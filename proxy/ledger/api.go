@@ -32,9 +32,12 @@ type Options struct {
 	// changes nothing). For a proxy serving one stdio client, whose call
 	// waits for its record anyway: the hand-off wakes the runtime's
 	// monitor thread after every idle moment, and a relay is idle between
-	// every message. While such a write blocks (memory pressure, the file
-	// system's journal), its goroutine keeps its P and a GC pause waits for
-	// it; a server of many sessions leaves it off. fdatasync is unchanged.
+	// every message. A caller that runs the sync its record needs itself
+	// (the sync lane was idle) makes that fdatasync and the anchor's write
+	// raw too; the syncer goroutine's syncs keep the hand-off. While such
+	// a call blocks (memory pressure, a slow disk), its goroutine keeps its
+	// P and a GC pause waits for it; a server of many sessions leaves it
+	// off.
 	RawAppends bool
 	// AcceptMissingAnchor lets Open start when the journal's anchor
 	// (<Dir>/head) is missing although the journal has records or the
@@ -234,9 +237,9 @@ type Stats struct {
 	// SyncTime is the time spent in fdatasync since Open: with Syncs, the
 	// disk's latency as the writer sees it under load.
 	SyncTime time.Duration
-	// AnchorWrites and AnchorSyncs count the updates of the anchor (one
-	// write per group commit that synced the journal) and its fdatasyncs
-	// (at most one per FlushInterval, plus checkpoints and Close).
+	// AnchorWrites and AnchorSyncs count the anchor's writes and its
+	// fdatasyncs: each write is synced at once, at most one per
+	// FlushInterval, plus checkpoints, rotations and Close.
 	AnchorWrites, AnchorSyncs uint64
 	Rotations                 uint64 // journal files rotated out since Open
 }

@@ -38,11 +38,14 @@
 //
 // Nothing inside the journal protects its last records: a journal cut after
 // any record still chains. The anchor, <dir>/head, keeps the sequence number
-// and hash of the last durable record outside it. It is written after each
-// group commit whose fdatasync made records durable (never before: after any
-// crash the journal is at least as long as its anchor), and fdatasynced
-// within FlushInterval, at each checkpoint and at Close; two checksummed
-// slots make a write torn by a crash fall back to the previous head. Open
+// and hash of the last durable record outside it. It is written, and
+// fdatasynced at once, within FlushInterval of a group commit whose
+// fdatasync made records durable (never before that fdatasync: after any
+// crash the journal is at least as long as its anchor), at each checkpoint
+// and at Close; not at every group commit, which would put one more system
+// call on the path of every call that waits for its sync, and name a head
+// no sooner on disk. Two checksummed slots make a write torn by a crash
+// fall back to the previous head. Open
 // refuses a journal shorter than its anchor, or whose record at the anchor's
 // seq has another hash (ErrTruncated, ErrAnchor), and a missing or damaged
 // anchor of a journal that has records or was used before, unless

@@ -51,8 +51,9 @@ type Ledger struct {
 	flushTimer *time.Timer                    // syncs what turns left unsynced; armed under mu (lane.armed)
 	turnHook   func(inline bool, records int) // tests: called under wmu by each turn that wrote records
 	// syncHook (tests) replaces the group commit's fdatasync of the
-	// journal, which covers the records through seq; set before use.
-	syncHook func(f *os.File, seq uint64) error
+	// journal, which covers the records through seq (raw: see syncOnce);
+	// set before use.
+	syncHook func(f *os.File, seq uint64, raw bool) error
 
 	lockFile *os.File
 	journal  *os.File

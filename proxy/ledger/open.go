@@ -195,6 +195,10 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 		f.Close()
 		return err
 	}
+	l.anchor.at = uint64(rp.res.Records) // what createAnchor wrote
+	if anchored {
+		l.anchor.at = ah.Seq
+	}
 	if !bound {
 		if err := l.bind(); err != nil {
 			l.anchor.close()

@@ -13,9 +13,12 @@ import (
 // the lane the journal's new end (written) and, when its batch needs it
 // (a durable record, the flush timer, Close), asks for a sync of it: the
 // batch waits in waiters. One runner at a time (busy) takes what is asked
-// (the newest written end and every waiter), fdatasyncs the journal, writes
-// the anchor at that end, syncs the anchor when asked, and only then
-// acknowledges the waiters. A record written while a sync is under way is
+// (the newest written end and every waiter), fdatasyncs the journal, when
+// asked (the flush timer, Close) writes the anchor at that end and syncs
+// it, and only then acknowledges the waiters. The anchor is written only
+// to be synced at once: written at every sync, it would name a head no
+// sooner on disk, for a system call more on the path of every call that
+// waits for its sync. A record written while a sync is under way is
 // therefore acknowledged by a later sync, which began after its write: a
 // sync started before the write may not cover it. Since there is one
 // runner and each takes a later end than the one before, syncs finish in
@@ -41,9 +44,9 @@ type syncLane struct {
 	want    bool          // a sync of written (or of the anchor) is asked for
 	anchor  bool          // the anchor is to be synced too (flush, Close)
 	waiters []*batch      // acknowledged by the next sync
-	// anchorDirty: the anchor was written and not synced (only the
-	// runner changes it). armed: the flush timer runs.
-	anchorDirty, armed bool
+	// anchorBehind: records are durable that the anchor does not name
+	// yet. armed: the flush timer runs.
+	anchorBehind, armed bool
 }
 
 // syncJob is what one runner syncs.
@@ -148,14 +151,22 @@ type syncStats struct {
 
 // syncOnce is one job's disk work, by the runner, outside every lock.
 func (l *Ledger) syncOnce(job *syncJob, st *syncStats) error {
+	// A caller that runs its own sync under RawAppends (one stdio client,
+	// which waits for it) makes the fdatasync a raw system call, as its
+	// appends: through the scheduler's hand-off, it wakes the runtime's
+	// monitor thread, which then polls every 20 µs through the sync and
+	// the next call, on the cores the client and the upstream need. The
+	// syncer goroutine, whose P others' goroutines may need meanwhile,
+	// keeps the hand-off.
 	if job.journal {
 		start := time.Now()
-		if err := l.syncJournalTo(job.target.Seq); err != nil {
+		if err := l.syncJournalTo(job.target.Seq, job.inline && l.rawAppends); err != nil {
 			return fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
 		}
 		st.journal, st.took = true, time.Since(start)
-		// Only now, once they are durable, may the anchor name these
-		// records. Its own sync waits for the timer.
+	}
+	// Only once they are durable may the anchor name these records.
+	if job.anchor && job.target.Seq > l.anchor.at {
 		if err := l.anchor.write(job.target); err != nil {
 			return err
 		}
@@ -190,7 +201,7 @@ func (l *Ledger) synced(job *syncJob, st syncStats, err error) *syncJob {
 		ln.durable = max(ln.durable, job.target.Seq)
 	}
 	ackLocked(job.waiters, err)
-	ln.anchorDirty = l.anchor.dirty
+	ln.anchorBehind = l.anchorBehindLocked()
 	l.armLocked()
 	ln.busy = false
 	close(ln.idle)
@@ -205,18 +216,25 @@ func (l *Ledger) synced(job *syncJob, st syncStats, err error) *syncJob {
 }
 
 // armLocked starts the flush timer when something waits for a sync and
-// nobody asked for one: records written but not durable, an anchor
-// written but not synced. Not reset while armed: steady traffic must not
+// nobody asked for one: records written but not durable, durable records
+// the anchor does not name. Not reset while armed: steady traffic must not
 // postpone it.
 func (l *Ledger) armLocked() {
 	ln := &l.lane
 	if ln.armed || l.closed || ln.want {
 		return
 	}
-	if ln.written.Seq > ln.durable || ln.anchorDirty {
+	if ln.written.Seq > ln.durable || ln.anchorBehind {
 		l.flushTimer.Reset(l.flushEvery)
 		ln.armed = true
 	}
+}
+
+// anchorBehindLocked reports whether records are durable that the anchor
+// does not name (or it was written and not synced). Only the lane's owner
+// writes the anchor: mu and the lane, or mu after the owner let it go.
+func (l *Ledger) anchorBehindLocked() bool {
+	return l.anchor.dirty || l.anchor.at < l.lane.durable
 }
 
 // acquireLane waits until no sync runs and takes the lane: a checkpoint,
@@ -251,7 +269,7 @@ func (l *Ledger) releaseLane(h Head, ok bool) {
 	ln := &l.lane
 	if ok {
 		ln.written, ln.durable = h, h.Seq
-		ln.anchorDirty = l.anchor.dirty
+		ln.anchorBehind = l.anchorBehindLocked()
 		ackLocked(ln.waiters, nil)
 		ln.waiters, ln.want, ln.anchor = nil, false, false
 	}

@@ -46,7 +46,7 @@ func gateSyncs(t *testing.T, l *Ledger) *syncGate {
 
 // setSyncHook installs the hook under mu too: a sync runs outside wmu and
 // reads it after taking mu.
-func (l *Ledger) setSyncHook(h func(*os.File, uint64) error) {
+func (l *Ledger) setSyncHook(h func(*os.File, uint64, bool) error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.syncHook = h
@@ -69,7 +69,7 @@ func (g *syncGate) open() {
 	}
 }
 
-func (g *syncGate) hook(f *os.File, seq uint64) error {
+func (g *syncGate) hook(f *os.File, seq uint64, _ bool) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err

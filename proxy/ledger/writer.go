@@ -241,7 +241,7 @@ func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush
 	switch {
 	case b != nil && b.sync:
 		l.askSyncLocked(b, t.closing)
-	case t.closing || flush && (ln.written.Seq > ln.durable || ln.anchorDirty):
+	case t.closing || flush && (ln.written.Seq > ln.durable || ln.anchorBehind):
 		ackLocked([]*batch{b}, nil)
 		l.askSyncLocked(nil, true)
 	default:
@@ -415,7 +415,7 @@ func (l *Ledger) finishPrep(cp *cpPrep) {
 // lane (a checkpoint), reported to OnSync like the lane's.
 func (l *Ledger) syncJournal(seq uint64) error {
 	start := time.Now()
-	if err := l.syncJournalTo(seq); err != nil {
+	if err := l.syncJournalTo(seq, false); err != nil {
 		return err
 	}
 	if l.onSync != nil {
@@ -425,10 +425,14 @@ func (l *Ledger) syncJournal(seq uint64) error {
 }
 
 // syncJournalTo is the fdatasync that makes the journal durable through
-// record seq; tests replace it with syncHook.
-func (l *Ledger) syncJournalTo(seq uint64) error {
+// record seq, a raw system call when raw (see syncOnce); tests replace it
+// with syncHook.
+func (l *Ledger) syncJournalTo(seq uint64, raw bool) error {
 	if l.syncHook != nil {
-		return l.syncHook(l.journal, seq)
+		return l.syncHook(l.journal, seq, raw)
+	}
+	if raw {
+		return rawDatasync(l.journal)
 	}
 	return datasync(l.journal)
 }
