@@ -11,9 +11,10 @@
 //     proxy's own cost without the disk's;
 //  5. planlock-sync-each-call: the same as planlock with --sync-each-call,
 //     one fdatasync per forwarded call (shared by concurrent calls);
-//  6. the floor and the npm relays (relay_test.go): a line copier and a
-//     copier with one JSON decode+encode per message (stdio), and mcp-proxy,
-//     supergateway and @civic/passthrough-mcp-server (HTTP).
+//  6. the floor and the npm relays (relay_test.go): a line copier, a
+//     copier with one JSON decode+encode per message and a copier that
+//     appends and fdatasyncs each request before passing it on (stdio), and
+//     mcp-proxy, supergateway and @civic/passthrough-mcp-server (HTTP).
 //
 // Each setup also reports cpu-µs/call, the CPU time its relay process (the
 // upstream's, when direct) spent per call.
@@ -170,7 +171,7 @@ func stdioCommand(b *testing.B, kind string) []string {
 		return up
 	case "passthrough":
 		return append([]string{bin(b, "passthrough"), "--"}, up...)
-	case "floor-lines", "floor-json":
+	case "floor-lines", "floor-json", "floor-sync":
 		return floorCommand(b, kind, up)
 	default:
 		plan, state := setup(b, kind)
@@ -252,7 +253,9 @@ func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 // even where the absolute figures drift. One line per transport carries
 // each setup's figures as <setup>:<unit> (p50-µs, p99-µs, cpu-µs/call: the
 // process's CPU over the whole run, its idle turns included, per call);
-// bench/cmd/table reads them as Latency/<transport>/<setup>.
+// bench/cmd/table reads them as Latency/<transport>/<setup>. Over stdio the
+// rounds also time the disk: "fdatasync" is one 400-byte append and
+// fdatasync after a call, as --sync-each-call makes them.
 func BenchmarkLatency(b *testing.B) {
 	for _, tr := range []string{"stdio", "http"} {
 		b.Run(tr, func(b *testing.B) { latency(b, tr, kindsFor(tr)) })
@@ -267,22 +270,46 @@ const latencyBlock = 25
 func latency(b *testing.B, tr string, kinds []string) {
 	type setup struct {
 		kind string
-		c    *client.Client
-		pid  int
+		call func() time.Duration // one call, and how long it took
+		pid  int                  // 0: no process (the fdatasync floor)
 		lat  []time.Duration
 		cpu  cpuMeter
 	}
-	setups := make([]*setup, 0, len(kinds))
+	timed := func(f func()) func() time.Duration {
+		return func() time.Duration {
+			start := time.Now()
+			f()
+			return time.Since(start)
+		}
+	}
+	setups := make([]*setup, 0, len(kinds)+1)
 	for _, kind := range kinds {
 		c, pid := dial(b, tr, kind)
 		defer c.Close()
 		for range 50 { // warm up
 			echo(b, c)
 		}
-		setups = append(setups, &setup{kind: kind, c: c, pid: pid, lat: make([]time.Duration, 0, b.N)})
+		setups = append(setups, &setup{kind: kind, call: timed(func() { echo(b, c) }), pid: pid, lat: make([]time.Duration, 0, b.N)})
+	}
+	if tr == "stdio" {
+		// The disk's floor for --sync-each-call, in the same rounds as the
+		// calls (the disk's fdatasync drifts over minutes), and as a relay
+		// meets it: one append and fdatasync after a call's worth of other
+		// work (an untimed call to the upstream). Back to back, as
+		// BenchmarkFdatasync makes them, this machine's virtual disk
+		// answers each sooner than one that follows other work.
+		c, _ := dial(b, tr, "direct")
+		defer c.Close()
+		sync := fdatasyncProbe(b)
+		setups = append(setups, &setup{kind: "fdatasync", lat: make([]time.Duration, 0, b.N), call: func() time.Duration {
+			echo(b, c)
+			return timed(sync)()
+		}})
 	}
 	for _, s := range setups {
-		s.cpu = startCPU(b, s.pid)
+		if s.pid != 0 {
+			s.cpu = startCPU(b, s.pid)
+		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2)) // the same order in every run
 	b.ResetTimer()
@@ -291,15 +318,13 @@ func latency(b *testing.B, tr string, kinds []string) {
 		for _, i := range rng.Perm(len(setups)) {
 			s := setups[i]
 			for range n {
-				start := time.Now()
-				echo(b, s.c)
-				s.lat = append(s.lat, time.Since(start))
+				s.lat = append(s.lat, s.call())
 			}
 		}
 	}
 	b.StopTimer()
 	for _, s := range setups {
-		if v, ok := s.cpu.perCall(b, b.N); ok {
+		if v, ok := s.cpu.perCall(b, b.N); s.pid != 0 && ok {
 			b.ReportMetric(v, s.kind+":cpu-µs/call")
 		}
 		slices.Sort(s.lat)

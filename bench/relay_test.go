@@ -20,8 +20,9 @@ import (
 )
 
 // The relay's neighbours in the same run: below it the floor (bench/passthrough
-// --floor: a line copier, and the copier with one JSON decode and encode per
-// message, stdio only), beside it the relays people install from npm (HTTP;
+// --floor: a line copier, the copier with one JSON decode and encode per
+// message, and the copier that appends and fdatasyncs each request before
+// passing it on; stdio only), beside it the relays people install from npm (HTTP;
 // PLANLOCK_BENCH_NPM names the directory bench/run installed them into, and
 // without it they are left out).
 
@@ -34,7 +35,7 @@ func isNPMPeer(kind string) bool { return slices.Contains(npmPeers, kind) }
 func kindsFor(tr string) []string {
 	ks := slices.Clone(kinds)
 	if tr == "stdio" {
-		return append(ks, "floor-lines", "floor-json")
+		return append(ks, "floor-lines", "floor-json", "floor-sync")
 	}
 	if os.Getenv("PLANLOCK_BENCH_NPM") != "" {
 		ks = append(ks, npmPeers...)
@@ -43,7 +44,11 @@ func kindsFor(tr string) []string {
 }
 
 func floorCommand(b testing.TB, kind string, up []string) []string {
-	return append([]string{bin(b, "passthrough"), "--floor", strings.TrimPrefix(kind, "floor-"), "--"}, up...)
+	args := []string{bin(b, "passthrough"), "--floor", strings.TrimPrefix(kind, "floor-")}
+	if kind == "floor-sync" { // its journal where the proxies keep their state
+		args = append(args, "--floor-journal", filepath.Join(b.TempDir(), "journal"))
+	}
+	return append(append(args, "--"), up...)
 }
 
 // servePeer starts an npm relay over streamable HTTP in front of the test

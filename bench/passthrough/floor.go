@@ -7,18 +7,43 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 )
 
 // runFloor is the floor any stdio relay is measured against: it starts the
 // upstream and copies lines between the two pipes, understanding nothing
 // ("lines"), or with one JSON decode and encode of each message ("json", the
-// least a relay that reads messages does). Nothing is checked or kept.
-func runFloor(ctx context.Context, mode string, cmd []string, in io.Reader, out, errw io.Writer) error {
+// least a relay that reads messages does), or appending each line from the
+// client to the file journal and fdatasyncing it before it is passed on
+// ("sync", the least a relay that keeps each call durable before
+// forwarding it does). Nothing is checked.
+func runFloor(ctx context.Context, mode, journal string, cmd []string, in io.Reader, out, errw io.Writer) error {
 	var copyLine func(line []byte, w io.Writer) error
+	if (mode == "sync") != (journal != "") {
+		return errors.New("--floor-journal goes with --floor sync, and only with it")
+	}
 	switch mode {
 	case "lines":
 		copyLine = func(line []byte, w io.Writer) error {
+			_, err := w.Write(line)
+			return err
+		}
+	case "sync":
+		f, err := os.OpenFile(journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		copyLine = func(line []byte, w io.Writer) error {
+			if w != out { // toward the upstream
+				if _, err := f.Write(line); err != nil {
+					return err
+				}
+				if err := datasync(f); err != nil {
+					return fmt.Errorf("sync %s: %w", journal, err)
+				}
+			}
 			_, err := w.Write(line)
 			return err
 		}
@@ -36,7 +61,7 @@ func runFloor(ctx context.Context, mode string, cmd []string, in io.Reader, out,
 			return err
 		}
 	default:
-		return fmt.Errorf("--floor %q: want lines or json", mode)
+		return fmt.Errorf("--floor %q: want lines, json or sync", mode)
 	}
 	if len(cmd) == 0 {
 		return errors.New("--floor needs an upstream command after --")

@@ -4,6 +4,7 @@
 //
 //	passthrough [--http ADDR] [--upstream-url URL] [-- UPSTREAM_CMD ARGS...]
 //	passthrough --floor lines|json -- UPSTREAM_CMD ARGS...
+//	passthrough --floor sync --floor-journal FILE -- UPSTREAM_CMD ARGS...
 //
 // Downstream: stdio by default, streamable HTTP at http://ADDR/mcp with --http.
 // Upstream: the command after "--" over stdio, or --upstream-url.
@@ -49,13 +50,14 @@ func run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	fs.SetOutput(errw)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
 	upstreamURL := fs.String("upstream-url", "", "streamable HTTP `URL` of the upstream")
-	floor := fs.String("floor", "", "instead of relaying MCP, copy stdio `MODE` lines (lines) or JSON messages (json) to and from the upstream command (floor.go)")
+	floor := fs.String("floor", "", "instead of relaying MCP, copy stdio `MODE` lines (lines), JSON messages (json) or lines with each client line made durable first (sync) to and from the upstream command (floor.go)")
+	floorJournal := fs.String("floor-journal", "", "with --floor sync, the `FILE` each line from the client is appended to and fdatasynced before it is passed on")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cmd := fs.Args()
-	if *floor != "" {
-		return runFloor(ctx, *floor, cmd, in, out, errw)
+	if *floor != "" || *floorJournal != "" {
+		return runFloor(ctx, *floor, *floorJournal, cmd, in, out, errw)
 	}
 	if (*upstreamURL == "") == (len(cmd) == 0) {
 		//lint:ignore ST1005 the message ends with the usage's ARGS..., as planlock's own do

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +49,44 @@ func TestRunRejectsBadUpstreams(t *testing.T) {
 				t.Fatalf("run(%q) = %v; want an error containing %q", tt.args, err, tt.want)
 			}
 		})
+	}
+}
+
+// The floor that syncs journals every line from the client, and passes
+// each on (here to cat, which echoes it back) unchanged.
+func TestFloorSyncJournalsEachRequest(t *testing.T) {
+	journal := filepath.Join(t.TempDir(), "journal")
+	in := "{\"id\":1}\n{\"id\":2}\n"
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"--floor", "sync", "--floor-journal", journal, "--", "cat"}, strings.NewReader(in), &out, &errw); err != nil {
+		t.Fatalf("run: %v (%s)", err, errw.String())
+	}
+	if out.String() != in {
+		t.Errorf("relayed %q, want %q", out.String(), in)
+	}
+	if b, err := os.ReadFile(journal); err != nil || string(b) != in {
+		t.Errorf("journal %q, %v; want %q", b, err, in)
+	}
+}
+
+func TestFloorRejectsBadModes(t *testing.T) {
+	journal := filepath.Join(t.TempDir(), "journal")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--floor", "sync", "--", "cat"}, "--floor-journal goes with --floor sync"},
+		{[]string{"--floor", "lines", "--floor-journal", journal, "--", "cat"}, "--floor-journal goes with --floor sync"},
+		{[]string{"--floor-journal", journal, "--", "cat"}, "--floor-journal goes with --floor sync"},
+		{[]string{"--floor", "bytes", "--", "cat"}, `--floor "bytes": want lines, json or sync`},
+		{[]string{"--floor", "sync", "--floor-journal", filepath.Join(journal, "no", "dir"), "--", "cat"}, "no such file or directory"},
+	} {
+		err := run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run(%q) = %v; want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Errorf("a refused run left a journal: %v", err)
 	}
 }

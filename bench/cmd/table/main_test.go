@@ -13,11 +13,14 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 // The table of recorded runs of bench/run's benchmarks, against their golden
 // files: every figure lands in its row, ratios and verdicts are computed; a
-// run from before the state-on-memory setup prints without its rows.
+// run from before the state-on-memory setup prints without its rows, and
+// one from before the fdatasync timed in the latency rounds takes the
+// targets' fdatasync from BenchmarkFdatasync.
 func TestWriteGolden(t *testing.T) {
 	for _, tt := range []struct{ raw, golden, cpu string }{
 		{"raw.txt", "table.md", "Oxide Virtual Turin-like Processor"},
 		{"memstate-raw.txt", "memstate-table.md", "AMD EPYC"},
+		{"fdatasync-raw.txt", "fdatasync-table.md", "AMD EPYC"},
 	} {
 		t.Run(tt.raw, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", tt.raw))

@@ -12,6 +12,7 @@ var relaySetups = []struct{ kind, label string }{
 	{"direct", "direct (no relay)"},
 	{"floor-lines", "floor: Go line copier"},
 	{"floor-json", "floor: copier + 1 JSON decode/encode each way"},
+	{"floor-sync", "floor: copier + append & fdatasync of each request"},
 	{"passthrough", "bare mcp-go relay (bench/passthrough)"},
 	{"planlock", "planlock proxy"},
 	{"planlock-memstate", "planlock proxy, state on memory (/dev/shm)"},
@@ -108,11 +109,23 @@ func relayTargets(r results) []string {
 		}
 	}
 	s, sok := r.get("Latency/stdio/planlock-sync-each-call", "p50-µs")
-	f, fok := r.get("Fdatasync", "ns/op")
+	f, how, fok := oneSync(r)
 	p, pok := r.get("Latency/stdio/passthrough", "p50-µs")
 	if sok && pok && fok {
-		out = append(out, fmt.Sprintf("stdio p50 with --sync-each-call ≤ the bare relay's p50 + 1 fdatasync: %.0f vs %.0f + %.0f µs: %s",
-			s, p, f/1e3, verdict(s <= p+f/1e3)))
+		out = append(out, fmt.Sprintf("stdio p50 with --sync-each-call ≤ the bare relay's p50 + 1 fdatasync: %.0f vs %.0f + %.0f µs (the fdatasync %s): %s",
+			s, p, f, how, verdict(s <= p+f)))
 	}
 	return out
+}
+
+// oneSync is the cost of one fdatasync the sync targets allow, in µs, and
+// how it was measured: the p50 of one after a call, taken in the stdio
+// latency rounds, or in a run from before those, the mean of
+// BenchmarkFdatasync's, back to back.
+func oneSync(r results) (float64, string, bool) {
+	if v, ok := r.get("Latency/stdio/fdatasync", "p50-µs"); ok {
+		return v, "p50 of one after a call, in the same rounds", true
+	}
+	v, ok := r.get("Fdatasync", "ns/op")
+	return v / 1e3, "mean of a run back to back", ok
 }
