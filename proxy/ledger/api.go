@@ -33,11 +33,10 @@ type Options struct {
 	// waits for its record anyway: the hand-off wakes the runtime's
 	// monitor thread after every idle moment, and a relay is idle between
 	// every message. A caller that runs the sync its record needs itself
-	// (the sync lane was idle) makes that fdatasync and the anchor's write
-	// raw too; the syncer goroutine's syncs keep the hand-off. While such
-	// a call blocks (memory pressure, a slow disk), its goroutine keeps its
-	// P and a GC pause waits for it; a server of many sessions leaves it
-	// off.
+	// (the sync lane was idle) makes that fdatasync raw too; the syncer
+	// goroutine's syncs keep the hand-off. While such a call blocks
+	// (memory pressure, a slow disk), its goroutine keeps its P and a GC
+	// pause waits for it; a server of many sessions leaves it off.
 	RawAppends bool
 	// AcceptMissingAnchor lets Open start when the journal's anchor
 	// (<Dir>/head) is missing although the journal has records or the
