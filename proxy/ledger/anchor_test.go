@@ -80,15 +80,7 @@ func TestAnchorFollowsDurableRecords(t *testing.T) {
 	ctx := context.Background()
 	journalEnd := func(t *testing.T, l *Ledger) Head {
 		t.Helper()
-		f, err := os.Open(l.AuditPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		res, err := Verify(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := verifyPath(t, l.AuditPath())
 		return Head{Seq: uint64(res.Records), Hash: res.Head}
 	}
 	headOf := func(t *testing.T, dir string) Head {

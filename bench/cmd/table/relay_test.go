@@ -69,13 +69,7 @@ func TestRelayTargetMemState(t *testing.T) {
 		{"no floor", func() results { r := run(310); delete(r, "Latency/stdio/floor-json"); return r }(), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var got string
-			for _, l := range relayTargets(tt.r) {
-				if strings.HasPrefix(l, line) {
-					got = l
-				}
-			}
-			if got != tt.want {
+			if got := targetLine(tt.r, line); got != tt.want {
 				t.Errorf("target line = %q, want %q", got, tt.want)
 			}
 		})
@@ -112,15 +106,21 @@ func TestRelayTargetSyncEachCall(t *testing.T) {
 		{"no sync-each-call", without(run(750), "Latency/stdio/planlock-sync-each-call"), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var got string
-			for _, l := range relayTargets(tt.r) {
-				if strings.HasPrefix(l, line) {
-					got = l
-				}
-			}
-			if got != tt.want {
+			if got := targetLine(tt.r, line); got != tt.want {
 				t.Errorf("target line = %q, want %q", got, tt.want)
 			}
 		})
 	}
+}
+
+// targetLine is the relay target line of r that starts with prefix, "" when
+// there is none.
+func targetLine(r results, prefix string) string {
+	var got string
+	for _, l := range relayTargets(r) {
+		if strings.HasPrefix(l, prefix) {
+			got = l
+		}
+	}
+	return got
 }
