@@ -275,13 +275,6 @@ func latency(b *testing.B, tr string, kinds []string) {
 		lat  []time.Duration
 		cpu  cpuMeter
 	}
-	timed := func(f func()) func() time.Duration {
-		return func() time.Duration {
-			start := time.Now()
-			f()
-			return time.Since(start)
-		}
-	}
 	setups := make([]*setup, 0, len(kinds)+1)
 	for _, kind := range kinds {
 		c, pid := dial(b, tr, kind)
@@ -289,7 +282,11 @@ func latency(b *testing.B, tr string, kinds []string) {
 		for range 50 { // warm up
 			echo(b, c)
 		}
-		setups = append(setups, &setup{kind: kind, call: timed(func() { echo(b, c) }), pid: pid, lat: make([]time.Duration, 0, b.N)})
+		setups = append(setups, &setup{kind: kind, pid: pid, lat: make([]time.Duration, 0, b.N), call: func() time.Duration {
+			start := time.Now()
+			echo(b, c)
+			return time.Since(start)
+		}})
 	}
 	if tr == "stdio" {
 		// The disk's floor for --sync-each-call, in the same rounds as the
@@ -303,7 +300,9 @@ func latency(b *testing.B, tr string, kinds []string) {
 		sync := fdatasyncProbe(b)
 		setups = append(setups, &setup{kind: "fdatasync", lat: make([]time.Duration, 0, b.N), call: func() time.Duration {
 			echo(b, c)
-			return timed(sync)()
+			start := time.Now()
+			sync()
+			return time.Since(start)
 		}})
 	}
 	for _, s := range setups {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // runFloor is the floor any stdio relay is measured against: it starts the
@@ -40,7 +42,7 @@ func runFloor(ctx context.Context, mode, journal string, cmd []string, in io.Rea
 				if _, err := f.Write(line); err != nil {
 					return err
 				}
-				if err := datasync(f); err != nil {
+				if err := datasync.Sync(f); err != nil {
 					return fmt.Errorf("sync %s: %w", journal, err)
 				}
 			}

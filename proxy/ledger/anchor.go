@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // The anchor (<dir>/head) keeps the journal's head outside the journal, so
@@ -181,13 +183,15 @@ func createAnchor(dir string, h Head) error {
 	return writeStateAtomic("anchor", dir, anchorName, append(encodeSlot(h), encodeSlot(h)...))
 }
 
-func openAnchor(dir string, slot int) (*anchor, error) {
+// openAnchor opens the anchor of dir, whose next write goes to slot and
+// whose newest head has seq at.
+func openAnchor(dir string, slot int, at uint64) (*anchor, error) {
 	path := filepath.Join(dir, anchorName)
 	f, err := openState("anchor", path, os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("open anchor: %w", err)
 	}
-	return &anchor{path: path, f: f, slot: slot}, nil
+	return &anchor{path: path, f: f, slot: slot, at: at}, nil
 }
 
 // write puts h in the current slot, without syncing it. A head older than
@@ -208,7 +212,7 @@ func (a *anchor) sync() error {
 	if !a.dirty {
 		return nil
 	}
-	if err := datasync(a.f); err != nil {
+	if err := datasync.Sync(a.f); err != nil {
 		return fmt.Errorf("%w: sync anchor %s: %v", ErrFailed, a.path, err)
 	}
 	a.dirty, a.slot = false, 1-a.slot

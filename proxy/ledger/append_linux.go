@@ -53,26 +53,3 @@ func rawAppend(f *os.File, b []byte) (int, error) {
 	}
 	return done, nil
 }
-
-// rawDatasync is datasync with raw fdatasync(2) calls.
-func rawDatasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var errno syscall.Errno
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			_, _, errno = syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0)
-			if errno != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	if errno != 0 {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: errno}
-	}
-	return nil
-}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // RawAppends changes how records reach the file and how a caller's own
@@ -81,7 +83,7 @@ func TestRawSyncOnlyForTheCallersOwn(t *testing.T) {
 				raws = append(raws, raw)
 				mu.Unlock()
 				synced <- struct{}{}
-				return datasync(f)
+				return datasync.Sync(f)
 			})
 			l.wmu.Unlock()
 			ctx := context.Background()
@@ -104,36 +106,6 @@ func TestRawSyncOnlyForTheCallersOwn(t *testing.T) {
 				t.Fatalf("syncs raw %v, want %v (the caller's, the timer's)", raws, want)
 			}
 		})
-	}
-}
-
-// A raw fdatasync fails as datasync does: an error naming the file and the
-// call, with the errno.
-func TestRawDatasync(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString("{}\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := rawDatasync(f); err != nil {
-		t.Fatalf("rawDatasync of a file: %v", err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	var pe *os.PathError
-	err = rawDatasync(w)
-	if !errors.As(err, &pe) || !errors.Is(err, syscall.EINVAL) || pe.Op != "fdatasync" || pe.Path != w.Name() {
-		t.Fatalf("rawDatasync of a pipe: %v; want EINVAL naming fdatasync and the pipe", err)
-	}
-	if plain := datasync(w); !errors.Is(plain, syscall.EINVAL) {
-		t.Fatalf("datasync of a pipe: %v, rawDatasync: %v", plain, err)
 	}
 }
 

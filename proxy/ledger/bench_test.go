@@ -251,7 +251,7 @@ func benchAnchor(b *testing.B) *anchor {
 	if err := createAnchor(dir, Head{Hash: genesis}); err != nil {
 		b.Fatal(err)
 	}
-	a, err := openAnchor(dir, 0)
+	a, err := openAnchor(dir, 0, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

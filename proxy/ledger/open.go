@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // Open opens (creating if needed) a state directory, takes its lock, replays
@@ -191,13 +193,12 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 			return fmt.Errorf("write anchor: %w", err)
 		}
 	}
-	if l.anchor, err = openAnchor(l.dir, slot); err != nil {
+	if !anchored {
+		ah.Seq = uint64(rp.res.Records) // what createAnchor wrote
+	}
+	if l.anchor, err = openAnchor(l.dir, slot, ah.Seq); err != nil {
 		f.Close()
 		return err
-	}
-	l.anchor.at = uint64(rp.res.Records) // what createAnchor wrote
-	if anchored {
-		l.anchor.at = ah.Seq
 	}
 	if !bound {
 		if err := l.bind(); err != nil {
@@ -239,7 +240,7 @@ func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replaye
 		if err := f.Truncate(good); err != nil {
 			return nil, fmt.Errorf("truncate the torn last line of %s: %w", l.auditPath, err)
 		}
-		if err := datasync(f); err != nil {
+		if err := datasync.Sync(f); err != nil {
 			return nil, fmt.Errorf("sync %s: %w", l.auditPath, err)
 		}
 	case errors.Is(err, ErrCheckpoint), errors.Is(err, ErrUnsafe):

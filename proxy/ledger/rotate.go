@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // Rotation. When Options.RotateSize or RotateEvery is due, the writer, at a
@@ -141,7 +143,7 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 		return failed("write the segment record", err)
 	}
 	start := time.Now()
-	if err := datasync(f); err != nil {
+	if err := datasync.Sync(f); err != nil {
 		f.Close()
 		return failed("sync the next file", err)
 	}
@@ -234,7 +236,7 @@ func (l *Ledger) flushQueued(p *cpPrep) (err error) {
 	l.end.size += int64(len(buf))
 	l.head, l.written = head, p.entries[len(p.entries)-1].seq
 	start := time.Now()
-	if err := datasync(l.journal); err != nil {
+	if err := datasync.Sync(l.journal); err != nil {
 		return err
 	}
 	took := time.Since(start)

@@ -165,14 +165,17 @@ func (l *Ledger) syncOnce(job *syncJob, st *syncStats) error {
 		}
 		st.journal, st.took = true, time.Since(start)
 	}
+	if !job.anchor {
+		return nil
+	}
 	// Only once they are durable may the anchor name these records.
-	if job.anchor && job.target.Seq > l.anchor.at {
+	if job.target.Seq > l.anchor.at {
 		if err := l.anchor.write(job.target); err != nil {
 			return err
 		}
 		st.anchorWrites++
 	}
-	if job.anchor && l.anchor.dirty {
+	if l.anchor.dirty {
 		if err := l.anchor.sync(); err != nil {
 			return err
 		}

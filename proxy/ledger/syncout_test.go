@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // syncGate replaces the journal's group-commit fdatasync (syncHook): it can
@@ -91,7 +93,7 @@ func (g *syncGate) hook(f *os.File, seq uint64, _ bool) error {
 	if fail != nil {
 		return fail
 	}
-	if err := datasync(f); err != nil {
+	if err := datasync.Sync(f); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -385,7 +387,7 @@ func TestAnchorOnlyMovesForward(t *testing.T) {
 	if err := createAnchor(dir, mk(1)); err != nil {
 		t.Fatal(err)
 	}
-	a, err := openAnchor(dir, 0)
+	a, err := openAnchor(dir, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/planlock/planlock/internal/datasync"
 )
 
 // The group-commit writer. Locking, here and in the whole package: mu
@@ -432,7 +434,7 @@ func (l *Ledger) syncJournalTo(seq uint64, raw bool) error {
 		return l.syncHook(l.journal, seq, raw)
 	}
 	if raw {
-		return rawDatasync(l.journal)
+		return datasync.Raw(l.journal)
 	}
-	return datasync(l.journal)
+	return datasync.Sync(l.journal)
 }
