@@ -3,6 +3,7 @@ package sign
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -228,6 +229,23 @@ func (p *Policy) initKeyless() (*Policy, error) {
 		return nil, fmt.Errorf("keyless verifier: %w", err)
 	}
 	return p, nil
+}
+
+// Fingerprint names whom the policy trusts, for keying what is kept per
+// trust policy (a proxy's state, its no-downgrade marks): "key:" and the
+// key's id, or "keyless:" and the sha256 of the certificate identity and
+// issuer matchers. The GitHub workflow restrictions and the trusted root
+// are left out on purpose: they narrow the same signer (a workflow sha
+// changes with every commit), and a rotated root must not start a new
+// state.
+func (p *Policy) Fingerprint() string {
+	if !p.keyless {
+		return "key:" + p.keyID
+	}
+	o := p.opts
+	b, _ := json.Marshal([]string{o.CertificateIdentity, o.CertificateIdentityRegexp, o.CertificateOIDCIssuer, o.CertificateOIDCIssuerRegexp})
+	sum := sha256.Sum256(b)
+	return "keyless:" + hex.EncodeToString(sum[:])
 }
 
 // Describe says in one line what the policy trusts.

@@ -52,9 +52,20 @@ func TestProxyLoadsOnlyVerifiedPlansAndRefusesADowngrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	t1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	v1 := signPlan(t, dir, "v1.hcl", anyOrder(refundPlan), t1, privPEM)
+	// v1 and v2 are two versions of plans/refund.hcl; v1 is signed first,
+	// and is signed again under another label; plans/other.hcl is another
+	// file with the same label.
+	for _, d := range []string{"v1", "v1-relabelled", "v2"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := signPlan(t, filepath.Join(dir, "v1"), "refund.hcl", anyOrder(refundPlan), t1, privPEM)
+	relabelled := signPlan(t, filepath.Join(dir, "v1-relabelled"), "refund.hcl",
+		strings.Replace(anyOrder(refundPlan), `plan "refund-4711"`, `plan "refund-any"`, 1), t1, privPEM)
 	v2src := strings.Replace(anyOrder(refundPlan), "max_calls = 3", "max_calls = 2", 1)
-	v2 := signPlan(t, dir, "v2.hcl", v2src, t1.Add(time.Hour), privPEM)
+	v2 := signPlan(t, filepath.Join(dir, "v2"), "refund.hcl", v2src, t1.Add(time.Hour), privPEM)
+	other := signPlan(t, dir, "other.hcl", anyOrder(refundPlan), t1, privPEM)
 	forged := signPlan(t, dir, "forged.hcl", anyOrder(refundPlan), t1, otherPriv)
 	tampered := signPlan(t, dir, "tampered.hcl", anyOrder(refundPlan), t1, privPEM)
 	if err := os.WriteFile(tampered, []byte(strings.Replace(anyOrder(refundPlan), "max = 30", "max = 3000", 1)), 0o644); err != nil {
@@ -74,7 +85,9 @@ func TestProxyLoadsOnlyVerifiedPlansAndRefusesADowngrade(t *testing.T) {
 	}{
 		{plan: v2, ok: true, want: "verified: signed by key sha256:"},
 		{plan: v2, ok: true, want: "verified"}, // the same plan again
-		{plan: v1, want: `plan "refund-4711" signed at 2026-11-01T00:00:00Z is older than the one already loaded (signed at 2026-11-01T01:00:00Z); refusing a downgrade`},
+		{plan: v1, want: `plan "refund-4711" (signed path plans/refund.hcl) signed at 2026-11-01T00:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T01:00:00Z); refusing a downgrade`},
+		{plan: relabelled, want: `plan "refund-any" (signed path plans/refund.hcl) signed at 2026-11-01T00:00:00Z is older`},
+		{plan: other, ok: true, want: "verified"}, // one label, another signed path: its own mark
 		{plan: forged, want: "key mismatch"},
 		{plan: tampered, want: "digest mismatch"},
 		{plan: filepath.Join(dir, "missing.hcl"), want: "refused"},

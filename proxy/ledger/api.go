@@ -223,9 +223,18 @@ type PlanLoad struct {
 	Digest   string    // digest of the plan bytes
 	SignedAt time.Time // transparency-log integrated time, else the signed predicate's time
 	// Path is the repository path the plan's signature approves. When set,
-	// the no-downgrade mark is kept for it as well as for Name, so that an
-	// older plan for the same file is refused whatever its plan label.
+	// the no-downgrade mark is kept for it (and Trust), never for Name: an
+	// older plan for the same path is refused whatever its plan label, and
+	// two plans with one label from different paths do not refuse each
+	// other. Without Path the mark is the name's.
 	Path string
+	// Trust names the trust policy that verified the plan
+	// (sign.Policy.Fingerprint); with Path it keys the mark. Marks recorded
+	// without one (before marks named their policy) bind every policy.
+	Trust string
+	// Note is recorded with the load (why a mark was recorded without the
+	// plan being served: carried over from an earlier state layout).
+	Note string
 }
 
 // Stats are counters for operators and benchmarks.

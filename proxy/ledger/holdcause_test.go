@@ -102,10 +102,14 @@ func TestNewHoldFindsOnlyACoveringHold(t *testing.T) {
 }
 
 // TestNoDowngradePerSignedPath: the high-water mark is kept per signed path
-// as well as per plan name, so an older plan for the same path is refused
-// whatever its label; the mark survives a restart (checkpoint or replay).
+// and trust policy, never per plan label, so an older plan for the same
+// path is refused whatever its label, and two plans with one label from
+// different paths do not refuse each other; the mark survives a restart
+// (checkpoint or replay), and a mark recorded without a trust policy
+// binds every policy.
 func TestNoDowngradePerSignedPath(t *testing.T) {
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	const trust, other = "key:sha256:aa", "keyless:bb"
 	for _, mode := range []string{"checkpoint", "replay"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -117,8 +121,14 @@ func TestNoDowngradePerSignedPath(t *testing.T) {
 			if mode == "checkpoint" {
 				l.closeCheckpointMin = 1 // a checkpoint at Close, however short the journal
 			}
-			if err := l.LoadPlan(ctx, PlanLoad{Name: "refund", Digest: "d2", SignedAt: base.Add(time.Hour), Path: "plans/refund.hcl"}); err != nil {
-				t.Fatal(err)
+			for _, p := range []PlanLoad{
+				{Name: "refund", Digest: "d2", SignedAt: base.Add(time.Hour), Path: "plans/refund.hcl", Trust: trust},
+				// As a planlock before trust policies recorded it.
+				{Name: "legacy", Digest: "d6", SignedAt: base.Add(time.Hour), Path: "plans/legacy.hcl"},
+			} {
+				if err := l.LoadPlan(ctx, p); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
@@ -134,14 +144,18 @@ func TestNoDowngradePerSignedPath(t *testing.T) {
 				load PlanLoad
 				want string // "" for accepted
 			}{
-				{"older, other label, same path", PlanLoad{Name: "refund-old", Digest: "d1", SignedAt: base, Path: "plans/refund.hcl"},
+				{"older, other label, same path", PlanLoad{Name: "refund-old", Digest: "d1", SignedAt: base, Path: "plans/refund.hcl", Trust: trust},
 					`plan "refund-old" (signed path plans/refund.hcl) signed at 2026-11-01T00:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T01:00:00Z); refusing a downgrade`},
-				{"older, same label, other path", PlanLoad{Name: "refund", Digest: "d1", SignedAt: base, Path: "plans/other.hcl"},
-					`plan "refund" signed at 2026-11-01T00:00:00Z is older than the one already loaded`},
-				{"older, other label, other path", PlanLoad{Name: "other", Digest: "d3", SignedAt: base, Path: "plans/other.hcl"}, ""},
-				{"newer, other label, same path", PlanLoad{Name: "renamed", Digest: "d4", SignedAt: base.Add(2 * time.Hour), Path: "plans/refund.hcl"}, ""},
-				{"between, first label, same path", PlanLoad{Name: "refund", Digest: "d5", SignedAt: base.Add(90 * time.Minute), Path: "plans/refund.hcl"},
+				{"older, same label, other path", PlanLoad{Name: "refund", Digest: "d1", SignedAt: base, Path: "plans/other.hcl", Trust: trust}, ""},
+				{"older, other label, other path", PlanLoad{Name: "other", Digest: "d3", SignedAt: base, Path: "plans/third.hcl", Trust: trust}, ""},
+				{"older, same path, another trust policy", PlanLoad{Name: "refund", Digest: "d1", SignedAt: base, Path: "plans/refund.hcl", Trust: other}, ""},
+				{"newer, other label, same path", PlanLoad{Name: "renamed", Digest: "d4", SignedAt: base.Add(2 * time.Hour), Path: "plans/refund.hcl", Trust: trust}, ""},
+				{"between, first label, same path", PlanLoad{Name: "refund", Digest: "d5", SignedAt: base.Add(90 * time.Minute), Path: "plans/refund.hcl", Trust: trust},
 					`(signed path plans/refund.hcl) signed at 2026-11-01T01:30:00Z is older`},
+				{"older than a mark recorded without a trust policy", PlanLoad{Name: "x", Digest: "d7", SignedAt: base, Path: "plans/legacy.hcl", Trust: other},
+					`(signed path plans/legacy.hcl) signed at 2026-11-01T00:00:00Z is older`},
+				{"no path: the name's mark", PlanLoad{Name: "legacy", Digest: "d8", SignedAt: base},
+					`plan "legacy" signed at 2026-11-01T00:00:00Z is older than the one already loaded`},
 			}
 			for _, tt := range tests {
 				err := l.LoadPlan(ctx, tt.load)
@@ -151,6 +165,13 @@ func TestNoDowngradePerSignedPath(t *testing.T) {
 				case tt.want != "" && (!errors.Is(err, ErrDowngrade) || !strings.Contains(err.Error(), tt.want)):
 					t.Fatalf("%s: err %v, want %q", tt.name, err, tt.want)
 				}
+			}
+			snap, err := Inspect(ctx, Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.Join(snap.SignedPaths(), " "), "plans/legacy.hcl plans/other.hcl plans/refund.hcl plans/third.hcl"; got != want {
+				t.Fatalf("SignedPaths: %q, want %q", got, want)
 			}
 		})
 	}

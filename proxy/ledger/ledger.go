@@ -493,40 +493,28 @@ func (l *Ledger) CheckNotOlder(planName string, signedAt time.Time) error {
 	return l.checkNotOlderLocked(PlanLoad{Name: planName, SignedAt: signedAt})
 }
 
-// pathMark is the key of a signed path's high-water mark in state.newest,
-// next to the plan names' marks: a plan name has no ':' (hclplan), so the
-// two never collide, and checkpoints carry both unchanged.
-func pathMark(path string) string { return "path:" + path }
-
 // checkNotOlderLocked is CheckNotOlder; mu must be held.
-func (l *Ledger) checkNotOlderLocked(p PlanLoad) error {
-	if newest, ok := l.st.newest[p.Name]; ok && p.SignedAt.Before(newest) {
-		return &DowngradeError{Name: p.Name, SignedAt: p.SignedAt, Newest: newest}
-	}
-	if p.Path != "" {
-		if newest, ok := l.st.newest[pathMark(p.Path)]; ok && p.SignedAt.Before(newest) {
-			return &DowngradeError{Name: p.Name, Path: p.Path, SignedAt: p.SignedAt, Newest: newest}
-		}
-	}
-	return nil
-}
+func (l *Ledger) checkNotOlderLocked(p PlanLoad) error { return l.st.downgrade(p) }
 
 // LoadPlan checks the no-downgrade rule and records the plan as loaded,
-// raising the high-water marks of its name and of its signed path; durable
-// on return. A plan signed at the same time as the newest (the same plan,
-// restarted) is accepted.
+// raising the high-water mark of its signed path under its trust policy
+// (of its name, without a path); durable on return. A plan signed at the
+// same time as the newest (the same plan, restarted) is accepted.
 func (l *Ledger) LoadPlan(ctx context.Context, p PlanLoad) error {
 	if p.Name == "" || p.SignedAt.IsZero() {
 		return fmt.Errorf("%w: a loaded plan needs a name and a signing time", ErrInvalidArgument)
 	}
 	p.SignedAt = p.SignedAt.UTC()
 	signed := p.SignedAt
-	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path}
+	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path, SignedTrust: p.Trust, Note: firstLine(p.Note)}
+	if p.Path == "" {
+		r.SignedTrust = "" // a trust policy keys a path's mark only
+	}
 	return l.commit(ctx, &r, true, func() error {
 		if err := l.checkNotOlderLocked(p); err != nil {
 			return err
 		}
-		l.st.raise(p.Name, p.Path, signed)
+		l.st.raise(PlanLoad{Name: p.Name, Path: r.SignedPath, Trust: r.SignedTrust}, signed)
 		return nil
 	})
 }

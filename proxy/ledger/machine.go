@@ -328,20 +328,18 @@ func (m *Machine) LoadPlan(p PlanLoad, now time.Time) error {
 	}
 	signed := p.SignedAt.UTC()
 	p.SignedAt = signed
-	if newest, ok := m.st.newest[p.Name]; ok && signed.Before(newest) {
-		return &DowngradeError{Name: p.Name, SignedAt: signed, Newest: newest}
+	if p.Path == "" {
+		p.Trust = "" // a trust policy keys a path's mark only
 	}
-	if p.Path != "" {
-		if newest, ok := m.st.newest[pathMark(p.Path)]; ok && signed.Before(newest) {
-			return &DowngradeError{Name: p.Name, Path: p.Path, SignedAt: signed, Newest: newest}
-		}
+	if err := m.st.downgrade(p); err != nil {
+		return err
 	}
-	r := record{Time: now.UTC(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path}
+	r := record{Time: now.UTC(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path, SignedTrust: p.Trust, Note: firstLine(p.Note)}
 	body, err := m.encode(&r)
 	if err != nil {
 		return err
 	}
-	m.st.raise(p.Name, p.Path, signed)
+	m.st.raise(p, signed)
 	m.append(body)
 	return nil
 }

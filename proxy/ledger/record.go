@@ -68,6 +68,9 @@ type record struct {
 	Cause       string `json:"cause,omitempty"`
 	ObservedPin string `json:"observed_pin,omitempty"`
 	SignedPath  string `json:"signed_path,omitempty"`
+	// SignedTrust (plan loads) names the trust policy that verified the
+	// plan (sign.Policy.Fingerprint); with SignedPath it keys the mark.
+	SignedTrust string `json:"signed_trust,omitempty"`
 	StateSHA    string `json:"state_sha256,omitempty"`
 	// PrevSegment and State (segment records) name the file the journal
 	// was rotated out to and carry the state as of the record before, so
@@ -177,6 +180,7 @@ func encodeBody(r *record) ([]byte, error) {
 	b = appendStringField(b, "cause", r.Cause, true)
 	b = appendStringField(b, "observed_pin", r.ObservedPin, true)
 	b = appendStringField(b, "signed_path", r.SignedPath, true)
+	b = appendStringField(b, "signed_trust", r.SignedTrust, true)
 	b = appendStringField(b, "state_sha256", r.StateSHA, true)
 	b = appendStringField(b, "prev_segment", r.PrevSegment, true)
 	if len(r.State) > 0 {

@@ -235,6 +235,7 @@ type ExportRecord struct {
 	Cause       string          `json:"cause,omitempty"`
 	ObservedPin string          `json:"observed_pin,omitempty"`
 	SignedPath  string          `json:"signed_path,omitempty"`
+	SignedTrust string          `json:"signed_trust,omitempty"`
 	StateSHA256 string          `json:"state_sha256,omitempty"`
 	PrevSegment string          `json:"prev_segment,omitempty"`
 	Replica     string          `json:"replica,omitempty"`
@@ -249,7 +250,7 @@ func exportOf(p *parsed) ExportRecord {
 		ArgsSHA256: r.ArgsSHA, Reason: r.Reason, Hold: r.Hold, HoldState: r.HoldState, Expires: r.Expires,
 		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
 		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,
-		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, StateSHA256: r.StateSHA,
+		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, SignedTrust: r.SignedTrust, StateSHA256: r.StateSHA,
 		PrevSegment: r.PrevSegment, Replica: r.Replica, Prev: p.Prev, Hash: p.Hash}
 }
 

@@ -137,3 +137,14 @@ func (s *Snapshot) Newest(planName string) (time.Time, bool) {
 	t, ok := s.st.newest[planName]
 	return t, ok
 }
+
+// Mark returns the no-downgrade mark that binds a load (see PlanLoad).
+func (s *Snapshot) Mark(p PlanLoad) (time.Time, bool) { return s.st.mark(p) }
+
+// SignedPaths are the repository paths the state holds a no-downgrade mark
+// for, under any trust policy, sorted.
+func (s *Snapshot) SignedPaths() []string { return s.st.signedPaths() }
+
+// HasMarks reports whether the state holds any no-downgrade mark (a
+// verified plan was loaded).
+func (s *Snapshot) HasMarks() bool { return len(s.st.newest) > 0 }

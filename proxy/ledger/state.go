@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -159,20 +160,101 @@ func (s *state) apply(r *parsed) {
 		}
 	case typePlanLoaded:
 		if r.SignedAt != nil {
-			s.raise(r.PlanName, r.SignedPath, *r.SignedAt)
+			s.raise(PlanLoad{Name: r.PlanName, Path: r.SignedPath, Trust: r.SignedTrust}, *r.SignedAt)
 		}
 	}
 }
 
-// raise moves the no-downgrade marks of a plan name and, when known, of its
-// signed path up to signed.
-func (s *state) raise(name, path string, signed time.Time) {
-	if signed.After(s.newest[name]) {
-		s.newest[name] = signed
+// pathMark is the key of a signed path's high-water mark in state.newest
+// as recorded before marks named their trust policy; signedMark is the key
+// since. A plan name has no ':' (hclplan), so neither collides with a
+// name's mark, and checkpoints carry all of them unchanged.
+func pathMark(path string) string { return "path:" + path }
+
+func signedMark(trust, path string) string { return "signed:" + trust + ":" + path }
+
+// raise moves the no-downgrade marks of a load up to signed: the mark of
+// its signed path under its trust policy; a load recorded without a trust
+// policy raises what it always did (its name's and its path's), so that
+// replaying a journal written before gives the same state.
+func (s *state) raise(p PlanLoad, signed time.Time) {
+	up := func(k string) {
+		if signed.After(s.newest[k]) {
+			s.newest[k] = signed
+		}
 	}
-	if path != "" && signed.After(s.newest[pathMark(path)]) {
-		s.newest[pathMark(path)] = signed
+	switch {
+	case p.Trust != "" && p.Path != "":
+		up(signedMark(p.Trust, p.Path))
+	case p.Path != "":
+		up(p.Name)
+		up(pathMark(p.Path))
+	default:
+		up(p.Name)
 	}
+}
+
+// mark is the newest signing time that binds p: for a signed path, the
+// path's mark under p's trust policy and the path's mark recorded without
+// one (it binds every policy); the plan's label plays no part. A load
+// without a signed path has its name's mark.
+func (s *state) mark(p PlanLoad) (time.Time, bool) {
+	if p.Path == "" {
+		t, ok := s.newest[p.Name]
+		return t, ok
+	}
+	t, ok := s.newest[pathMark(p.Path)]
+	if p.Trust != "" {
+		if u, uok := s.newest[signedMark(p.Trust, p.Path)]; uok && (!ok || u.After(t)) {
+			t, ok = u, true
+		}
+	}
+	return t, ok
+}
+
+// downgrade returns a *DowngradeError when p was signed before its mark.
+func (s *state) downgrade(p PlanLoad) error {
+	newest, ok := s.mark(p)
+	if !ok || !p.SignedAt.Before(newest) {
+		return nil
+	}
+	if p.Path == "" {
+		return &DowngradeError{Name: p.Name, SignedAt: p.SignedAt, Newest: newest}
+	}
+	return &DowngradeError{Name: p.Name, Path: p.Path, SignedAt: p.SignedAt, Newest: newest}
+}
+
+// signedPaths are the repository paths the state holds a mark for, under
+// any trust policy.
+func (s *state) signedPaths() []string {
+	seen := map[string]bool{}
+	var out []string
+	for k := range s.newest {
+		var path string
+		if rest, ok := strings.CutPrefix(k, "path:"); ok {
+			path = rest
+		} else if rest, ok := strings.CutPrefix(k, "signed:"); ok {
+			// "signed:<kind>:<id>:<path>": the policy's fingerprint is
+			// "key:sha256:<hex>" or "keyless:<hex>".
+			parts := strings.SplitN(rest, ":", 4)
+			switch {
+			case len(parts) == 4 && parts[0] == "key":
+				path = parts[3]
+			case len(parts) >= 3 && parts[0] == "keyless":
+				path = strings.Join(parts[2:], ":")
+			default:
+				continue
+			}
+		} else {
+			continue
+		}
+		if !seen[path] {
+			seen[path] = true
+			out = append(out, path)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *state) addHold(h *Hold) {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,6 +42,11 @@ type Loaded struct {
 	Plan *hclplan.Plan
 	// Approval is the verified approval; nil when the source has no policy.
 	Approval *sign.Approval
+	// Trust is the fingerprint of the trust policy that verified it
+	// (sign.Policy.Fingerprint); "" when not verified.
+	Trust string
+	// File is the plan file's absolute path, as read.
+	File string
 }
 
 // Refusals. Every error Read returns is one line and, except an unverified
@@ -102,7 +108,14 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 	if plan.Expired(now) {
 		return nil, &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it (to renew it, sign a new plan with a later expires)", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
 	}
-	return &Loaded{Plan: plan, Approval: approval}, nil
+	l := &Loaded{Plan: plan, Approval: approval, File: s.File}
+	if abs, err := filepath.Abs(s.File); err == nil {
+		l.File = abs
+	}
+	if s.Policy != nil {
+		l.Trust = s.Policy.Fingerprint()
+	}
+	return l, nil
 }
 
 // Describe says in a few words what was loaded, for the log.
@@ -144,16 +157,45 @@ func (l *Loaded) SignedPath() string {
 	return l.Approval.Path
 }
 
+// Identity is what a plan's state is kept for: what was signed, never a
+// label the plan file chooses.
+type Identity struct {
+	// Trust is the trust policy's fingerprint; "" for an unverified plan.
+	Trust string
+	// Path is the repository path the signature approves; for an
+	// unverified plan (which has none), the plan file's absolute path.
+	Path string
+}
+
+// Identity is the identity of the loaded plan's state.
+func (l *Loaded) Identity() Identity {
+	if l.Approval == nil {
+		return Identity{Path: l.File}
+	}
+	return Identity{Trust: l.Trust, Path: l.Approval.Path}
+}
+
+// Signed reports whether the identity is a verified plan's.
+func (id Identity) Signed() bool { return id.Trust != "" }
+
+// String says what the identity is, for messages.
+func (id Identity) String() string {
+	if !id.Signed() {
+		return "unverified plan file " + id.Path
+	}
+	return "signed path " + id.Path + " under trust policy " + id.Trust
+}
+
 // Admit applies the no-downgrade rule to a verified plan and records it as
-// loaded: a plan signed before the newest plan already loaded with the same
-// name, or from the same signed path whatever its name, is refused
-// (*ledger.DowngradeError), even though its signature is valid. An
-// unverified plan has no signing time and is not recorded.
+// loaded: a plan signed before the newest plan already loaded from the same
+// signed path under the same trust policy, whatever its plan label, is
+// refused (*ledger.DowngradeError), even though its signature is valid;
+// the label plays no part. An unverified plan has no signing time and is not recorded.
 func Admit(ctx context.Context, a Admitter, l *Loaded) error {
 	if l.Approval == nil {
 		return nil
 	}
-	err := a.LoadPlan(ctx, ledger.PlanLoad{Name: l.Plan.Name, Digest: l.Plan.Digest, SignedAt: l.Approval.SignedAt, Path: l.SignedPath()})
+	err := a.LoadPlan(ctx, ledger.PlanLoad{Name: l.Plan.Name, Digest: l.Plan.Digest, SignedAt: l.Approval.SignedAt, Path: l.SignedPath(), Trust: l.Trust})
 	if err != nil && !errors.Is(err, ledger.ErrDowngrade) {
 		return fmt.Errorf("record the plan load: %w", err)
 	}

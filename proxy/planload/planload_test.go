@@ -186,7 +186,7 @@ func TestAdmitRefusesADowngradeDurably(t *testing.T) {
 	}
 	err := Admit(context.Background(), l, v1)
 	var dg *ledger.DowngradeError
-	if !errors.As(err, &dg) || err.Error() != `plan "refund" signed at 2026-11-01T10:00:00Z is older than the one already loaded (signed at 2026-11-01T11:00:00Z); refusing a downgrade` {
+	if !errors.As(err, &dg) || err.Error() != `plan "refund" (signed path plans/refund.hcl) signed at 2026-11-01T10:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T11:00:00Z); refusing a downgrade` {
 		t.Fatalf("v1 after v2: %v", err)
 	}
 	if err := Admit(context.Background(), l, v2); err != nil {

@@ -148,10 +148,10 @@ func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
 	}
 	// Signing times have a resolution of one second, and the ledger takes
 	// an equal time for a restart of the same plan. Replacing the plan being
-	// served needs a strictly newer one: of the same name, or from the same
-	// signed path whatever its plan label.
+	// served needs a strictly newer one from the same signed path and
+	// trust policy, whatever its plan label.
 	if a, c := l.Approval, current.Approval; a != nil && c != nil &&
-		(l.Plan.Name == current.Plan.Name || l.SignedPath() == current.SignedPath()) && !a.SignedAt.After(c.SignedAt) {
+		l.Identity() == current.Identity() && !a.SignedAt.After(c.SignedAt) {
 		return keep(fmt.Errorf("plan %q signed at %s is not newer than the plan being served (signed at %s); refusing to replace it",
 			l.Plan.Name, a.SignedAt.UTC().Format(time.RFC3339), c.SignedAt.UTC().Format(time.RFC3339)))
 	}

@@ -154,13 +154,15 @@ func TestReloaderKeepsServingWhenTheNewPlanFails(t *testing.T) {
 		{"expired", func() {
 			r.write(strings.Replace(planV2, "goal  =", "expires = \"2026-11-01T11:00:00Z\"\n  goal  =", 1), t0.Add(time.Hour))
 		}, "expired at 2026-11-01T11:00:00Z"},
-		{"another plan name, older than that name's newest", func() {
-			// A plan named "renamed" was run, signed at t0+3h.
-			if err := r.ledger.LoadPlan(context.Background(), ledger.PlanLoad{Name: "renamed", Digest: "sha256:00", SignedAt: t0.Add(3 * time.Hour)}); err != nil {
+		{"another plan label, older than the signed path's newest", func() {
+			// A plan labelled "elsewhere" was run from the same signed path,
+			// signed at t0+3h.
+			if err := r.ledger.LoadPlan(context.Background(), ledger.PlanLoad{Name: "elsewhere", Digest: "sha256:00", SignedAt: t0.Add(3 * time.Hour),
+				Path: "plans/refund.hcl", Trust: v1.Trust}); err != nil {
 				t.Fatal(err)
 			}
 			r.write(strings.Replace(planV2, `plan "refund"`, `plan "renamed"`, 1), t0.Add(time.Hour))
-		}, `plan "renamed" signed at 2026-11-01T11:00:00Z is older than the one already loaded (signed at 2026-11-01T13:00:00Z); refusing a downgrade`},
+		}, `plan "renamed" (signed path plans/refund.hcl) signed at 2026-11-01T11:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T13:00:00Z); refusing a downgrade`},
 		{"older than the plan served, under another label", func() {
 			r.write(strings.Replace(planV2, `plan "refund"`, `plan "refund-old"`, 1), t0.Add(-time.Hour))
 		}, `plan "refund-old" signed at 2026-11-01T09:00:00Z is not newer than the plan being served (signed at 2026-11-01T10:00:00Z); refusing to replace it`},
