@@ -173,7 +173,7 @@ func (o *holdStateOptions) inspect(ctx context.Context, cmd string) ([]*ledger.S
 		snaps = append(snaps, snap)
 	}
 	if len(snaps) == 0 {
-		return nil, fail(fmt.Errorf("no state in %s: no proxy has run there (a plan's state is %s)", root, filepath.Join(root, "<plan name>", "audit.jsonl")))
+		return nil, fail(fmt.Errorf("no state in %s: no proxy has run there (a plan's state is %s)", root, filepath.Join(root, "<file>-<identity>", "audit.jsonl")))
 	}
 	return snaps, nil
 }

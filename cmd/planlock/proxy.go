@@ -32,16 +32,19 @@ against the plan and counted durably in --state before it is forwarded.
 
 The plan must carry an approval signature the trust policy accepts (the same
 flags as planlock verify; the bundle is PLAN.sigstore.json or --bundle), must
-not be expired, and must not be older than a plan of the same name already
-loaded. The plan file is read once; those bytes are verified and parsed.
-When the plan or its bundle changes on disk the proxy verifies it again and
-serves the new plan; one that does not verify is logged and the last
-verified plan keeps serving.
+not be expired, and must not be older than a plan already loaded from the
+same signed path (whatever its plan label). The plan file is read once;
+those bytes are verified and parsed. When the plan or its bundle changes
+on disk the proxy verifies it again and serves the new plan; one that does
+not verify is logged and the last verified plan keeps serving.
 
-Each plan has its own state directory, <state-root>/<plan name> (--state
-names one directory explicitly), so proxies of different plans never share
-one. When the proxy cannot start, it writes why to --log-file (default
-<state>/proxy.log) and, over stdio, answers the client's initialize request
+Each plan has its own state directory under the state root, kept for what
+was signed: its repository path and the trust policy (for a plan run with
+--insecure-skip-verify, the plan file's absolute path), never for its plan
+label (--state names one directory explicitly). Proxies of different plans
+never share one; a directory of the layout per plan label is moved once.
+When the proxy cannot start, it writes why to --log-file (default
+<state>/proxy.log, the state root's before the plan is verified) and, over stdio, answers the client's initialize request
 with a JSON-RPC error carrying the reason, since many clients show only
 "connection closed".
 
@@ -88,6 +91,8 @@ type proxyOptions struct {
 	SyncEachCall        bool
 	CallTimeout         time.Duration
 	MaxMessageBytes     int
+	// localDir is the plan's directory under the state root, once known.
+	localDir string
 }
 
 func (o *proxyOptions) flags() []cli.Flag {
@@ -279,7 +284,7 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		return err
 	}
 	defer tel.Close()
-	l, err := o.openState(ctx, plan.Name, tel.OnSync()) // state.go
+	l, err := o.openState(ctx, loaded, tel.OnSync()) // state.go
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +14,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/statedir"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
+	"github.com/planlock/planlock/proxy/planload"
 )
 
 // stateOptions are the state directory flags of the proxy and of the
@@ -29,7 +30,7 @@ type stateOptions struct {
 
 func (o *stateOptions) flags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: <state-root>/<plan name>), or a postgres:// URL shared by several proxies (see planlock state migrate)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state", Usage: "the state `DIR` itself (default: a directory under --state-root per signed path and trust policy), or a postgres:// URL shared by several proxies (see planlock state migrate)", TakesFile: true, Destination: &o.State},
 		&cli.StringFlag{Name: "state-root", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.StateRoot},
 	}
 }
@@ -46,25 +47,28 @@ func (o *stateOptions) root() (string, error) {
 	return r, nil
 }
 
-// planDir is the proxy's state directory: --state, else one directory
-// per plan name under the state root, so that proxies of different plans
-// never share a lock.
-func (o *stateOptions) planDir(planName string) (string, error) {
-	if o.State != "" {
-		return o.State, nil
-	}
+// planDir is the proxy's directory under the state root: one per signed
+// path and trust policy (planload.Identity), never per plan label, so that
+// proxies of different plans never share a lock and a plan relabelled,
+// renamed on disk or removed and added again keeps its state. A directory
+// the earlier layout kept per plan label is migrated once (statedir).
+func (o *stateOptions) planDir(ctx context.Context, l *planload.Loaded, errw func(string)) (*statedir.Dir, error) {
 	root, err := o.root()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return filepath.Join(root, planName), nil
+	d, err := statedir.Prepare(ctx, statedir.Options{Root: root, ID: l.Identity(), Label: l.Plan.Name, Log: errw})
+	if err != nil {
+		return nil, failf("state directory: %v", err)
+	}
+	return d, nil
 }
 
 const proxyLogName = "proxy.log"
 
 // logPath is where the proxy writes why it could not start: --log-file,
-// else proxy.log in its state directory (the state root's when the plan
-// cannot even be read for its name).
+// else proxy.log in its state directory once it is known (the plan
+// verified), else the state root's.
 func (o *proxyOptions) logPath() string {
 	if o.LogFile != "" {
 		return o.LogFile
@@ -72,28 +76,14 @@ func (o *proxyOptions) logPath() string {
 	if o.State != "" && !pgstate.IsURL(o.State) {
 		return filepath.Join(o.State, proxyLogName)
 	}
+	if o.localDir != "" {
+		return filepath.Join(o.localDir, proxyLogName)
+	}
 	root, err := o.root()
 	if err != nil {
 		return ""
 	}
-	if name := planName(o.Plan); name != "" {
-		return filepath.Join(root, name, proxyLogName)
-	}
 	return filepath.Join(root, proxyLogName)
-}
-
-// planName reads the plan's name without trusting the plan: it only picks a
-// log directory; "" when the file does not parse.
-func planName(file string) string {
-	src, err := boundedio.ReadFile(file, boundedio.MaxPlanBytes)
-	if err != nil {
-		return ""
-	}
-	p, _ := hclplan.Parse(file, src)
-	if p == nil || p.Name == "" || strings.ContainsAny(p.Name, `/\`) || strings.HasPrefix(p.Name, ".") {
-		return ""
-	}
-	return p.Name
 }
 
 // proxyLog appends one line to the proxy's log file.

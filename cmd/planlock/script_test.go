@@ -34,6 +34,7 @@ func TestScript(t *testing.T) {
 			"sign-unchecked": cmdSignUnchecked,
 			"capture":        cmdCapture,
 			"waitfor":        cmdWaitFor,
+			"statedir":       cmdStateDir, // state_identity_test.go
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")

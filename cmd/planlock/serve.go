@@ -73,7 +73,8 @@ func serveCommand() *cli.Command {
 		Usage: "serve many plans to many authenticated agents over one HTTP endpoint",
 		Description: `Serves every verified plan in --plans at http://ADDR/mcp/<plan name>
 (streamable HTTP), each with the upstream its signed upstream block names,
-its own counts, holds and audit log in <state>/<plan name>. Every request
+its own counts, holds and audit log in a directory under --state kept for
+its signed path and trust policy, never for its label. Every request
 must carry a bearer token listed in --tokens (by its sha256), and reaches
 only the plans that token is bound to; any other plan, served or not,
 answers 404. The audit log and hold pull requests name the caller.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/internal/approvals"
+	"github.com/planlock/planlock/internal/statedir"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
@@ -39,13 +39,19 @@ type pgStore struct {
 
 func (p pgStore) Dir() string { return p.dir }
 
-// openState opens --state: a postgres:// URL, else a state directory.
-// onSync (telemetry) gets each journal fdatasync's duration.
-func (o *proxyOptions) openState(ctx context.Context, planName string, onSync func(time.Duration)) (proxyState, error) {
+// openState opens --state: a postgres:// URL, else a state directory
+// (--state, else the loaded plan's under the state root). onSync
+// (telemetry) gets each journal fdatasync's duration.
+func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, onSync func(time.Duration)) (proxyState, error) {
 	if !pgstate.IsURL(o.State) {
-		stateDir, err := o.planDir(planName) // proxy_start.go
-		if err != nil {
-			return nil, err
+		stateDir := o.State
+		var prepared *statedir.Dir
+		if stateDir == "" {
+			d, err := o.planDir(ctx, loaded, o.errw) // proxy_start.go
+			if err != nil {
+				return nil, err
+			}
+			prepared, stateDir, o.localDir = d, d.Path, d.Path
 		}
 		lo := ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
 			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
@@ -62,6 +68,12 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 		if err != nil {
 			return nil, failf("%v", err)
 		}
+		if prepared != nil {
+			if err := prepared.Carry(ctx, l); err != nil {
+				l.Close()
+				return nil, failf("%v", err)
+			}
+		}
 		return l, nil
 	}
 	for _, f := range []string{"audit", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
@@ -69,22 +81,24 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 			return nil, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain", f)
 		}
 	}
-	// Hold request files and the Git cache stay on this machine.
-	root, err := o.root() // proxy_start.go
+	// Hold request files and the Git cache stay on this machine, in the
+	// plan's directory under the state root.
+	d, err := o.planDir(ctx, loaded, o.errw) // proxy_start.go
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, planName)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, failf("local state directory: %v", err)
-	}
+	o.localDir = d.Path
 	// --sync-each-call: every call in its own transaction, no leases.
 	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall})
 	if err != nil {
 		return nil, failf("%v", err)
 	}
 	o.errw("planlock: state in " + s.Where())
-	return pgStore{Store: s, dir: dir}, nil
+	if err := d.Carry(ctx, s); err != nil {
+		s.Close()
+		return nil, failf("%v", err)
+	}
+	return pgStore{Store: s, dir: d.Path}, nil
 }
 
 func stateCommand() *cli.Command {

@@ -151,7 +151,7 @@ func TestEndToEndWithOAuth(t *testing.T) {
 		"billing": {"allow echo jwt:billing-agent"},
 	}
 	for plan, decisions := range want {
-		if got := auditDecisions(t, filepath.Join(state, plan, "audit.jsonl")); !slices.Equal(got, decisions) {
+		if got := auditDecisions(t, filepath.Join(stateOf(state, plans, plan), "audit.jsonl")); !slices.Equal(got, decisions) {
 			t.Errorf("%s audit decisions %v, want %v", plan, got, decisions)
 		}
 	}

@@ -146,13 +146,13 @@ func TestEndToEnd(t *testing.T) {
 		"billing": {"allow echo token:carol"},
 	}
 	for plan, decisions := range want {
-		got := auditDecisions(t, filepath.Join(state, plan, "audit.jsonl"))
+		got := auditDecisions(t, filepath.Join(stateOf(state, plans, plan), "audit.jsonl"))
 		if !slices.Equal(got, decisions) {
 			t.Errorf("%s audit decisions %v, want %v", plan, got, decisions)
 		}
 	}
 	// The hold remembers who asked (a hold pull request says "Requested by").
-	l, err := ledger.Open(context.Background(), ledger.Options{Dir: filepath.Join(state, "ops")})
+	l, err := ledger.Open(context.Background(), ledger.Options{Dir: stateOf(state, plans, "ops")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestShutdownDrains(t *testing.T) {
 		code, body, err := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500}}}`)
 		done <- answer{code, body, err}
 	}()
-	audit := filepath.Join(state, "slow", "audit.jsonl")
+	audit := filepath.Join(stateOf(state, plans, "slow"), "audit.jsonl")
 	waitFor(t, "the call to be allowed", func() bool {
 		b, _ := os.ReadFile(audit)
 		return strings.Contains(string(b), `"decision":"allow"`)

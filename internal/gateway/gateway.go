@@ -44,7 +44,8 @@ type Config struct {
 	RepoDir string
 	// Policy verifies every plan; nil serves plans unverified (loudly).
 	Policy *sign.Policy
-	// StateDir holds one state directory per plan: <StateDir>/<plan name>.
+	// StateDir holds one state directory per signed path and trust policy
+	// (internal/statedir), never per plan name.
 	StateDir string
 	// Authenticators are asked in turn who is calling (authn).
 	Authenticators []authn.Authenticator

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -45,7 +44,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 				h.Upstream, h.ready = "unavailable: "+errText(why), false
 			}
 		}
-		if err := writable(filepath.Join(g.cfg.StateDir, e.name)); err != nil {
+		if err := writable(e.ledger.Dir()); err != nil {
 			h.State, h.ready = "not writable: "+err.Error(), false
 		}
 		ready = ready && h.ready

@@ -17,8 +17,16 @@ import (
 
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/statedir"
+	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )
+
+// stateOf is the state directory of the unverified plan file
+// <plans>/<name>.hcl under state: kept for the file's absolute path.
+func stateOf(state, plans, name string) string {
+	return filepath.Join(state, statedir.Name(planload.Identity{Path: filepath.Join(plans, name+".hcl")}))
+}
 
 // keys are a PEM key pair made by the real openssl command.
 type keys struct {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/statedir"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
@@ -175,11 +176,25 @@ func (g *Gateway) add(file string, sums fileSums) {
 		return
 	}
 	plog := g.log.With("plan", name)
+	// The state is kept per signed path and trust policy, never per plan
+	// label (which only names the URL): a relabelled or re-added file
+	// keeps its counts and no-downgrade mark.
+	sd, err := statedir.Prepare(g.run, statedir.Options{Root: g.cfg.StateDir, ID: l.Identity(), Label: name,
+		Log: func(s string) { plog.Info(strings.TrimPrefix(s, "planlock: ")) }})
+	if err != nil {
+		refuse(name, err)
+		return
+	}
 	lo := g.cfg.Ledger
-	lo.Dir = filepath.Join(g.cfg.StateDir, name)
+	lo.Dir = sd.Path
 	lo.OnHead = func(h ledger.Head) { plog.Info("audit head", "head", h.String()) }
 	led, err := ledger.Open(g.run, lo)
 	if err != nil {
+		refuse(name, err)
+		return
+	}
+	if err := sd.Carry(g.run, led); err != nil {
+		_ = led.Close()
 		refuse(name, err)
 		return
 	}
