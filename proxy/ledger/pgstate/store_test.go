@@ -326,3 +326,39 @@ func TestImportFileState(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMarksKeyedBySignedPath: in a shared state the no-downgrade mark is
+// the signed path's under its trust policy, for every replica and after a
+// restart: an older plan for the path is refused under any label, and two
+// plans with one label from different paths do not refuse each other.
+func TestMarksKeyedBySignedPath(t *testing.T) {
+	ctx := context.Background()
+	url := migrated(t, pgtest.New(t))
+	const trust = "key:sha256:ab"
+	a := open(t, url)
+	if err := a.LoadPlan(ctx, ledger.PlanLoad{Name: "refund", Digest: "sha256:new", SignedAt: time.Unix(2000, 0), Path: "plans/refund.hcl", Trust: trust}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b := open(t, url) // another replica, started after the first stopped
+	tests := []struct {
+		name string
+		load ledger.PlanLoad
+		ok   bool
+	}{
+		{"older, another label, same path", ledger.PlanLoad{Name: "refund-wide", Digest: "sha256:old", SignedAt: time.Unix(1000, 0), Path: "plans/refund.hcl", Trust: trust}, false},
+		{"older, same label, another path", ledger.PlanLoad{Name: "refund", Digest: "sha256:b", SignedAt: time.Unix(1000, 0), Path: "plans/billing.hcl", Trust: trust}, true},
+		{"older, same path, another trust policy", ledger.PlanLoad{Name: "refund", Digest: "sha256:c", SignedAt: time.Unix(1000, 0), Path: "plans/refund.hcl", Trust: "keyless:cd"}, true},
+		{"the same signing time again (a restart)", ledger.PlanLoad{Name: "refund", Digest: "sha256:new", SignedAt: time.Unix(2000, 0), Path: "plans/refund.hcl", Trust: trust}, true},
+	}
+	for _, tt := range tests {
+		err := b.LoadPlan(ctx, tt.load)
+		var de *ledger.DowngradeError
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case !tt.ok && (!errors.As(err, &de) || de.Path != "plans/refund.hcl"):
+			t.Errorf("%s: %v, want a downgrade of the signed path", tt.name, err)
+		}
+	}
+}
