@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/statedir"
+	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/planload"
 )
 
 // TestServeStateIsKeyedByTheSignedPath: a plan's state (and its
@@ -117,5 +120,53 @@ func TestServeStateIsKeyedByTheSignedPath(t *testing.T) {
 				t.Fatalf("state directories %v, want %d", dirs, want)
 			}
 		})
+	}
+}
+
+// TestServeMigratesTheLabelLayout: serve on a state directory laid out
+// per plan label moves the directory once (one log line), so an older plan
+// for the same file under another label is refused at the first start,
+// and the counts recorded before are kept.
+func TestServeMigratesTheLabelLayout(t *testing.T) {
+	k := opensslKeys(t, t.TempDir(), "trusted")
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	ctx := context.Background()
+	plans, state := t.TempDir(), t.TempDir()
+	// As planlock serve kept it before: <state>/<plan label>.
+	old, err := ledger.Open(ctx, ledger.Options{Dir: filepath.Join(state, "alpha")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.LoadPlan(ctx, ledger.PlanLoad{Name: "alpha", Digest: "sha256:new", SignedAt: t0.Add(time.Hour), Path: "plans/alpha.hcl"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := old.Reserve(ctx, ledger.Reservation{Call: ledger.Call{PlanDigest: "sha256:new", Step: "say", Tool: "echo"}, MaxCalls: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	k.install(t, filepath.Join(plans, "alpha.hcl"), planText("alpha-wide", "older"), t0)
+	toks := tokenFile(t, map[string]string{"tok": "ops *"})
+	r := start(t, Config{PlansDir: plans, RepoDir: "plans", Policy: k.policy, StateDir: state, Authenticators: []authn.Authenticator{toks}})
+	waitFor(t, "alpha.hcl refused", func() bool {
+		_, ok := r.g.Refused()[filepath.Join(plans, "alpha.hcl")]
+		return ok
+	})
+	if got := r.g.Refused()[filepath.Join(plans, "alpha.hcl")]; !strings.Contains(got, "refusing a downgrade") {
+		t.Fatalf("refused with %q, want a downgrade", got)
+	}
+	if n := strings.Count(r.log.String(), "one-time migration"); n != 1 {
+		t.Fatalf("%d migration lines, want 1:\n%s", n, r.log.String())
+	}
+	id := planload.Identity{Trust: k.policy.Fingerprint(), Path: "plans/alpha.hcl"}
+	snap, err := ledger.Inspect(ctx, ledger.Options{Dir: filepath.Join(state, statedir.Name(id))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Progress("sha256:new").Calls(0); got != 2 {
+		t.Fatalf("calls after the move: %d, want 2", got)
 	}
 }
