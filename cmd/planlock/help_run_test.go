@@ -57,7 +57,7 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock proxy --plan refund.hcl`, "serves until stopped; needs an operator config file with the trust policy"},
 	{`planlock config show`, ""},
 	{`planlock state migrate --state postgres://planlock@db.example/planlock`, "needs a PostgreSQL server (proxy/ledger/pgstate's tests start one)"},
-	{`planlock state copy --from ~/.local/state/planlock/refund --to postgres://planlock@db.example/planlock`, "needs a PostgreSQL server (cmd/planlock's state tests start one)"},
+	{`planlock state copy --from ~/.local/state/planlock/refund.hcl-3f9a0c41d2b7e655 --to postgres://planlock@db.example/planlock`, "needs a PostgreSQL server (cmd/planlock's state tests start one)"},
 	{`planlock audit verify --state postgres://planlock@db.example/planlock`, "needs a PostgreSQL server (cmd/planlock's state tests start one)"},
 	{`planlock config show proxy --listen :3001`, ""},
 	{`planlock config show holds approve --config ./ops.hcl`, "needs ./ops.hcl"},

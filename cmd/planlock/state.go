@@ -192,7 +192,7 @@ must be stopped: the directory is opened (its lock taken, its anchor
 checked, leases a crash left open counted as used) and closed first.
 
 Examples:
-   planlock state copy --from ~/.local/state/planlock/refund --to postgres://planlock@db.example/planlock
+   planlock state copy --from ~/.local/state/planlock/refund.hcl-3f9a0c41d2b7e655 --to postgres://planlock@db.example/planlock
 
 Exit status: 0 when the copy has the same state, 1 otherwise.`,
 		Flags:  o.flags(),
