@@ -35,6 +35,23 @@ var DefaultAlgorithms = []jose.SignatureAlgorithm{
 	jose.EdDSA,
 }
 
+// DefaultTokenTypes is the typ an access token must carry unless configured
+// otherwise (RFC 9068 section 2.1).
+var DefaultTokenTypes = []string{"at+jwt"}
+
+// noTypeHeader in JWTConfig.TokenTypes admits a token without typ.
+const noTypeHeader = "none"
+
+// normalTokenType is typ as compared: lower case, without the
+// "application/" prefix RFC 7515 section 4.1.9 lets a sender omit.
+func normalTokenType(typ string) string {
+	t := strings.ToLower(typ)
+	if rest, ok := strings.CutPrefix(t, "application/"); ok && !strings.Contains(rest, "/") {
+		return rest
+	}
+	return t
+}
+
 // JWTConfig configures a JWTAuthenticator: planlock as an OAuth 2.1
 // resource server, accepting access tokens one authorization server issued
 // for it.
@@ -54,6 +71,12 @@ type JWTConfig struct {
 	PlansClaim string
 	// Plans maps a value of PlansClaim to the plans it may use ("*": all).
 	Plans map[string][]string
+	// TokenTypes are the JOSE typ header values an access token may carry,
+	// compared case-insensitively with any "application/" prefix removed
+	// (RFC 7515); "none" admits a token without typ. Empty means
+	// DefaultTokenTypes: "at+jwt" only (RFC 9068), so an OpenID Connect ID
+	// token (typ "JWT" or none) for the same audience is not an access token.
+	TokenTypes []string
 	// Algorithms allowed; empty means DefaultAlgorithms. Symmetric
 	// algorithms and "none" are refused even if listed.
 	Algorithms []jose.SignatureAlgorithm
@@ -78,6 +101,7 @@ type JWTAuthenticator struct {
 	plansMu          sync.RWMutex
 	plans            map[string][]string
 	algs             []jose.SignatureAlgorithm
+	types            []string // normalTokenType of each accepted typ
 	leeway           time.Duration
 	now              func() time.Time
 	keys             *keySource
@@ -109,7 +133,19 @@ func NewJWT(cfg JWTConfig) (*JWTAuthenticator, error) {
 			return nil, fmt.Errorf("oauth: signature algorithm %q is not allowed (asymmetric algorithms only)", a)
 		}
 	}
+	types := cfg.TokenTypes
+	if len(types) == 0 {
+		types = DefaultTokenTypes
+	}
+	var norm []string
+	for _, t := range types {
+		if strings.TrimSpace(t) != t || t == "" || strings.ContainsAny(t, " \t,;") {
+			return nil, fmt.Errorf("oauth: token type %q is not a media type (want at+jwt, application/at+jwt or %s)", t, noTypeHeader)
+		}
+		norm = append(norm, normalTokenType(t))
+	}
 	a := &JWTAuthenticator{
+		types:      norm,
 		issuer:     cfg.Issuer,
 		audience:   cfg.Audience,
 		plansClaim: cfg.PlansClaim,
@@ -189,6 +225,9 @@ func (a *JWTAuthenticator) Verify(ctx context.Context, raw string) (Identity, er
 		return Identity{}, fmt.Errorf("%w: %d signatures, want 1", ErrInvalidToken, len(tok.Headers))
 	}
 	hdr := tok.Headers[0]
+	if err := a.checkType(hdr); err != nil {
+		return Identity{}, err
+	}
 	keys, err := a.keys.keys(ctx, hdr.KeyID)
 	if err != nil {
 		return Identity{}, err
@@ -226,6 +265,32 @@ func (a *JWTAuthenticator) Verify(ctx context.Context, raw string) (Identity, er
 		return Identity{}, fmt.Errorf("%w: no sub claim", ErrInvalidToken)
 	}
 	return Identity{Subject: "jwt:" + std.Subject, Plans: a.plansFor(all)}, nil
+}
+
+// checkType refuses a token whose typ header is not an accepted one: an
+// ID token or any other JWT the issuer signed for the same audience is not
+// an access token (RFC 9068 section 4).
+func (a *JWTAuthenticator) checkType(hdr jose.Header) error {
+	raw, present := hdr.ExtraHeaders[jose.HeaderType]
+	typ := noTypeHeader
+	if present {
+		s, ok := raw.(string)
+		if !ok {
+			return fmt.Errorf("%w: typ header is not a string", ErrInvalidToken)
+		}
+		typ = normalTokenType(s)
+		if typ == noTypeHeader {
+			return fmt.Errorf("%w: typ %q is not an access token type", ErrInvalidToken, s)
+		}
+	}
+	if !slices.Contains(a.types, typ) {
+		shown := "no typ header"
+		if present {
+			shown = fmt.Sprintf("typ %q", raw)
+		}
+		return fmt.Errorf("%w: %s, want %s (an access token, RFC 9068)", ErrInvalidToken, shown, strings.Join(a.types, " or "))
+	}
+	return nil
 }
 
 // SetPlans replaces the claim-to-plans mapping (the operator edited it);
