@@ -54,9 +54,14 @@ const (
 	maxMessageLen = 300
 
 	// Sizes assumed for the cost estimate when the plan does not bound a
-	// value with max_length, max_items or closed field blocks.
-	defaultStringHint = 10_000
-	defaultListHint   = 1_000
+	// value with max_length, max_items or closed field blocks. They are
+	// also enforced: before an expression runs, every value it can read
+	// is checked against the bound the estimate assumed for it (boundInput),
+	// so the estimate is a true upper bound of the evaluation's cost.
+	defaultStringHint = 10_000 // characters of a string (or object key)
+	defaultListHint   = 1_000  // items of an array, keys of an object
+	// maxExprDepth bounds how deeply the value an expression reads nests.
+	maxExprDepth = 32
 )
 
 var (
@@ -73,6 +78,7 @@ type Expr struct {
 	DeclRange hcl.Range // the check block, or the expr attribute
 
 	variable string // varSelf or varArgs
+	hints    *sizeHints
 	prog     cel.Program
 	raw      []byte // the source text of Range, to place CEL errors
 }
@@ -130,7 +136,7 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	if !ok {
 		return nil
 	}
-	e := &Expr{Source: src, Range: at.Expr.Range(), DeclRange: at.Range, variable: variable}
+	e := &Expr{Source: src, Range: at.Expr.Range(), DeclRange: at.Range, variable: variable, hints: hints}
 	if r := e.Range; r.Start.Byte >= 0 && r.End.Byte <= len(d.src) && r.Start.Byte <= r.End.Byte {
 		e.raw = d.src[r.Start.Byte:r.End.Byte]
 	}
@@ -231,6 +237,9 @@ func celMessage(s string) string {
 func (e *Expr) evalReason(v any) string {
 	if e.prog == nil {
 		return "has a check that did not compile, so the call is refused"
+	}
+	if e.hints == nil {
+		return "has a check without input bounds, so the call is refused"
 	}
 	out, _, err := e.prog.Eval(oneVar{name: e.variable, val: jsonToCEL(v)})
 	if err != nil {
@@ -375,7 +384,10 @@ func (h *sizeHints) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 		switch p {
 		case "@items":
 			cur = cur.Items
-		case "@keys", "@values":
+		case "@values":
+			// Any field's value: as large as the largest bound among them.
+			return &cost.SizeEstimate{Min: 0, Max: valuesBound(cur)}
+		case "@keys":
 			cur = nil
 		default:
 			cur = cur.field(p)
@@ -384,21 +396,40 @@ func (h *sizeHints) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	return &cost.SizeEstimate{Min: 0, Max: sizeBound(cur, n.Type())}
 }
 
-// sizeBound is the largest size the constraints allow, or the default.
+// declaredBound is the largest size the plan's constraints a allow, if
+// they bound it (max_length, max_items, closed field blocks).
+func declaredBound(a *Arg) (uint64, bool) {
+	if a == nil {
+		return 0, false
+	}
+	best := uint64(math.MaxUint64)
+	for _, p := range []*int{a.MaxLength, a.MaxItems} {
+		if p != nil && uint64(*p) < best {
+			best = uint64(*p)
+		}
+	}
+	if len(a.Fields) > 0 && !a.AnyOtherFields && uint64(len(a.Fields)) < best {
+		best = uint64(len(a.Fields))
+	}
+	return best, best != math.MaxUint64
+}
+
+// valuesBound bounds the size of any value of an object a constrains.
+func valuesBound(a *Arg) uint64 {
+	best := uint64(max(defaultStringHint, defaultListHint))
+	for _, f := range a.Fields {
+		if b, ok := declaredBound(f); ok && b > best {
+			best = b
+		}
+	}
+	return best
+}
+
+// sizeBound is the largest size the constraints allow, or the default:
+// the bound boundInput enforces before the expression runs.
 func sizeBound(a *Arg, t *types.Type) uint64 {
-	if a != nil {
-		best := uint64(math.MaxUint64)
-		for _, p := range []*int{a.MaxLength, a.MaxItems} {
-			if p != nil && uint64(*p) < best {
-				best = uint64(*p)
-			}
-		}
-		if len(a.Fields) > 0 && !a.AnyOtherFields && uint64(len(a.Fields)) < best {
-			best = uint64(len(a.Fields))
-		}
-		if best != math.MaxUint64 {
-			return best
-		}
+	if b, ok := declaredBound(a); ok {
+		return b
 	}
 	switch t.Kind() {
 	case types.ListKind, types.MapKind, types.StructKind:
