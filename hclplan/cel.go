@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +33,11 @@ import (
 //
 // Values: JSON strings, booleans, null, arrays and objects are CEL string,
 // bool, null, list and map. A JSON number whose value is a whole number that
-// fits int64 (30, 30.0, 3e1) is a CEL int; any other number is the nearest
-// CEL double (30.5; integers beyond int64), and a number beyond double's range
-// makes the evaluation fail (the call is refused). Comparisons mix int and
-// double freely (`args.amount <= 30` holds for 30 and not for 30.5);
-// arithmetic does not, so write `double(args.amount) * 1.5`.
+// fits int64 (30, 30.0, 3e1) is a CEL int, one a double holds exactly as
+// written (30.5) a double, any other a decimal value typed double that keeps
+// its exact value (cel_number.go). Comparisons are exact, as min and max are
+// (`args.amount <= 30` holds for 30 and not for 30.000000000000001);
+// arithmetic does not mix int and double, so write `double(args.amount) * 1.5`.
 
 const (
 	varSelf = "self"
@@ -67,6 +66,8 @@ const (
 var (
 	exprSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "expr", Required: true}, {Name: "message"}}}
 	celEnvsOnce = sync.OnceValues(newCELEnvs)
+	// exactCompareOptionsOnce builds the comparison declarations once.
+	exactCompareOptionsOnce = sync.OnceValues(exactCompareOptions)
 )
 
 // Expr is one CEL expression of a plan.
@@ -88,21 +89,27 @@ type Expr struct {
 type celEnvs struct{ self, args *cel.Env }
 
 func celBaseOptions() []cel.EnvOption {
-	return []cel.EnvOption{
+	exact, err := exactCompareOptionsOnce()
+	if err != nil {
+		// Only a cel-go without the standard comparisons gets here; the
+		// environment then fails to build and every expression is refused.
+		return []cel.EnvOption{func(*cel.Env) (*cel.Env, error) { return nil, err }}
+	}
+	return append(exact,
 		ext.Strings(),
 		ext.Lists(ext.ListsMaxRangeSize(10_000)),
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(maxExprLen),
 		cel.ParserRecursionLimit(64),
-	}
+	)
 }
 
 func newCELEnvs() (*celEnvs, error) {
-	self, err := cel.NewEnv(append(celBaseOptions(), cel.Variable(varSelf, cel.DynType))...)
+	self, err := cel.NewCustomEnv(append(celBaseOptions(), cel.Variable(varSelf, cel.DynType))...)
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	args, err := cel.NewEnv(append(celBaseOptions(), cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)))...)
+	args, err := cel.NewCustomEnv(append(celBaseOptions(), cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)))...)
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
@@ -169,6 +176,10 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	env := envs.env(variable)
 	ast, ok := d.compileExpr(e, env)
 	if !ok {
+		return nil
+	}
+	if lit, holds := inexactLiteral(ast, e.Source); lit != "" {
+		d.errorf(e.Range, "Inexact number", "CEL holds the literal %s as the double %s, not the number written, and numbers compare exactly; write %s, or bound the argument with min/max.", lit, holds, holds)
 		return nil
 	}
 	est, err := env.EstimateCost(ast, hints)
@@ -323,8 +334,7 @@ func (a jsonAdapter) NativeToValue(v any) ref.Val {
 	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
-// celNumber converts JSON number text: a whole number that fits int64 is an
-// int, anything else the nearest double; beyond double's range, an error.
+// celNumber converts JSON number text to its exact CEL value (exactNumber).
 func celNumber(s string) ref.Val {
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return types.Int(i)
@@ -333,14 +343,7 @@ func celNumber(s string) ref.Val {
 	if err != nil {
 		return types.NewErr("%q is not a JSON number", s)
 	}
-	if r := n.Rat(); r.IsInt() && r.Num().IsInt64() {
-		return types.Int(r.Num().Int64())
-	}
-	f, _ := new(big.Float).SetRat(n.Rat()).Float64()
-	if math.IsInf(f, 0) {
-		return types.NewErr("number %s is too large for an expression", s)
-	}
-	return types.Double(f)
+	return exactNumber(n.Rat(), s)
 }
 
 // sizeHints bounds, for the cost estimate, the sizes of the values an
