@@ -15,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/stablefile"
 )
 
 // ErrInvalidToken is what every refusal of a presented JWT wraps: expired,
@@ -367,8 +368,9 @@ func parsePlanMap(path string, b []byte) (map[string][]string, error) {
 // PlanMapFile is a mapping file the operator may edit while planlock runs.
 type PlanMapFile struct {
 	path    string
-	last    []byte // the content in use
-	lastBad string // content and error of the last file that did not load
+	file    *stablefile.File // only a stable file is acted on
+	last    []byte           // the content in use
+	lastBad string           // content and error of the last file that did not load
 }
 
 // OpenPlanMap reads the mapping file and returns it with the mapping.
@@ -381,14 +383,19 @@ func OpenPlanMap(path string) (*PlanMapFile, map[string][]string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &PlanMapFile{path: path, last: b}, m, nil
+	return &PlanMapFile{path: path, file: stablefile.New(path, boundedio.MaxConfigBytes), last: b}, m, nil
 }
 
 // Reload reads the file again: the new mapping when its content changed
 // and loads, nil when it is unchanged. An error is returned once per
 // distinct bad content (nil, nil after that), and the mapping in use stays.
+// New content is acted on only once it is stable (the same, whole, on two
+// reloads in a row): a file rewritten in place is never used half written.
 func (f *PlanMapFile) Reload() (map[string][]string, error) {
-	b, err := boundedio.ReadFile(f.path, boundedio.MaxConfigBytes)
+	b, stable, err := f.file.Look()
+	if err == nil && !stable {
+		return nil, nil // changing: look again next time
+	}
 	if err == nil && string(b) == string(f.last) {
 		return nil, nil
 	}

@@ -596,6 +596,9 @@ func TestPlanMapReload(t *testing.T) {
 		t.Fatalf("unchanged file: %v, %v", m, err)
 	}
 	write(`{"alice": ["deploy"]}`)
+	if m, err := file.Reload(); m != nil || err != nil { // acted on once it looks the same twice
+		t.Fatalf("edited file, first look: %v, %v", m, err)
+	}
 	m, err = file.Reload()
 	if err != nil || !slices.Equal(m["alice"], []string{"deploy"}) {
 		t.Fatalf("edited file: %v, %v", m, err)
@@ -605,6 +608,7 @@ func TestPlanMapReload(t *testing.T) {
 		t.Fatalf("after the edit alice may use %v", got)
 	}
 	write(`{"alice": `)
+	_, _ = file.Reload()
 	if m, err := file.Reload(); m != nil || err == nil || !strings.Contains(err.Error(), "keeping the mapping read before") {
 		t.Fatalf("broken file: %v, %v", m, err)
 	}
@@ -641,5 +645,42 @@ func BenchmarkJWTVerify(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The claim-to-plans mapping, rewritten in place in two halves, is never
+// acted on half written, even when the half parses.
+func TestPlanMapReloadIgnoresTornWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plans.json")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"alice": ["refund-readonly"]}`)
+	file, _, err := authn.OpenPlanMap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A half that is valid JSON: a shorter list of plans, or a name cut short.
+	for _, half := range []string{`{"alice": ["refund"]}`, `{"alice": ["refund-readonly"], "ops": ["*"]}`} {
+		write(half)
+		if m, err := file.Reload(); m != nil || err != nil {
+			t.Fatalf("half %s acted on at first look: %v, %v", half, m, err)
+		}
+		write(`{"alice": ["refund-readonly", "triage"]}`)
+		if m, err := file.Reload(); m != nil || err != nil {
+			t.Fatalf("whole file acted on at its first look: %v, %v", m, err)
+		}
+		m, err := file.Reload()
+		if err != nil || !slices.Equal(m["alice"], []string{"refund-readonly", "triage"}) {
+			t.Fatalf("stable whole file: %v, %v", m, err)
+		}
+		write(`{"alice": ["refund-readonly"]}`)
+		_, _ = file.Reload()
+		if m, err := file.Reload(); m == nil || err != nil {
+			t.Fatalf("back to the first: %v, %v", m, err)
+		}
 	}
 }
