@@ -80,6 +80,8 @@ type Expr struct {
 
 	variable string // varSelf or varArgs
 	hints    *sizeHints
+	reads    map[string]bool // for args: the arguments it reads by name
+	readsAll bool            // for args: it may read any argument
 	prog     cel.Program
 	raw      []byte // the source text of Range, to place CEL errors
 }
@@ -177,6 +179,10 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	ast, ok := d.compileExpr(e, env)
 	if !ok {
 		return nil
+	}
+	e.readsAll = true
+	if variable == varArgs {
+		e.reads, e.readsAll = argsRead(ast)
 	}
 	if lit, holds := inexactLiteral(ast, e.Source); lit != "" {
 		d.errorf(e.Range, "Inexact number", "CEL holds the literal %s as the double %s, not the number written, and numbers compare exactly; write %s, or bound the argument with min/max.", lit, holds, holds)

@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/types"
 )
 
 // boundInput checks, before e runs, that every value e can read fits the
@@ -17,6 +22,9 @@ import (
 // 15 MiB string) could cost any amount of memory and time before the limit
 // applies; with the inputs bounded, the estimate validate accepted bounds
 // every evaluation.
+//
+// A step check is bounded on the arguments it can read (argsRead): a large
+// argument no expression reads is left to its own constraints.
 //
 // It returns "" or, for the first value beyond its bound, the argument it
 // is in (for a step check; "" for self), the path below it and the reason.
@@ -33,13 +41,13 @@ func (e *Expr) boundInput(v any) (arg, path, reason string) {
 	if !ok {
 		return "", "", "arguments are not an object"
 	}
-	if len(args) > len(h.args) {
+	if e.readsAll && len(args) > len(h.args) {
 		return "", "", fmt.Sprintf("has %d arguments, more than the %d the plan declares", len(args), len(h.args))
 	}
 	for _, a := range h.args {
 		av, ok := args[a.Name]
-		if !ok {
-			continue
+		if !ok || !e.readsAll && !e.reads[a.Name] {
+			continue // the expression cannot read it
 		}
 		if path, reason := boundValue(av, a, 1); reason != "" {
 			return a.Name, path, reason
@@ -97,6 +105,36 @@ func boundValue(v any, a *Arg, depth int) (path, reason string) {
 		}
 	}
 	return "", ""
+}
+
+// argsRead finds which arguments an `args` expression can read: those it
+// selects by a constant name (args.amount, args["amount"]), or all of them
+// when it uses args any other way (size(args), args.all(...), args[k]).
+func argsRead(a *cel.Ast) (names map[string]bool, all bool) {
+	names = map[string]bool{}
+	isArgs := func(e celast.NavigableExpr) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == varArgs
+	}
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(a.NativeRep()), isArgs) {
+		p, ok := e.Parent()
+		switch {
+		case !ok:
+			all = true
+		case p.Kind() == celast.SelectKind:
+			names[p.AsSelect().FieldName()] = true
+		case p.Kind() == celast.CallKind && p.AsCall().FunctionName() == operators.Index && len(p.AsCall().Args()) == 2 &&
+			p.AsCall().Args()[0].ID() == e.ID() && p.AsCall().Args()[1].Kind() == celast.LiteralKind:
+			k, isStr := p.AsCall().Args()[1].AsLiteral().(types.String)
+			if !isStr {
+				all = true
+				continue
+			}
+			names[string(k)] = true
+		default:
+			all = true
+		}
+	}
+	return names, all
 }
 
 // inputBound is the size bound of a value the constraints a allow: the one

@@ -76,6 +76,24 @@ check { expr = "args.path.size() > 0" }`, map[string]any{"path": strings.Repeat(
   any_other_fields = true
   expr = "self.all(k, k != '')"
 }`, map[string]any{"o": map[string]any{"a": "x", "b": strings.Repeat("z", 30_000)}}, `argument "o".b has 30000 characters`},
+		{"an argument the check does not read is not bounded", `arg "path" { any = true }
+arg "content" { any = true }
+check { expr = "args.path.startsWith('/')" }`, map[string]any{"path": "/a", "content": strings.Repeat("x", 1<<20)}, ""},
+		{"read by a constant index", `arg "path" { any = true }
+arg "content" { any = true }
+check { expr = "args['content'].size() > 0" }`, map[string]any{"path": "/a", "content": strings.Repeat("x", 1<<20)}, `argument "content" has 1048576 characters`},
+		{"presence test reads it", `arg "path" { any = true }
+arg "content" {
+  any      = true
+  optional = true
+}
+check { expr = "!has(args.content) || args.path != ''" }`, map[string]any{"path": "/a", "content": listOf(5000, 1)}, `argument "content" has 5000 items`},
+		{"args used whole bounds every argument", `arg "path" { any = true }
+arg "content" { any = true }
+check { expr = "args.exists(k, k == 'path')" }`, map[string]any{"path": "/a", "content": strings.Repeat("x", 1<<20)}, `argument "content" has 1048576 characters`},
+		{"size of args bounds every argument", `arg "path" { any = true }
+arg "content" { any = true }
+check { expr = "size(args) == 2" }`, map[string]any{"path": "/a", "content": []any{strings.Repeat("x", 20_000)}}, `argument "content"[0] has 20000 characters`},
 		{"items expr", `arg "l" {
   max_items = 3
   items { expr = "self.split(',').size() < 5" }
