@@ -60,6 +60,9 @@ type Options struct {
 	// CABundle adds PEM CA certificates for an https remote (e.g. a GitHub
 	// Enterprise server with a private CA).
 	CABundle []byte
+	// MaxFetchBytes bounds one fetch into a cache opened by OpenRefCache
+	// (DefaultMaxFetchBytes when 0).
+	MaxFetchBytes int64
 }
 
 // Repo is a Git repository planlock commits approval branches into. Its

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +33,11 @@ import (
 //
 // Values: JSON strings, booleans, null, arrays and objects are CEL string,
 // bool, null, list and map. A JSON number whose value is a whole number that
-// fits int64 (30, 30.0, 3e1) is a CEL int; any other number is the nearest
-// CEL double (30.5; integers beyond int64), and a number beyond double's range
-// makes the evaluation fail (the call is refused). Comparisons mix int and
-// double freely (`args.amount <= 30` holds for 30 and not for 30.5);
-// arithmetic does not, so write `double(args.amount) * 1.5`.
+// fits int64 (30, 30.0, 3e1) is a CEL int, one a double holds exactly as
+// written (30.5) a double, any other a decimal value typed double that keeps
+// its exact value (cel_number.go). Comparisons are exact, as min and max are
+// (`args.amount <= 30` holds for 30 and not for 30.000000000000001);
+// arithmetic does not mix int and double, so write `double(args.amount) * 1.5`.
 
 const (
 	varSelf = "self"
@@ -54,14 +53,21 @@ const (
 	maxMessageLen = 300
 
 	// Sizes assumed for the cost estimate when the plan does not bound a
-	// value with max_length, max_items or closed field blocks.
-	defaultStringHint = 10_000
-	defaultListHint   = 1_000
+	// value with max_length, max_items or closed field blocks. They are
+	// also enforced: before an expression runs, every value it can read
+	// is checked against the bound the estimate assumed for it (boundInput),
+	// so the estimate is a true upper bound of the evaluation's cost.
+	defaultStringHint = 10_000 // characters of a string (or object key)
+	defaultListHint   = 1_000  // items of an array, keys of an object
+	// maxExprDepth bounds how deeply the value an expression reads nests.
+	maxExprDepth = 32
 )
 
 var (
 	exprSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "expr", Required: true}, {Name: "message"}}}
 	celEnvsOnce = sync.OnceValues(newCELEnvs)
+	// exactCompareOptionsOnce builds the comparison declarations once.
+	exactCompareOptionsOnce = sync.OnceValues(exactCompareOptions)
 )
 
 // Expr is one CEL expression of a plan.
@@ -73,6 +79,9 @@ type Expr struct {
 	DeclRange hcl.Range // the check block, or the expr attribute
 
 	variable string // varSelf or varArgs
+	hints    *sizeHints
+	reads    map[string]bool // for args: the arguments it reads by name
+	readsAll bool            // for args: it may read any argument
 	prog     cel.Program
 	raw      []byte // the source text of Range, to place CEL errors
 }
@@ -82,21 +91,27 @@ type Expr struct {
 type celEnvs struct{ self, args *cel.Env }
 
 func celBaseOptions() []cel.EnvOption {
-	return []cel.EnvOption{
+	exact, err := exactCompareOptionsOnce()
+	if err != nil {
+		// Only a cel-go without the standard comparisons gets here; the
+		// environment then fails to build and every expression is refused.
+		return []cel.EnvOption{func(*cel.Env) (*cel.Env, error) { return nil, err }}
+	}
+	return append(exact,
 		ext.Strings(),
 		ext.Lists(ext.ListsMaxRangeSize(10_000)),
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(maxExprLen),
 		cel.ParserRecursionLimit(64),
-	}
+	)
 }
 
 func newCELEnvs() (*celEnvs, error) {
-	self, err := cel.NewEnv(append(celBaseOptions(), cel.Variable(varSelf, cel.DynType))...)
+	self, err := cel.NewCustomEnv(append(celBaseOptions(), cel.Variable(varSelf, cel.DynType))...)
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	args, err := cel.NewEnv(append(celBaseOptions(), cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)))...)
+	args, err := cel.NewCustomEnv(append(celBaseOptions(), cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)))...)
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
@@ -130,7 +145,7 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	if !ok {
 		return nil
 	}
-	e := &Expr{Source: src, Range: at.Expr.Range(), DeclRange: at.Range, variable: variable}
+	e := &Expr{Source: src, Range: at.Expr.Range(), DeclRange: at.Range, variable: variable, hints: hints}
 	if r := e.Range; r.Start.Byte >= 0 && r.End.Byte <= len(d.src) && r.Start.Byte <= r.End.Byte {
 		e.raw = d.src[r.Start.Byte:r.End.Byte]
 	}
@@ -163,6 +178,14 @@ func (d *decoder) expr(at, msg *hcl.Attribute, variable string, hints *sizeHints
 	env := envs.env(variable)
 	ast, ok := d.compileExpr(e, env)
 	if !ok {
+		return nil
+	}
+	e.readsAll = true
+	if variable == varArgs {
+		e.reads, e.readsAll = argsRead(ast)
+	}
+	if lit, holds := inexactLiteral(ast, e.Source); lit != "" {
+		d.errorf(e.Range, "Inexact number", "CEL holds the literal %s as the double %s, not the number written, and numbers compare exactly; write %s, or bound the argument with min/max.", lit, holds, holds)
 		return nil
 	}
 	est, err := env.EstimateCost(ast, hints)
@@ -231,6 +254,9 @@ func celMessage(s string) string {
 func (e *Expr) evalReason(v any) string {
 	if e.prog == nil {
 		return "has a check that did not compile, so the call is refused"
+	}
+	if e.hints == nil {
+		return "has a check without input bounds, so the call is refused"
 	}
 	out, _, err := e.prog.Eval(oneVar{name: e.variable, val: jsonToCEL(v)})
 	if err != nil {
@@ -314,8 +340,7 @@ func (a jsonAdapter) NativeToValue(v any) ref.Val {
 	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
-// celNumber converts JSON number text: a whole number that fits int64 is an
-// int, anything else the nearest double; beyond double's range, an error.
+// celNumber converts JSON number text to its exact CEL value (exactNumber).
 func celNumber(s string) ref.Val {
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return types.Int(i)
@@ -324,14 +349,7 @@ func celNumber(s string) ref.Val {
 	if err != nil {
 		return types.NewErr("%q is not a JSON number", s)
 	}
-	if r := n.Rat(); r.IsInt() && r.Num().IsInt64() {
-		return types.Int(r.Num().Int64())
-	}
-	f, _ := new(big.Float).SetRat(n.Rat()).Float64()
-	if math.IsInf(f, 0) {
-		return types.NewErr("number %s is too large for an expression", s)
-	}
-	return types.Double(f)
+	return exactNumber(n.Rat(), s)
 }
 
 // sizeHints bounds, for the cost estimate, the sizes of the values an
@@ -375,7 +393,10 @@ func (h *sizeHints) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 		switch p {
 		case "@items":
 			cur = cur.Items
-		case "@keys", "@values":
+		case "@values":
+			// Any field's value: as large as the largest bound among them.
+			return &cost.SizeEstimate{Min: 0, Max: valuesBound(cur)}
+		case "@keys":
 			cur = nil
 		default:
 			cur = cur.field(p)
@@ -384,21 +405,40 @@ func (h *sizeHints) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	return &cost.SizeEstimate{Min: 0, Max: sizeBound(cur, n.Type())}
 }
 
-// sizeBound is the largest size the constraints allow, or the default.
+// declaredBound is the largest size the plan's constraints a allow, if
+// they bound it (max_length, max_items, closed field blocks).
+func declaredBound(a *Arg) (uint64, bool) {
+	if a == nil {
+		return 0, false
+	}
+	best := uint64(math.MaxUint64)
+	for _, p := range []*int{a.MaxLength, a.MaxItems} {
+		if p != nil && uint64(*p) < best {
+			best = uint64(*p)
+		}
+	}
+	if len(a.Fields) > 0 && !a.AnyOtherFields && uint64(len(a.Fields)) < best {
+		best = uint64(len(a.Fields))
+	}
+	return best, best != math.MaxUint64
+}
+
+// valuesBound bounds the size of any value of an object a constrains.
+func valuesBound(a *Arg) uint64 {
+	best := uint64(max(defaultStringHint, defaultListHint))
+	for _, f := range a.Fields {
+		if b, ok := declaredBound(f); ok && b > best {
+			best = b
+		}
+	}
+	return best
+}
+
+// sizeBound is the largest size the constraints allow, or the default:
+// the bound boundInput enforces before the expression runs.
 func sizeBound(a *Arg, t *types.Type) uint64 {
-	if a != nil {
-		best := uint64(math.MaxUint64)
-		for _, p := range []*int{a.MaxLength, a.MaxItems} {
-			if p != nil && uint64(*p) < best {
-				best = uint64(*p)
-			}
-		}
-		if len(a.Fields) > 0 && !a.AnyOtherFields && uint64(len(a.Fields)) < best {
-			best = uint64(len(a.Fields))
-		}
-		if best != math.MaxUint64 {
-			return best
-		}
+	if b, ok := declaredBound(a); ok {
+		return b
 	}
 	switch t.Kind() {
 	case types.ListKind, types.MapKind, types.StructKind:

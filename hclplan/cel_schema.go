@@ -197,7 +197,7 @@ func contradictionV2(a *Arg, allowed []string) string {
 
 // typeCheck compiles e again with its variable typed from the schema.
 func (d *decoder) typeCheck(p *schemaProvider, s *Step, e *Expr, variable string, t *types.Type) {
-	env, err := cel.NewEnv(append(celBaseOptions(), cel.CustomTypeProvider(p), cel.Variable(variable, t))...)
+	env, err := cel.NewCustomEnv(append(celBaseOptions(), cel.CustomTypeProvider(p), cel.Variable(variable, t))...)
 	if err != nil {
 		d.errorf(e.Range, "CEL unavailable", "%s.", err)
 		return

@@ -68,6 +68,9 @@ func (s *Step) Check(args map[string]any) error {
 	// The step's checks see all arguments, so they run once every argument
 	// passed on its own.
 	for _, c := range s.Checks {
+		if arg, path, reason := c.boundInput(args); reason != "" {
+			return &Violation{Step: s.Name, Arg: arg, Path: path, Reason: reason}
+		}
 		if reason := c.evalReason(args); reason != "" {
 			return &Violation{Step: s.Name, Reason: reason}
 		}

@@ -221,6 +221,9 @@ func (a *Arg) checkValue(v any) (path, reason string) {
 		}
 	}
 	if a.Expr != nil {
+		if _, p, r := a.Expr.boundInput(v); r != "" {
+			return p, r
+		}
 		if r := a.Expr.evalReason(v); r != "" {
 			return "", r
 		}

@@ -78,7 +78,7 @@ func (o *proxyOptions) planSource(ctx context.Context) (planload.Source, *planlo
 	creds := gitapprove.CredentialsFromEnv(os.Getenv)
 	rs := &planload.RepoSync{
 		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
-			return gitapprove.OpenCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
+			return gitapprove.OpenRefCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
 		},
 		Path: p, Branch: o.RepoBranch, Approvals: o.ApprovalsBranch,
 		Dir: filepath.Join(dir, "plan"), Log: o.errw,

@@ -276,7 +276,7 @@ func serveRepo(ctx context.Context, o *serveOptions, state string, log *slog.Log
 	url := o.Repo
 	rs := &planload.RepoDirSync{
 		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
-			return gitapprove.OpenCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
+			return gitapprove.OpenRefCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
 		},
 		Dir: o.Plans, Branch: o.RepoBranch, Approvals: o.ApprovalsBranch,
 		Local: filepath.Join(dir, "plans"),

@@ -15,7 +15,7 @@ import (
 // oauthOptions are planlock serve's OAuth 2.1 resource server flags.
 type oauthOptions struct {
 	PublicURL, Issuer, Audience, JWKSURL, PlansClaim, PlansFile string
-	Scopes                                                      cli.StringSlice
+	Scopes, TokenTypes                                          cli.StringSlice
 }
 
 func (o *oauthOptions) flags() []cli.Flag {
@@ -26,6 +26,7 @@ func (o *oauthOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "oauth-jwks-url", Usage: "the issuer's JWK Set `URL` (default: jwks_uri of the issuer's metadata)", Destination: &o.JWKSURL},
 		&cli.StringFlag{Name: "oauth-plans-claim", Value: "sub", Usage: "the token `CLAIM` mapped to plans: sub, a claim listing groups or roles, or scope", Destination: &o.PlansClaim},
 		&cli.StringFlag{Name: "oauth-plans", Usage: "JSON `FILE` mapping values of --oauth-plans-claim to plan names: {\"payments\": [\"refund\"]} (read again when it changes)", TakesFile: true, Destination: &o.PlansFile},
+		&cli.StringSliceFlag{Name: "oauth-token-type", Usage: "a JOSE typ `TYPE` access tokens may carry (repeatable; default at+jwt, RFC 9068; none: no typ header)", Destination: &o.TokenTypes},
 		&cli.StringSliceFlag{Name: "oauth-scope", Usage: "a `SCOPE` clients should ask for, published in the protected resource metadata (repeatable; default with --oauth-plans-claim scope: the --oauth-plans keys)", Destination: &o.Scopes},
 	}
 }
@@ -85,7 +86,7 @@ func (o *oauthOptions) build(addr net.Addr) (*oauthFront, error) {
 	}
 	a, err := authn.NewJWT(authn.JWTConfig{
 		Issuer: o.Issuer, Audience: audience, JWKSURL: o.JWKSURL,
-		PlansClaim: o.PlansClaim, Plans: plans,
+		PlansClaim: o.PlansClaim, Plans: plans, TokenTypes: o.TokenTypes.Value(),
 	})
 	if err != nil {
 		return nil, usageErrorf("%v", err)

@@ -15,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/stablefile"
 )
 
 // ErrInvalidToken is what every refusal of a presented JWT wraps: expired,
@@ -33,6 +34,23 @@ var DefaultAlgorithms = []jose.SignatureAlgorithm{
 	jose.PS256, jose.PS384, jose.PS512,
 	jose.ES256, jose.ES384, jose.ES512,
 	jose.EdDSA,
+}
+
+// DefaultTokenTypes is the typ an access token must carry unless configured
+// otherwise (RFC 9068 section 2.1).
+var DefaultTokenTypes = []string{"at+jwt"}
+
+// noTypeHeader in JWTConfig.TokenTypes admits a token without typ.
+const noTypeHeader = "none"
+
+// normalTokenType is typ as compared: lower case, without the
+// "application/" prefix RFC 7515 section 4.1.9 lets a sender omit.
+func normalTokenType(typ string) string {
+	t := strings.ToLower(typ)
+	if rest, ok := strings.CutPrefix(t, "application/"); ok && !strings.Contains(rest, "/") {
+		return rest
+	}
+	return t
 }
 
 // JWTConfig configures a JWTAuthenticator: planlock as an OAuth 2.1
@@ -54,6 +72,12 @@ type JWTConfig struct {
 	PlansClaim string
 	// Plans maps a value of PlansClaim to the plans it may use ("*": all).
 	Plans map[string][]string
+	// TokenTypes are the JOSE typ header values an access token may carry,
+	// compared case-insensitively with any "application/" prefix removed
+	// (RFC 7515); "none" admits a token without typ. Empty means
+	// DefaultTokenTypes: "at+jwt" only (RFC 9068), so an OpenID Connect ID
+	// token (typ "JWT" or none) for the same audience is not an access token.
+	TokenTypes []string
 	// Algorithms allowed; empty means DefaultAlgorithms. Symmetric
 	// algorithms and "none" are refused even if listed.
 	Algorithms []jose.SignatureAlgorithm
@@ -78,6 +102,7 @@ type JWTAuthenticator struct {
 	plansMu          sync.RWMutex
 	plans            map[string][]string
 	algs             []jose.SignatureAlgorithm
+	types            []string // normalTokenType of each accepted typ
 	leeway           time.Duration
 	now              func() time.Time
 	keys             *keySource
@@ -109,7 +134,19 @@ func NewJWT(cfg JWTConfig) (*JWTAuthenticator, error) {
 			return nil, fmt.Errorf("oauth: signature algorithm %q is not allowed (asymmetric algorithms only)", a)
 		}
 	}
+	types := cfg.TokenTypes
+	if len(types) == 0 {
+		types = DefaultTokenTypes
+	}
+	var norm []string
+	for _, t := range types {
+		if strings.TrimSpace(t) != t || t == "" || strings.ContainsAny(t, " \t,;") {
+			return nil, fmt.Errorf("oauth: token type %q is not a media type (want at+jwt, application/at+jwt or %s)", t, noTypeHeader)
+		}
+		norm = append(norm, normalTokenType(t))
+	}
 	a := &JWTAuthenticator{
+		types:      norm,
 		issuer:     cfg.Issuer,
 		audience:   cfg.Audience,
 		plansClaim: cfg.PlansClaim,
@@ -189,6 +226,9 @@ func (a *JWTAuthenticator) Verify(ctx context.Context, raw string) (Identity, er
 		return Identity{}, fmt.Errorf("%w: %d signatures, want 1", ErrInvalidToken, len(tok.Headers))
 	}
 	hdr := tok.Headers[0]
+	if err := a.checkType(hdr); err != nil {
+		return Identity{}, err
+	}
 	keys, err := a.keys.keys(ctx, hdr.KeyID)
 	if err != nil {
 		return Identity{}, err
@@ -226,6 +266,32 @@ func (a *JWTAuthenticator) Verify(ctx context.Context, raw string) (Identity, er
 		return Identity{}, fmt.Errorf("%w: no sub claim", ErrInvalidToken)
 	}
 	return Identity{Subject: "jwt:" + std.Subject, Plans: a.plansFor(all)}, nil
+}
+
+// checkType refuses a token whose typ header is not an accepted one: an
+// ID token or any other JWT the issuer signed for the same audience is not
+// an access token (RFC 9068 section 4).
+func (a *JWTAuthenticator) checkType(hdr jose.Header) error {
+	raw, present := hdr.ExtraHeaders[jose.HeaderType]
+	typ := noTypeHeader
+	if present {
+		s, ok := raw.(string)
+		if !ok {
+			return fmt.Errorf("%w: typ header is not a string", ErrInvalidToken)
+		}
+		typ = normalTokenType(s)
+		if typ == noTypeHeader {
+			return fmt.Errorf("%w: typ %q is not an access token type", ErrInvalidToken, s)
+		}
+	}
+	if !slices.Contains(a.types, typ) {
+		shown := "no typ header"
+		if present {
+			shown = fmt.Sprintf("typ %q", raw)
+		}
+		return fmt.Errorf("%w: %s, want %s (an access token, RFC 9068)", ErrInvalidToken, shown, strings.Join(a.types, " or "))
+	}
+	return nil
 }
 
 // SetPlans replaces the claim-to-plans mapping (the operator edited it);
@@ -302,8 +368,9 @@ func parsePlanMap(path string, b []byte) (map[string][]string, error) {
 // PlanMapFile is a mapping file the operator may edit while planlock runs.
 type PlanMapFile struct {
 	path    string
-	last    []byte // the content in use
-	lastBad string // content and error of the last file that did not load
+	file    *stablefile.File // only a stable file is acted on
+	last    []byte           // the content in use
+	lastBad string           // content and error of the last file that did not load
 }
 
 // OpenPlanMap reads the mapping file and returns it with the mapping.
@@ -316,14 +383,19 @@ func OpenPlanMap(path string) (*PlanMapFile, map[string][]string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &PlanMapFile{path: path, last: b}, m, nil
+	return &PlanMapFile{path: path, file: stablefile.New(path, boundedio.MaxConfigBytes), last: b}, m, nil
 }
 
 // Reload reads the file again: the new mapping when its content changed
 // and loads, nil when it is unchanged. An error is returned once per
 // distinct bad content (nil, nil after that), and the mapping in use stays.
+// New content is acted on only once it is stable (the same, whole, on two
+// reloads in a row): a file rewritten in place is never used half written.
 func (f *PlanMapFile) Reload() (map[string][]string, error) {
-	b, err := boundedio.ReadFile(f.path, boundedio.MaxConfigBytes)
+	b, stable, err := f.file.Look()
+	if err == nil && !stable {
+		return nil, nil // changing: look again next time
+	}
 	if err == nil && string(b) == string(f.last) {
 		return nil, nil
 	}

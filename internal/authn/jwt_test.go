@@ -127,8 +127,8 @@ func TestJWTValidation(t *testing.T) {
 		{"wrong issuer", f.token(t, func(k *oauthtest.Token) { k.Issuer = "https://evil.example.com" }), authn.ErrInvalidToken, nil},
 		{"no subject", f.token(t, func(k *oauthtest.Token) { k.Subject = "" }), authn.ErrInvalidToken, nil},
 		{"other server's key, same kid", other.Issue(t, oauthtest.Token{Subject: "alice", Audience: []string{resource}, Issuer: f.as.Issuer()}), authn.ErrInvalidToken, nil},
-		{"alg none", forge(map[string]any{"alg": "none", "kid": kid}, validClaims, func(string) []byte { return nil }), authn.ErrInvalidToken, nil},
-		{"HS256 keyed with the public JWK", forge(map[string]any{"alg": "HS256", "kid": kid}, validClaims, func(in string) []byte {
+		{"alg none", forge(map[string]any{"typ": "at+jwt", "alg": "none", "kid": kid}, validClaims, func(string) []byte { return nil }), authn.ErrInvalidToken, nil},
+		{"HS256 keyed with the public JWK", forge(map[string]any{"typ": "at+jwt", "alg": "HS256", "kid": kid}, validClaims, func(in string) []byte {
 			m := hmac.New(sha256.New, pub)
 			m.Write([]byte(in))
 			return m.Sum(nil)
@@ -145,6 +145,13 @@ func TestJWTValidation(t *testing.T) {
 		{"no exp", forgeSigned(t, f, map[string]any{"iss": f.as.Issuer(), "sub": "alice", "aud": resource}), authn.ErrInvalidToken, nil},
 		{"unmapped subject: no plans", f.token(t, func(k *oauthtest.Token) { k.Subject = "mallory" }), nil, nil},
 		{"wildcard", f.token(t, func(k *oauthtest.Token) { k.Subject = "root" }), nil, []string{"*"}},
+		{"typ application/at+jwt", f.token(t, func(k *oauthtest.Token) { k.Type = "application/at+jwt" }), nil, []string{"refund"}},
+		{"typ AT+JWT (case-insensitive)", f.token(t, func(k *oauthtest.Token) { k.Type = "AT+JWT" }), nil, []string{"refund"}},
+		{"OIDC ID token (typ JWT)", f.token(t, func(k *oauthtest.Token) { k.Type = "JWT" }), authn.ErrInvalidToken, nil},
+		{"ID token without typ", f.token(t, func(k *oauthtest.Token) { k.Type = oauthtest.NoType }), authn.ErrInvalidToken, nil},
+		{"typ application/jwt", f.token(t, func(k *oauthtest.Token) { k.Type = "application/jwt" }), authn.ErrInvalidToken, nil},
+		{"typ at+jwt with a suffix", f.token(t, func(k *oauthtest.Token) { k.Type = "at+jwt; x" }), authn.ErrInvalidToken, nil},
+		{"logout token typ", f.token(t, func(k *oauthtest.Token) { k.Type = "logout+jwt" }), authn.ErrInvalidToken, nil},
 		{"too long", f.token(t, func(k *oauthtest.Token) {
 			k.Claims = map[string]any{"pad": strings.Repeat("x", authn.MaxTokenBytes)}
 		}), authn.ErrInvalidToken, nil},
@@ -193,7 +200,7 @@ func embeddedJWK(t *testing.T, kid string, claims map[string]any) string {
 		t.Fatal(err)
 	}
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: priv, KeyID: kid}},
-		&jose.SignerOptions{EmbedJWK: true})
+		(&jose.SignerOptions{EmbedJWK: true}).WithType("at+jwt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +209,40 @@ func embeddedJWK(t *testing.T, kid string, claims map[string]any) string {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// TokenTypes widens or narrows the typ values accepted, for an
+// authorization server that types its access tokens otherwise.
+func TestJWTConfiguredTokenTypes(t *testing.T) {
+	tests := []struct {
+		name  string
+		types []string
+		typ   string
+		ok    bool
+	}{
+		{"configured JWT accepts typ JWT", []string{"at+jwt", "JWT"}, "JWT", true},
+		{"configured JWT accepts application/jwt", []string{"at+jwt", "JWT"}, "application/jwt", true},
+		{"configured JWT still accepts at+jwt", []string{"at+jwt", "JWT"}, "", true},
+		{"configured JWT refuses no typ", []string{"at+jwt", "JWT"}, oauthtest.NoType, false},
+		{"configured none accepts no typ", []string{"at+jwt", "none"}, oauthtest.NoType, true},
+		{"only a vendor type: at+jwt refused", []string{"application/vnd.example+jwt"}, "", false},
+		{"only a vendor type: it is accepted", []string{"application/vnd.example+jwt"}, "vnd.example+jwt", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(c *authn.JWTConfig) { c.TokenTypes = tt.types })
+			_, err := f.auth.Verify(context.Background(), f.token(t, func(k *oauthtest.Token) { k.Type = tt.typ }))
+			if tt.ok != (err == nil) {
+				t.Fatalf("Verify(typ %q) with TokenTypes %q = %v, want ok %v", tt.typ, tt.types, err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, authn.ErrInvalidToken) {
+				t.Fatalf("Verify = %v, want ErrInvalidToken", err)
+			}
+		})
+	}
+	if _, err := authn.NewJWT(authn.JWTConfig{Issuer: "https://as.example.com", Audience: resource, TokenTypes: []string{" "}}); err == nil {
+		t.Fatal("NewJWT accepted a blank token type")
+	}
 }
 
 func TestJWTAlgorithmsAndKeyTypes(t *testing.T) {
@@ -306,7 +347,7 @@ func TestJWTUnknownKidRefetchIsRateLimited(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tok := forge(map[string]any{"alg": "ES256", "kid": fmt.Sprintf("bogus-%d", i)}, map[string]any{"sub": "x"},
+			tok := forge(map[string]any{"typ": "at+jwt", "alg": "ES256", "kid": fmt.Sprintf("bogus-%d", i)}, map[string]any{"sub": "x"},
 				func(string) []byte { return make([]byte, 64) })
 			if _, err := f.auth.Verify(ctx, tok); !errors.Is(err, authn.ErrInvalidToken) {
 				t.Errorf("bogus kid: %v", err)
@@ -555,6 +596,9 @@ func TestPlanMapReload(t *testing.T) {
 		t.Fatalf("unchanged file: %v, %v", m, err)
 	}
 	write(`{"alice": ["deploy"]}`)
+	if m, err := file.Reload(); m != nil || err != nil { // acted on once it looks the same twice
+		t.Fatalf("edited file, first look: %v, %v", m, err)
+	}
 	m, err = file.Reload()
 	if err != nil || !slices.Equal(m["alice"], []string{"deploy"}) {
 		t.Fatalf("edited file: %v, %v", m, err)
@@ -564,6 +608,7 @@ func TestPlanMapReload(t *testing.T) {
 		t.Fatalf("after the edit alice may use %v", got)
 	}
 	write(`{"alice": `)
+	_, _ = file.Reload()
 	if m, err := file.Reload(); m != nil || err == nil || !strings.Contains(err.Error(), "keeping the mapping read before") {
 		t.Fatalf("broken file: %v, %v", m, err)
 	}
@@ -600,5 +645,42 @@ func BenchmarkJWTVerify(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The claim-to-plans mapping, rewritten in place in two halves, is never
+// acted on half written, even when the half parses.
+func TestPlanMapReloadIgnoresTornWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plans.json")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"alice": ["refund-readonly"]}`)
+	file, _, err := authn.OpenPlanMap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A half that is valid JSON: a shorter list of plans, or a name cut short.
+	for _, half := range []string{`{"alice": ["refund"]}`, `{"alice": ["refund-readonly"], "ops": ["*"]}`} {
+		write(half)
+		if m, err := file.Reload(); m != nil || err != nil {
+			t.Fatalf("half %s acted on at first look: %v, %v", half, m, err)
+		}
+		write(`{"alice": ["refund-readonly", "triage"]}`)
+		if m, err := file.Reload(); m != nil || err != nil {
+			t.Fatalf("whole file acted on at its first look: %v, %v", m, err)
+		}
+		m, err := file.Reload()
+		if err != nil || !slices.Equal(m["alice"], []string{"refund-readonly", "triage"}) {
+			t.Fatalf("stable whole file: %v, %v", m, err)
+		}
+		write(`{"alice": ["refund-readonly"]}`)
+		_, _ = file.Reload()
+		if m, err := file.Reload(); m == nil || err != nil {
+			t.Fatalf("back to the first: %v, %v", m, err)
+		}
 	}
 }

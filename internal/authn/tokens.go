@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/stablefile"
 )
 
 // Tokens authenticates static bearer tokens listed in a file by their
@@ -27,6 +28,7 @@ import (
 // changes (Run); a file that does not parse keeps the tokens read before.
 type Tokens struct {
 	path string
+	file *stablefile.File // what Reload reads: only a stable file is acted on
 
 	mu     sync.RWMutex
 	byHash map[[sha256.Size]byte]Identity
@@ -50,7 +52,7 @@ func HashToken(token string) string {
 // LoadTokens reads the token file; it fails when the file cannot be read
 // or does not parse.
 func LoadTokens(path string) (*Tokens, error) {
-	t := &Tokens{path: path}
+	t := &Tokens{path: path, file: stablefile.New(path, maxTokenFile)}
 	b, err := readTokenFile(path)
 	if err != nil {
 		return nil, err
@@ -157,10 +159,15 @@ func (t *Tokens) Len() int {
 // Reload reads the file again. It returns changed when new tokens are in
 // use; a file that cannot be read or parsed keeps the old tokens and
 // returns the error (once per distinct content, so a poller logs one line).
+// New content is acted on only once it is stable (the same, whole, on two
+// reloads in a row): a file rewritten in place is never used half written.
 func (t *Tokens) Reload() (changed bool, err error) {
-	b, err := readTokenFile(t.path)
+	b, stable, err := t.file.Look()
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("token file: %w", err)
+	}
+	if !stable {
+		return false, nil // changing: look again next time
 	}
 	sum := sha256.Sum256(b)
 	t.mu.RLock()

@@ -133,8 +133,16 @@ func TestTokensReload(t *testing.T) {
 		t.Fatalf("unchanged file: changed %v, err %v", changed, err)
 	}
 
+	// New content is acted on once it looks the same twice in a row.
+	firstLook := func(what string) {
+		t.Helper()
+		if changed, err := toks.Reload(); changed || err != nil {
+			t.Fatalf("%s, first look: changed %v, err %v; want nothing yet", what, changed, err)
+		}
+	}
 	// A new file replaces every token: tok-a is gone, tok-b is in.
 	writeTokens(t, path, authn.HashToken("tok-b")+" bob refund,triage\n")
+	firstLook("changed file")
 	if changed, err := toks.Reload(); !changed || err != nil {
 		t.Fatalf("changed file: changed %v, err %v", changed, err)
 	}
@@ -144,6 +152,7 @@ func TestTokensReload(t *testing.T) {
 
 	// A bad file keeps the tokens read before and says so once.
 	writeTokens(t, path, "tok-c carol refund\n")
+	firstLook("bad file")
 	_, err = toks.Reload()
 	if err == nil || !strings.Contains(err.Error(), "keeping the 1 tokens read before") {
 		t.Fatalf("bad file: err = %v", err)
@@ -166,6 +175,7 @@ func TestTokensReload(t *testing.T) {
 		t.Fatal("a missing file dropped the tokens in use")
 	}
 	writeTokens(t, path, authn.HashToken("tok-c")+" carol *\n")
+	firstLook("file back")
 	if changed, err := toks.Reload(); !changed || err != nil || who("tok-c") != "token:carol:*" {
 		t.Fatalf("file back: changed %v, err %v, tok-c %q", changed, err, who("tok-c"))
 	}
@@ -180,5 +190,68 @@ func TestLoadTokensRefusesBadFile(t *testing.T) {
 	writeTokens(t, path, "plain-token alice refund\n")
 	if _, err := authn.LoadTokens(path); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("bad file: err = %v", err)
+	}
+}
+
+// A token file rewritten in place, in two halves, is never acted on half
+// written: the first half cuts alice's line inside its plan list so that it
+// names the plan "refund" (wider than "refund-readonly"), and that is never
+// served; the whole new file is, once it stays as it is.
+func TestTokensReloadIgnoresTornWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	old := authn.HashToken("tok-a") + " alice refund-readonly\n"
+	writeTokens(t, path, old)
+	toks, err := authn.LoadTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plansOf := func(tok string) string {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		id, err := toks.Authenticate(r)
+		if err != nil {
+			return ""
+		}
+		return strings.Join(id.Plans, ",")
+	}
+	whole := authn.HashToken("tok-a") + " alice refund-readonly,triage\n" + authn.HashToken("tok-b") + " bob deploy\n"
+	cut := strings.Index(whole, "refund") + len("refund")
+	tests := []struct {
+		name       string
+		first      string // the half written first, in place
+		wantBefore string // alice's plans after the reload that sees it
+	}{
+		{"cut inside the plan list", whole[:cut], "refund-readonly"},
+		{"cut after a comma", whole[:cut+len("-readonly,")], "refund-readonly"},
+		{"cut inside the next line", whole[:len(whole)-8], "refund-readonly"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writeTokens(t, path, old)
+			for range 3 {
+				if _, err := toks.Reload(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := plansOf("tok-a"); got != "refund-readonly" {
+				t.Fatalf("start: alice has %q", got)
+			}
+			writeTokens(t, path, tt.first)
+			_, _ = toks.Reload()
+			if got := plansOf("tok-a"); got != tt.wantBefore {
+				t.Fatalf("half-written file acted on: alice has %q, want %q", got, tt.wantBefore)
+			}
+			writeTokens(t, path, whole)
+			_, _ = toks.Reload()
+			if got := plansOf("tok-a"); got != tt.wantBefore {
+				t.Fatalf("file acted on at its first look: alice has %q", got)
+			}
+			if changed, err := toks.Reload(); !changed || err != nil {
+				t.Fatalf("stable whole file: changed %v, err %v", changed, err)
+			}
+			if a, b := plansOf("tok-a"), plansOf("tok-b"); a != "refund-readonly,triage" || b != "deploy" {
+				t.Fatalf("whole file: alice %q, bob %q", a, b)
+			}
+		})
 	}
 }

@@ -67,6 +67,8 @@ func TestV2AbuseCallsAreBlocked(t *testing.T) {
 			`blocked by plan "abuse-v2": step "echo": argument "message"[0]`},
 		{"2M-item list for an expression", "big", `{"size":` + repeatJSON(`1`, 2_000_000) + `}`,
 			`blocked by plan "abuse-v2": step "big": argument "size"`},
+		{"15 MiB string for an expression", "big", `{"size":["` + strings.Repeat("/", 15<<20) + `"]}`,
+			`blocked by plan "abuse-v2": step "big": argument "size"[0] has 15728640 characters, more than the 10000 an expression may read`},
 		{"expression refuses a value", "big", `{"size":[1,0]}`,
 			`blocked by plan "abuse-v2": step "big": argument "size"`},
 	}

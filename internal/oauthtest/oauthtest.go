@@ -76,7 +76,13 @@ type Token struct {
 	// KeyID signs with that key instead of the current signing key.
 	KeyID  string
 	Claims map[string]any
+	// Type is the JOSE typ header: "" means "at+jwt" (RFC 9068), NoType
+	// omits it (as many OIDC ID tokens do), anything else is sent as is.
+	Type string
 }
+
+// NoType as Token.Type issues a token without a typ header.
+const NoType = "-"
 
 type key struct {
 	kid       string
@@ -269,6 +275,10 @@ func (s *Server) IssueRaw(t testing.TB, claims map[string]any) string {
 }
 
 func (s *Server) signer(kid string) (jose.Signer, error) {
+	return s.signerType(kid, "at+jwt")
+}
+
+func (s *Server) signerType(kid, typ string) (jose.Signer, error) {
 	s.mu.Lock()
 	var k *key
 	for i := range s.keys {
@@ -280,8 +290,11 @@ func (s *Server) signer(kid string) (jose.Signer, error) {
 	if k == nil {
 		return nil, fmt.Errorf("no key %q", kid)
 	}
-	return jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
-		(&jose.SignerOptions{}).WithType("at+jwt"))
+	opts := &jose.SignerOptions{}
+	if typ != NoType {
+		opts = opts.WithType(jose.ContentType(typ))
+	}
+	return jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}}, opts)
 }
 
 func (s *Server) sign(tok Token) (string, error) {
@@ -293,7 +306,11 @@ func (s *Server) sign(tok Token) (string, error) {
 	s.n++
 	jti := fmt.Sprintf("jti-%d", s.n)
 	s.mu.Unlock()
-	signer, err := s.signer(kid)
+	typ := tok.Type
+	if typ == "" {
+		typ = "at+jwt"
+	}
+	signer, err := s.signerType(kid, typ)
 	if err != nil {
 		return "", err
 	}

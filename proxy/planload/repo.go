@@ -117,7 +117,9 @@ func (s *RepoSync) Sync(ctx context.Context) (SyncResult, error) {
 	if s.last.branch == branch && s.last.plan == planTip && s.last.approvals == apprTip {
 		return SyncResult{}, nil
 	}
-	if err := s.Repo.Fetch(ctx); err != nil {
+	// Only the two branches read: whatever is pushed to another branch
+	// (unreviewed work) never reaches this copy.
+	if err := s.Repo.FetchBranches(ctx, branch, s.approvals()); err != nil {
 		return SyncResult{}, fmt.Errorf("fetch the plans repository: %w", err)
 	}
 	// Read at the tips ls-remote saw, so plan and bundle come from one look.

@@ -96,7 +96,9 @@ func (s *RepoDirSync) Sync(ctx context.Context) (bool, error) {
 	if s.last.branch == branch && s.last.plans == planTip.String() && s.last.approvals == apprTip.String() {
 		return false, nil
 	}
-	if err := s.Repo.Fetch(ctx); err != nil {
+	// Only the two branches read: whatever is pushed to another branch
+	// (unreviewed work) never reaches this copy.
+	if err := s.Repo.FetchBranches(ctx, branch, approvals); err != nil {
 		return false, fmt.Errorf("fetch the plans repository: %w", err)
 	}
 	names, err := s.Repo.ListFilesAt(planTip, s.Dir)
