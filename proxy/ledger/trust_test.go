@@ -173,6 +173,7 @@ func TestAppendedRecordsDoNotWiden(t *testing.T) {
 				l.Close()
 				t.Fatalf("Open accepted the forged record; a second call of max_calls 1: %v", rerr)
 			}
+			t.Logf("Open: %v", err)
 			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("Open: %v, want %q", err, tt.want)
 			}
