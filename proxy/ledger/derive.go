@@ -34,6 +34,19 @@ func fullDigest(s *state) string {
 // record is refused ("" to apply it).
 func (s *state) rederive(p *parsed, whole bool) string {
 	switch p.Type {
+	case typeHoldUpdate:
+		// Only what UpdateHold writes: a pending hold approved or
+		// rejected, or an approval read back verified again (or
+		// rejected). Anything else would revive a consumed, rejected or
+		// expired hold, whose signed approval may still verify.
+		h := s.holds[p.Hold]
+		if p.HoldState == "" || h == nil {
+			return ""
+		}
+		st := view(h, p.Time).State
+		if (p.HoldState != HoldApproved && p.HoldState != HoldRejected) || (st != HoldPending && st != HoldApproved) {
+			return fmt.Sprintf("hold_update record %d sets hold %s from %s to %s, which planlock never writes: it was not written by planlock from this journal", p.Seq, p.Hold, st, p.HoldState)
+		}
 	case typeCheckpoint:
 		if whole && fullDigest(s) != p.StateSHA {
 			return fmt.Sprintf("checkpoint record %d vouches for a state that the records before it do not give: it was not written by planlock from this journal (a forged record is refused; the state is re-derived from the records)", p.Seq)

@@ -53,7 +53,7 @@ func (m *Machine) Apply(line []byte) error {
 		// A shared state is one chain from its first record: a segment
 		// record (which replaces the whole state) has no place in it.
 		return &VerifyError{Line: int(p.Seq), Reason: fmt.Sprintf("segment record %d in a journal that is not a rotated file: a segment record only starts a rotated journal's file, and its state is not taken", p.Seq)}
-	case p.Type == typeCheckpoint:
+	default:
 		if why := m.st.rederive(p, true); why != "" {
 			return &VerifyError{Line: int(p.Seq), Reason: why}
 		}

@@ -282,3 +282,67 @@ func TestCheckpointPastTheAnchorIsReplayed(t *testing.T) {
 		t.Fatalf("calls = %d after replaying past the anchor, want 3", got)
 	}
 }
+
+// TestSpentHoldIsNotRevived: a hold_update record that moves a consumed or
+// rejected hold back to approved or pending is one planlock never writes;
+// its signed approval may still verify, so it would let the call run again.
+// Start is refused and Verify fails.
+func TestSpentHoldIsNotRevived(t *testing.T) {
+	ctx := context.Background()
+	held := call("a", 0, "t", `{"n":1}`)
+	tests := []struct {
+		name  string
+		spend func(t *testing.T, l *Ledger, h Hold)
+		to    HoldState
+	}{
+		{"consumed, to approved", func(t *testing.T, l *Ledger, h Hold) {
+			if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldApproved, Evidence: sha([]byte("bundle"))}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Reserve(ctx, Reservation{Call: held, MaxCalls: 1, HoldID: h.ID, OverLimit: true}); err != nil {
+				t.Fatal(err)
+			}
+		}, HoldApproved},
+		{"consumed, to pending", func(t *testing.T, l *Ledger, h Hold) {
+			if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldApproved}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Reserve(ctx, Reservation{Call: held, MaxCalls: 1, HoldID: h.ID, OverLimit: true}); err != nil {
+				t.Fatal(err)
+			}
+		}, HoldPending},
+		{"rejected, to approved", func(t *testing.T, l *Ledger, h Hold) {
+			if _, err := l.UpdateHold(ctx, h.ID, HoldUpdate{State: HoldRejected}); err != nil {
+				t.Fatal(err)
+			}
+		}, HoldApproved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := usedUp(t, dir, false)
+			l := openT(t, Options{Dir: dir})
+			tt.spend(t, l, h)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, auditName)
+			forgeAppend(t, path, record{Time: time.Now().UTC(), Type: typeHoldUpdate, Plan: digest, Step: "a", Tool: "t", Hold: h.ID, HoldState: tt.to})
+			const want = "which planlock never writes"
+			if l, err := Open(ctx, Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), want) {
+				if l != nil {
+					l.Close()
+				}
+				t.Fatalf("Open: %v, want %q", err, want)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := Verify(f); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Verify: %v, want %q", err, want)
+			}
+		})
+	}
+}

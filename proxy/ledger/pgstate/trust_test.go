@@ -77,16 +77,20 @@ func TestDocumentedRoleCannotWiden(t *testing.T) {
 		name    string
 		body    func(hold string) string
 		refused string // "" when start and verify succeed
+		spent   bool   // the hold was approved and consumed before
 	}{
 		{"segment record with an empty state", func(string) string {
 			return fmt.Sprintf(`"time":"%s","type":"segment","state_sha256":"%s","prev_segment":"audit.x.jsonl","state":%s`, now, stateSHA, state)
-		}, "segment record"},
+		}, "segment record", false},
 		{"checkpoint record vouching for a state with the count at 0", func(string) string {
 			return fmt.Sprintf(`"time":"%s","type":"checkpoint","state_sha256":"%s"`, now, stateSHA)
-		}, "vouches for a state that the records before it do not give"},
+		}, "vouches for a state that the records before it do not give", false},
 		{"hold_update approving a pending hold", func(hold string) string {
 			return fmt.Sprintf(`"time":"%s","type":"hold_update","plan":"%s","step":"s","tool":"refund","hold":"%s","hold_state":"approved","note":"approval verified"`, now, digest, hold)
-		}, ""},
+		}, "", false},
+		{"hold_update approving a consumed hold again", func(hold string) string {
+			return fmt.Sprintf(`"time":"%s","type":"hold_update","plan":"%s","step":"s","tool":"refund","hold":"%s","hold_state":"approved","note":"approval verified"`, now, digest, hold)
+		}, "which planlock never writes", true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,9 +107,18 @@ func TestDocumentedRoleCannotWiden(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			hold := ledger.Reservation{Call: call("s", 0), MaxCalls: 1, HoldID: h.ID, OverLimit: true}
+			if tc.spent {
+				if _, err := running.UpdateHold(ctx, h.ID, ledger.HoldUpdate{State: ledger.HoldApproved}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := running.Reserve(ctx, hold); err != nil {
+					t.Fatal(err)
+				}
+			}
+
 			forgeRow(t, attacker, tc.body(h.ID))
 
-			hold := ledger.Reservation{Call: call("s", 0), MaxCalls: 1, HoldID: h.ID, OverLimit: true}
 			// The running replica reads the record with its next change.
 			if _, err := running.Reserve(ctx, rv); err == nil {
 				t.Fatal("the running replica granted a second call of max_calls 1")
