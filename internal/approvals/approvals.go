@@ -31,6 +31,8 @@ package approvals
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -418,7 +420,12 @@ func (a *Approvals) approve(ctx context.Context, r holdreq.Request, h ledger.Hol
 	if len(appr.Predicate.Approvers) > 0 {
 		note += ", approved by " + strings.Join(appr.Predicate.Approvers, ", ")
 	}
-	return decision{Outcome: holdreq.Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note}}
+	// The digest of the bundle is the approval's evidence in the journal.
+	// An approval read back from the journal (after a restart, or another
+	// replica's) is never used on its word: the ledger shows it as pending
+	// until this runs again and records it once more.
+	sum := sha256.Sum256(st.Bundle)
+	return decision{Outcome: holdreq.Approved, Hold: h, record: &ledger.HoldUpdate{State: ledger.HoldApproved, Note: note, Evidence: hex.EncodeToString(sum[:])}}
 }
 
 // record writes what the forge said about the hold (merged and verified,

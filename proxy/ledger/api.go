@@ -189,6 +189,9 @@ type Hold struct {
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 	Updated time.Time `json:"updated"`
+	// ApprovalSHA256 is the sha256 of the signed approval last verified for
+	// the hold (HoldUpdate.Evidence; "" before approvals carried it).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 }
 
 // HoldSpec is what a new hold records besides the call.
@@ -215,6 +218,11 @@ type HoldUpdate struct {
 	PR int
 	// Note is recorded in the audit log with the change.
 	Note string
+	// Evidence, with State HoldApproved, is the sha256 (hex) of the signed
+	// approval the caller verified; the journal keeps it. An approval read
+	// back from the journal is not used until the caller verified it again
+	// and recorded it once more: GetHold and FindHold show it as pending.
+	Evidence string
 }
 
 // PlanLoad is a verified plan the proxy is about to run.

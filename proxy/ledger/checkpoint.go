@@ -281,27 +281,35 @@ func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
 	if err != nil {
 		return rp, err
 	}
+	if cp != nil && (at == ^uint64(0) || uint64(cp.Records) > at) {
+		// The checkpoint's record is past the anchor (or there is none):
+		// nothing but the record itself vouches for its state, and anyone
+		// who can append to the journal can write one. Replay from the
+		// file's start instead, which re-derives the record.
+		cp, cst = nil, nil
+	}
+	rpl := &replayer{st: rp.st, whole: true}
 	if cp != nil {
 		first, err := fileStart(f)
 		if err != nil {
 			return rp, err
 		}
 		rp.st = cst.state()
+		rpl.st = rp.st
 		rp.res = VerifyResult{Records: cp.Records, Head: cp.Head, First: first}
 		rp.cp = rp.res
 		rp.end = journalEnd{size: cp.Offset, lastStart: cp.LastStart}
+	} else if err := rederiveFirstSegment(audit, f, at); err != nil {
+		return rp, err
 	}
 	if _, err := f.Seek(rp.end.size, io.SeekStart); err != nil {
 		return rp, fmt.Errorf("read %s: %w", audit, err)
 	}
-	apply := rp.st.apply
-	if at < ^uint64(0) {
-		apply = func(p *parsed) {
-			if p.Seq == at+1 {
-				rp.prevAt = p.Prev
-			}
-			rp.st.apply(p)
+	apply := func(p *parsed, first bool) string {
+		if p.Seq == at+1 {
+			rp.prevAt = p.Prev
 		}
+		return rpl.apply(p, first)
 	}
 	res, good, last, err := scanFrom(f, rp.res, apply)
 	if last >= 0 {
@@ -310,6 +318,58 @@ func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
 	rp.end.size += good
 	rp.res = res
 	return rp, err
+}
+
+// rederiveFirstSegment checks the segment record that starts a rotated
+// journal's file when the anchor does not cover it (a crash between the
+// rotation's rename and its anchor write leaves the anchor at the file
+// before; so does a segment record someone wrote): its state must be the
+// one the file before it, kept under its archived name, ends with.
+func rederiveFirstSegment(audit string, f *os.File, at uint64) error {
+	var line []byte
+	if err := eachLine(ioSection(f), func(_ uint64, l []byte) bool {
+		line = append(line, l...)
+		return false
+	}); err != nil {
+		return err
+	}
+	seq, _, ok := chainHeader(line)
+	if !ok || seq <= 1 || (at != ^uint64(0) && at+1 != seq) {
+		// No segment, one the anchor covers, or an anchor in an earlier
+		// segment (checkAnchor says so).
+		return nil
+	}
+	var p parsed
+	if err := json.Unmarshal(line, &p); err != nil || p.Type != typeSegment {
+		return nil // scanFrom reports it
+	}
+	if at == ^uint64(0) {
+		return nil // no anchor: Open refuses unless told to accept that
+	}
+	fail := func(format string, a ...any) error {
+		return &VerifyError{Line: 1, Reason: fmt.Sprintf("segment record %d is past the anchor (seq %d), so its state must be re-derived from the file before it, ", seq, at) + fmt.Sprintf(format, a...)}
+	}
+	name := p.PrevSegment
+	if name == "" || filepath.Base(name) != name {
+		return fail("but it names no archived file in this directory")
+	}
+	path := filepath.Join(filepath.Dir(audit), name)
+	prev, err := openState("audit log", path, os.O_RDONLY)
+	if err != nil {
+		return fail("but %s cannot be read: %v", path, err)
+	}
+	defer prev.Close()
+	res, st, err := verifyState(ioSection(prev), nil)
+	if err != nil {
+		return fail("but %s does not verify: %v", path, err)
+	}
+	switch {
+	case uint64(res.Records)+1 != seq || res.Head != p.Prev:
+		return fail("but %s does not end just before it", path)
+	case fullDigest(st) != p.StateSHA:
+		return fail("and %s does not give that state: the segment record was not written by planlock from this journal", path)
+	}
+	return nil
 }
 
 // checkAnchor compares a replayed journal with its anchor.

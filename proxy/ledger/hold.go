@@ -61,7 +61,7 @@ func (l *Ledger) newHold(c Call, spec HoldSpec, key holdKey, canon []byte, now t
 				return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 			}
 			l.enqueueLocked(body, false)
-			return view(h, now), nil, nil
+			return l.st.decided(h, now), nil, nil
 		}
 	}
 	id, err := newHoldID()
@@ -134,24 +134,17 @@ func (l *Ledger) updateHold(id string, u HoldUpdate, now time.Time) (Hold, *batc
 	if h == nil {
 		return Hold{}, nil, fmt.Errorf("%w %q", ErrUnknownHold, id)
 	}
-	if st := view(h, now).State; u.State != "" && st != HoldPending {
-		return Hold{}, nil, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
+	r, err := l.st.holdUpdate(h, u, now)
+	if err != nil {
+		return Hold{}, nil, err
 	}
-	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: firstLine(u.Note)}
 	body, err := encodeBody(&r)
 	if err != nil {
 		return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	if u.State != "" {
-		h.State = u.State
-	}
-	if u.PRURL != "" {
-		h.PRURL, h.PR = u.PRURL, r.PR
-	}
-	h.Updated = now
+	l.st.setHold(h, u, &r, now)
 	_, b := l.enqueueLocked(body, true)
-	return view(h, now), b, nil
+	return l.st.decided(h, now), b, nil
 }
 
 // GetHold returns a hold by id.
@@ -162,7 +155,7 @@ func (l *Ledger) GetHold(id string) (Hold, bool) {
 	if h == nil {
 		return Hold{}, false
 	}
-	return view(h, l.stamp()), true
+	return l.st.decided(h, l.stamp()), true
 }
 
 // FindHold returns the newest hold for exactly this call (plan digest, tool,
@@ -178,7 +171,7 @@ func (l *Ledger) FindHold(c Call) (Hold, bool) {
 	if !ok {
 		return Hold{}, false
 	}
-	return view(l.st.holds[id], l.stamp()), true
+	return l.st.decided(l.st.holds[id], l.stamp()), true
 }
 
 // ListHolds returns all holds in creation order.
@@ -197,7 +190,7 @@ func (l *Ledger) approvedHoldLocked(id string, c Call, argsSHA string, now time.
 	if h.PlanDigest != c.PlanDigest || h.Tool != c.Tool || h.ArgsSHA256 != argsSHA {
 		return nil, fmt.Errorf("%w: hold %s approves another call", ErrHoldMismatch, id)
 	}
-	if st := view(h, now).State; st != HoldApproved {
+	if st := l.st.decided(h, now).State; st != HoldApproved {
 		return nil, fmt.Errorf("%w: hold %s is %s, not approved", ErrHoldState, id, st)
 	}
 	return h, nil
@@ -209,4 +202,34 @@ func newHoldID() (string, error) {
 		return "", fmt.Errorf("hold id: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// holdUpdate checks u against h and returns its record. A hold whose
+// approval was read back and not verified here reads as pending: the
+// approval verified again is recorded once more.
+func (s *state) holdUpdate(h *Hold, u HoldUpdate, now time.Time) (record, error) {
+	if st := s.decided(h, now).State; u.State != "" && st != HoldPending {
+		return record{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, h.ID, st, u.State)
+	}
+	if u.State != HoldApproved && u.Evidence != "" {
+		return record{}, fmt.Errorf("%w: approval evidence without an approval", ErrInvalidArgument)
+	}
+	return record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
+		Hold: h.ID, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: firstLine(u.Note), ApprovalSHA: u.Evidence}, nil
+}
+
+// setHold applies an update this process decided (and, for an approval,
+// verified): the hold's approval is no longer one read back.
+func (s *state) setHold(h *Hold, u HoldUpdate, r *record, now time.Time) {
+	if u.State != "" {
+		h.State = u.State
+		delete(s.unverified, h.ID)
+	}
+	if u.Evidence != "" {
+		h.ApprovalSHA256 = u.Evidence
+	}
+	if u.PRURL != "" {
+		h.PRURL, h.PR = u.PRURL, r.PR
+	}
+	h.Updated = now
 }

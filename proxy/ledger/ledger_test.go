@@ -48,7 +48,7 @@ func readRecords(t testing.TB, path string) []parsed {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, _, _, err := scan(f, func(p *parsed) { out = append(out, *p) }); err != nil {
+	if _, _, _, err := scan(f, func(p *parsed, _ bool) string { out = append(out, *p); return "" }); err != nil {
 		t.Fatalf("journal does not verify: %v", err)
 	}
 	return out

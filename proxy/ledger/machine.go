@@ -48,6 +48,16 @@ func (m *Machine) Apply(line []byte) error {
 	if reason != "" {
 		return &VerifyError{Line: int(m.seq + 1), Reason: reason}
 	}
+	switch {
+	case p.Type == typeSegment:
+		// A shared state is one chain from its first record: a segment
+		// record (which replaces the whole state) has no place in it.
+		return &VerifyError{Line: int(p.Seq), Reason: fmt.Sprintf("segment record %d in a journal that is not a rotated file: a segment record only starts a rotated journal's file, and its state is not taken", p.Seq)}
+	default:
+		if why := m.st.rederive(p, true); why != "" {
+			return &VerifyError{Line: int(p.Seq), Reason: why}
+		}
+	}
 	var taken int
 	if p.Type == typeLease && p.Replica != "" && p.Ref == 0 && p.StepIndex != nil {
 		taken = m.taken(p.Plan, *p.StepIndex)
@@ -148,7 +158,7 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 		case h.PlanDigest != rv.PlanDigest || h.Tool != rv.Tool || h.ArgsSHA256 != sha:
 			return Ticket{}, fmt.Errorf("%w: hold %s approves another call", ErrHoldMismatch, rv.HoldID)
 		}
-		if st := view(h, now).State; st != HoldApproved {
+		if st := m.st.decided(h, now).State; st != HoldApproved {
 			return Ticket{}, fmt.Errorf("%w: hold %s is %s, not approved", ErrHoldState, rv.HoldID, st)
 		}
 	}
@@ -265,7 +275,7 @@ func (m *Machine) NewHold(c Call, spec HoldSpec, now time.Time) (Hold, error) {
 				return Hold{}, err
 			}
 			m.append(body)
-			return view(h, now), nil
+			return m.st.decided(h, now), nil
 		}
 	}
 	id, err := newHoldID()
@@ -301,24 +311,17 @@ func (m *Machine) UpdateHold(id string, u HoldUpdate, now time.Time) (Hold, erro
 	if h == nil {
 		return Hold{}, fmt.Errorf("%w %q", ErrUnknownHold, id)
 	}
-	if st := view(h, now).State; u.State != "" && st != HoldPending {
-		return Hold{}, fmt.Errorf("%w: hold %s is %s; only a pending hold can be %s", ErrHoldState, id, st, u.State)
+	r, err := m.st.holdUpdate(h, u, now)
+	if err != nil {
+		return Hold{}, err
 	}
-	r := record{Time: now, Type: typeHoldUpdate, Plan: h.PlanDigest, Step: h.Step, Tool: h.Tool,
-		Hold: id, HoldState: u.State, PRURL: u.PRURL, PR: prNumber(u.PR, u.PRURL), Note: firstLine(u.Note)}
 	body, err := m.encode(&r)
 	if err != nil {
 		return Hold{}, err
 	}
-	if u.State != "" {
-		h.State = u.State
-	}
-	if u.PRURL != "" {
-		h.PRURL, h.PR = u.PRURL, r.PR
-	}
-	h.Updated = now
+	m.st.setHold(h, u, &r, now)
 	m.append(body)
-	return view(h, now), nil
+	return m.st.decided(h, now), nil
 }
 
 // LoadPlan applies the no-downgrade rule and records the load.
@@ -370,7 +373,7 @@ func (m *Machine) GetHold(id string, now time.Time) (Hold, bool) {
 	if h == nil {
 		return Hold{}, false
 	}
-	return view(h, now), true
+	return m.st.decided(h, now), true
 }
 
 // FindHold returns the newest hold for exactly this call.
@@ -383,7 +386,7 @@ func (m *Machine) FindHold(c Call, now time.Time) (Hold, bool) {
 	if !ok {
 		return Hold{}, false
 	}
-	return view(m.st.holds[id], now), true
+	return m.st.decided(m.st.holds[id], now), true
 }
 
 // Newest is the newest signing time loaded for a plan name.

@@ -80,6 +80,9 @@ type record struct {
 	// Replica (leases of a shared state, see Machine.LeaseReserve) names
 	// the proxy a lease was granted to.
 	Replica string `json:"replica,omitempty"`
+	// ApprovalSHA (hold approvals) is the sha256 of the signed approval
+	// that was verified: the evidence a start verifies again.
+	ApprovalSHA string `json:"approval_sha256,omitempty"`
 }
 
 // parsed is a record as read back, with its chain fields.
@@ -190,6 +193,7 @@ func encodeBody(r *record) ([]byte, error) {
 		}
 	}
 	b = appendStringField(b, "replica", r.Replica, true)
+	b = appendStringField(b, "approval_sha256", r.ApprovalSHA, true)
 	return b, nil
 }
 

@@ -89,11 +89,12 @@ func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn fu
 		out  []SegmentResult
 		all  = VerifyResult{Head: genesis}
 		prev *SegmentResult
+		st   *state
 	)
 	for i, f := range files {
 		path := f.Name()
 		last := i == len(files)-1
-		seg, err := walkFile(f, prev, limit, fn, allowTorn && last, last)
+		seg, err := walkFile(f, prev, st, limit, fn, allowTorn && last, last)
 		if err != nil {
 			var ve *VerifyError
 			if errors.As(err, &ve) {
@@ -122,6 +123,7 @@ func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn fu
 		}
 		out = append(out, seg.SegmentResult)
 		prev = &out[len(out)-1]
+		st = seg.st
 	}
 	return out, all, nil
 }
@@ -130,6 +132,7 @@ func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn fu
 type walked struct {
 	SegmentResult
 	firstPrev string
+	st        *state // the state replayed through the file's last record
 }
 
 func linkReason(before SegmentResult, seg walked) string {
@@ -150,29 +153,44 @@ func linkReason(before SegmentResult, seg walked) string {
 // (nil for the first). fn sees a file's records only once its first record
 // was found to continue before. With live (and no fn) a torn last line is
 // read again before it is reported.
-func walkFile(f *os.File, before *SegmentResult, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn, live bool) (walked, error) {
+func walkFile(f *os.File, before *SegmentResult, prior *state, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn, live bool) (walked, error) {
 	path := f.Name()
 	w := walked{SegmentResult: SegmentResult{Path: path}}
-	var apply func(*parsed)
 	var fnErr error
-	if fn != nil {
-		first := true
-		apply = func(p *parsed) {
-			if first && before != nil {
-				if reason := linkReason(*before, walked{SegmentResult: SegmentResult{First: p.Seq}, firstPrev: p.Prev}); reason != "" {
-					fnErr = &SeriesError{Path: path, Reason: reason}
-				}
-			}
-			first = false
-			if fnErr == nil {
-				fnErr = fn(p)
+	// A file after the first starts with its segment record, which
+	// replaces the state: prior is only compared, never changed.
+	rp := &replayer{st: newState(), whole: true}
+	apply := func(p *parsed, first bool) string {
+		if first && before != nil {
+			if reason := linkReason(*before, walked{SegmentResult: SegmentResult{First: p.Seq}, firstPrev: p.Prev}); reason != "" && fnErr == nil {
+				fnErr = &SeriesError{Path: path, Reason: reason}
 			}
 		}
+		if fnErr != nil {
+			return ""
+		}
+		if first && p.Type == typeSegment && prior != nil {
+			// The file before was replayed here: the state the
+			// segment carries must be the one it ended with.
+			if why := prior.rederive(p, true); why != "" {
+				return why
+			}
+		}
+		if why := rp.apply(p, first); why != "" {
+			return why
+		}
+		if fn != nil {
+			fnErr = fn(p)
+		}
+		return ""
 	}
 	var res VerifyResult
 	var err error
 	if live && fn == nil {
-		res, err = VerifyLive(f, limit)
+		res, err = verifyLiveFrom(f, limit, tornWait, func() *replayer {
+			rp = &replayer{st: newState(), whole: true}
+			return rp
+		}, apply)
 	} else if res, _, _, err = scan(fileReader(f, limit), apply); allowTorn && isTorn(err) {
 		err = nil
 	}
@@ -182,7 +200,7 @@ func walkFile(f *os.File, before *SegmentResult, limit func(io.Reader, string) i
 	if fnErr != nil {
 		return w, fnErr
 	}
-	w.First, w.Records, w.Head = res.First, res.Records, res.Head
+	w.First, w.Records, w.Head, w.st = res.First, res.Records, res.Head, rp.st
 	if res.First > 1 {
 		_ = eachLine(ioSection(f), func(_ uint64, line []byte) bool {
 			_, w.firstPrev, _ = chainHeader(line)
@@ -239,6 +257,7 @@ type ExportRecord struct {
 	StateSHA256 string          `json:"state_sha256,omitempty"`
 	PrevSegment string          `json:"prev_segment,omitempty"`
 	Replica     string          `json:"replica,omitempty"`
+	ApprovalSHA string          `json:"approval_sha256,omitempty"`
 	Prev        string          `json:"prev"`
 	Hash        string          `json:"hash"`
 }
@@ -251,7 +270,7 @@ func exportOf(p *parsed) ExportRecord {
 		PRURL: r.PRURL, PR: r.PR, Note: r.Note, SignedAt: r.SignedAt, Ref: r.Ref, OK: r.OK, Error: r.Error,
 		LatencyMS: r.LatencyMS, HoldStep: r.HoldStep, Used: r.Used, Max: r.Max, Through: r.Through,
 		Cause: r.Cause, ObservedPin: r.ObservedPin, SignedPath: r.SignedPath, SignedTrust: r.SignedTrust, StateSHA256: r.StateSHA,
-		PrevSegment: r.PrevSegment, Replica: r.Replica, Prev: p.Prev, Hash: p.Hash}
+		PrevSegment: r.PrevSegment, Replica: r.Replica, ApprovalSHA: r.ApprovalSHA, Prev: p.Prev, Hash: p.Hash}
 }
 
 // AppendExportLine appends e as one JSON line (HTML escaping off, so
@@ -324,10 +343,22 @@ func VerifyLive(f *os.File, limit func(io.Reader, string) io.Reader) (VerifyResu
 
 // verifyLive is VerifyLive, calling wait before each new read.
 func verifyLive(f *os.File, limit func(io.Reader, string) io.Reader, wait func()) (VerifyResult, error) {
-	res, err := Verify(fileReader(f, limit))
+	var rp *replayer
+	return verifyLiveFrom(f, limit, wait, func() *replayer {
+		rp = &replayer{st: newState(), whole: true}
+		return rp
+	}, func(p *parsed, first bool) string { return rp.apply(p, first) })
+}
+
+// verifyLiveFrom is verifyLive with the replay's callback; reset starts a
+// fresh replay before each read.
+func verifyLiveFrom(f *os.File, limit func(io.Reader, string) io.Reader, wait func(), reset func() *replayer, apply func(*parsed, bool) string) (VerifyResult, error) {
+	reset()
+	res, _, _, err := scan(fileReader(f, limit), apply)
 	for i := 0; i < tornRereads && isTorn(err); i++ {
 		wait()
-		res, err = Verify(fileReader(f, limit))
+		reset()
+		res, _, _, err = scan(fileReader(f, limit), apply)
 	}
 	return res, err
 }

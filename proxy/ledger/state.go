@@ -50,15 +50,33 @@ type state struct {
 	order  []string           // hold ids in creation order
 	byKey  map[holdKey]string // newest hold per exact call
 	newest map[string]time.Time
+	// unverified are the approved holds whose approval was read back (from
+	// the journal, a checkpoint, a segment or another replica's records),
+	// not verified by this process: anyone who can append a record can
+	// write one. Decisions read them as pending until the approval's
+	// signature was verified again (UpdateHold to approved). Not part of
+	// the checkpoint's state: every start begins with all of them.
+	unverified map[string]bool
 }
 
 func newState() *state {
 	return &state{
-		plans:  map[string]*planState{},
-		holds:  map[string]*Hold{},
-		byKey:  map[holdKey]string{},
-		newest: map[string]time.Time{},
+		plans:      map[string]*planState{},
+		holds:      map[string]*Hold{},
+		byKey:      map[holdKey]string{},
+		newest:     map[string]time.Time{},
+		unverified: map[string]bool{},
 	}
+}
+
+// decided is h as a decision sees it at now: view, with an approval this
+// process did not verify read as pending.
+func (s *state) decided(h *Hold, now time.Time) Hold {
+	v := view(h, now)
+	if v.State == HoldApproved && s.unverified[h.ID] {
+		v.State = HoldPending
+	}
+	return v
 }
 
 func (s *state) plan(digest string) *planState {
@@ -133,6 +151,10 @@ func (s *state) apply(r *parsed) {
 		}
 		if r.HoldState != "" {
 			h.State = r.HoldState
+			s.unverified[h.ID] = r.HoldState == HoldApproved
+		}
+		if r.ApprovalSHA != "" {
+			h.ApprovalSHA256 = r.ApprovalSHA
 		}
 		if r.PRURL != "" {
 			h.PRURL, h.PR = r.PRURL, prNumber(r.PR, r.PRURL)
@@ -263,6 +285,9 @@ func (s *state) addHold(h *Hold) {
 	}
 	s.holds[h.ID] = h
 	s.byKey[holdKey{h.PlanDigest, h.Tool, h.ArgsSHA256}] = h.ID
+	if h.State == HoldApproved {
+		s.unverified[h.ID] = true // from a checkpoint or segment: read back
+	}
 }
 
 // view returns a copy of h with its state as of now (pending or approved

@@ -13,21 +13,45 @@ import (
 // head hash, or a *VerifyError naming the first bad line (1-based). A last
 // line without its newline is reported with Torn set. Other errors are I/O
 // errors of r.
+//
+// Verify also replays the records and re-derives those that vouch for the
+// state (docs/audit-log.md): a checkpoint record whose state is not the one
+// the records before it give, or a segment record anywhere but at the
+// file's start, is a *VerifyError too.
 func Verify(r io.Reader) (VerifyResult, error) {
-	res, _, _, err := scan(r, nil)
+	res, _, err := verifyState(r, nil)
 	return res, err
+}
+
+// verifyState is Verify, continuing from prior (the state the file before
+// ended with, nil when unknown) and returning the state replayed: a file
+// that starts with a segment record must then start from exactly prior.
+func verifyState(r io.Reader, prior *state) (VerifyResult, *state, error) {
+	rp := &replayer{st: newState(), whole: true}
+	if prior != nil {
+		rp.st = prior
+	}
+	res, _, _, err := scan(r, func(p *parsed, first bool) string {
+		if first && p.Type == typeSegment && prior != nil {
+			if why := prior.rederive(p, true); why != "" {
+				return why
+			}
+		}
+		return rp.apply(p, first)
+	})
+	return res, rp.st, err
 }
 
 // scan walks the journal, calling apply for each good record. It returns the
 // byte length of the good prefix, which is where a torn line starts.
-func scan(r io.Reader, apply func(*parsed)) (VerifyResult, int64, int64, error) {
+func scan(r io.Reader, apply func(p *parsed, first bool) string) (VerifyResult, int64, int64, error) {
 	return scanFrom(r, VerifyResult{Head: genesis}, apply)
 }
 
 // scanFrom continues a scan after `from` (records already read and their
 // head); r starts at the next line. Line numbers count from the file's start.
 // It also returns the offset in r of the last good line (-1 if none).
-func scanFrom(r io.Reader, from VerifyResult, apply func(*parsed)) (res VerifyResult, good, last int64, err error) {
+func scanFrom(r io.Reader, from VerifyResult, apply func(p *parsed, first bool) string) (res VerifyResult, good, last int64, err error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	res, last = from, -1
 	var (
@@ -83,7 +107,9 @@ func scanFrom(r io.Reader, from VerifyResult, apply func(*parsed)) (res VerifyRe
 			if p.Type == typeSegment && lineNo != 1 {
 				return res, good, last, &VerifyError{Line: lineNo, Reason: "a segment record that does not start its file"}
 			}
-			apply(p)
+			if why := apply(p, lineNo == 1); why != "" {
+				return res, good, last, &VerifyError{Line: lineNo, Reason: why}
+			}
 		}
 		res.Records++
 		res.Head = hash

@@ -127,10 +127,22 @@ func TestRulesAndSharedState(t *testing.T) {
 	if _, err := c.UpdateHold(ctx, h.ID, ledger.HoldUpdate{State: ledger.HoldApproved}); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := b.FindHold(call("s", 0)); !ok || got.State != ledger.HoldApproved {
-		t.Fatalf("hold seen by another replica: %+v %v", got, ok)
-	}
+	// Another replica reads the approval back from the database: it is
+	// not used on the database's word, until that replica verified the
+	// signed approval itself (internal/approvals) and recorded it.
 	rv := ledger.Reservation{Call: call("s", 0), MaxCalls: 2, HoldID: h.ID, OverLimit: true}
+	if got, ok := b.FindHold(call("s", 0)); !ok || got.State != ledger.HoldPending {
+		t.Fatalf("approval read back by another replica: %+v %v, want pending", got, ok)
+	}
+	if _, err := b.Reserve(ctx, rv); !errors.Is(err, ledger.ErrHoldState) {
+		t.Fatalf("consume an approval read back: %v", err)
+	}
+	if _, err := b.UpdateHold(ctx, h.ID, ledger.HoldUpdate{State: ledger.HoldApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := b.FindHold(call("s", 0)); !ok || got.State != ledger.HoldApproved {
+		t.Fatalf("hold verified again by another replica: %+v %v", got, ok)
+	}
 	if _, err := b.Reserve(ctx, rv); err != nil {
 		t.Fatalf("consume the approved hold: %v", err)
 	}
@@ -146,7 +158,7 @@ func TestRulesAndSharedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, head, err := pgstate.Verify(ctx, url)
-	if err != nil || uint64(res.Records) != head.Seq || res.Records != 8 {
+	if err != nil || uint64(res.Records) != head.Seq || res.Records != 9 {
 		t.Fatalf("verify: %+v %v %v", res, head, err)
 	}
 }
