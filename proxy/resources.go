@@ -371,6 +371,9 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	uri := req.Params.URI
 	args, _ := json.Marshal(map[string]string{"uri": uri})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesRead), Args: args}
+	if why := roundTripRefusal("resources/read", req.Params.MultiRoundTripParams); why != "" {
+		return nil, p.blockExtra(ctx, plan, call, why)
+	}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -396,6 +399,9 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	cancel()
 	var out *mcp.ReadResourceResult
 	if err == nil {
+		err = checkResultType(res) // a result that is not the read's: an error outcome (multiround.go)
+	}
+	if err == nil {
 		out, err = mcp.ParseReadResourceResult(&res)
 	}
 	p.completeExtra(ctx, t, err, start)
@@ -419,6 +425,9 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	// re-encoded from this map (the raw bytes passed strictArgs first).
 	args, _ := json.Marshal(map[string]any{"name": name, "arguments": promptArgs})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodPromptsGet), Args: args}
+	if why := roundTripRefusal("prompts/get", req.Params.MultiRoundTripParams); why != "" {
+		return nil, p.blockExtra(ctx, plan, call, why)
+	}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -451,7 +460,14 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	cancel()
 	var out *mcp.GetPromptResult
 	if err == nil {
+		err = checkResultType(res)
+	}
+	if err == nil {
 		out, err = mcp.ParseGetPromptResult(&res)
+	}
+	if out != nil {
+		// Complete: its inputRequests and requestState mean nothing.
+		out.ResultType, out.MultiRoundTripResult = "", mcp.MultiRoundTripResult{}
 	}
 	p.completeExtra(ctx, t, err, start)
 	if err != nil {
@@ -784,6 +800,15 @@ func (o *orderState) Reserve(ctx context.Context, rv ledger.Reservation) (ledger
 		}
 	}
 	return o.State.Reserve(ctx, rv)
+}
+
+// Block records a refusal once an answered call's outcome has counted, as
+// reads of the progress wait: a request the answer prompted and refused
+// before any decision (arguments that are no object, a multi-round retry)
+// is recorded after that outcome too.
+func (o *orderState) Block(ctx context.Context, c ledger.Call, reason string) error {
+	o.answered()
+	return o.State.Block(ctx, c, reason)
 }
 
 // CompleteLater is the wrapped state's when it has one (ledger.Ledger's);

@@ -36,10 +36,14 @@ const (
 	GarbageStart Mode = "garbage-start" // print non-JSON lines first, then serve normally
 	GarbageCall  Mode = "garbage-call"  // serve normally but answer tools/call with non-JSON text
 	Flood        Mode = "flood"         // every tools/call streams log notifications without end
+	// MultiRound answers the tool "ask", the resource test://ask/… and the
+	// prompt "ask" with a raw result of the resultType asked for (multiround.go),
+	// as an upstream of protocol 2026-07-28 would whatever the client speaks.
+	MultiRound Mode = "multi-round"
 )
 
 // Modes lists every mode, for usage text and validation.
-var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood}
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, MultiRound}
 
 // Exit codes of the exiting modes, so a test can tell them from a crash.
 const (
@@ -114,6 +118,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		}
 	}
 	s := newServer(cfg, out, rec)
+	if cfg.Mode == MultiRound && out != nil {
+		stdin = rawAnswers(stdin, out, rec)
+	}
 	return mcpserve.Serve(ctx, s, mcpserve.Options{
 		HTTPAddr: cfg.HTTPAddr, Stdin: stdin, Stdout: out, Log: stderr,
 		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, h, rec) },
@@ -215,6 +222,9 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 		mcp.WithString("message", mcp.Required())), t.elicit)
 	if cfg.Conformance {
 		addConformanceTools(s, t)
+	}
+	if cfg.Mode == MultiRound {
+		addMultiRound(s)
 	}
 	return s
 }
@@ -387,6 +397,10 @@ func httpFaults(mode Mode, h http.Handler, rec *recorder) http.Handler {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintln(w, GarbageLine)
 			return
+		case MultiRound:
+			if r.Method == http.MethodPost && answerRawHTTP(w, r, rec) {
+				return
+			}
 		case GarbageCall:
 			if r.Method == http.MethodPost {
 				body, err := io.ReadAll(r.Body)

@@ -1,0 +1,263 @@
+package proxy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// multiRoundPlan allows the multi-round test upstream's tool, resources and
+// prompt (internal/testupstream, mode multi-round).
+const multiRoundPlan = `
+plan "mr" {
+  goal  = "multi-round results"
+  order = "any"
+  step "ask" {
+    tool      = "ask"
+    max_calls = 20
+    arg "resultType" { max_length = 20 }
+  }
+  resource "ask" {
+    uri_pattern = "test://ask/.*"
+    max_reads   = 20
+  }
+  prompt "ask" {
+    arg "resultType" { max_length = 20 }
+    max_calls = 20
+  }
+}`
+
+// multiRoundScript is what a client may send about multi-round results:
+// the upstream answers each "ask" with the resultType asked for, and a
+// retry carries what a client of protocol 2026-07-28 sends back.
+var multiRoundScript = []struct {
+	name, body string
+	want       string // in the answer
+	forwarded  bool   // reaches the upstream and is counted
+	complete   bool   // answered as a completed call
+}{
+	{"input_required", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"input_required"}}}`,
+		`the upstream asked for input (resultType \"input_required\"), which this plan does not allow`, true, false},
+	{"task", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"task"}}}`,
+		`the upstream returned a task (resultType \"task\"), which this plan does not allow`, true, false},
+	{"unknown type", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"partial"}}}`,
+		`the upstream returned a result of type partial, which this plan does not allow`, true, false},
+	{"type not a string", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"number"}}}`,
+		`the upstream returned a result of type 7`, true, false},
+	{"complete with inputRequests", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"}}}`,
+		`call done`, true, true},
+	{"no type with inputRequests", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"absent"}}}`,
+		`call done`, true, true},
+	{"null type", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"null"}}}`,
+		`call done`, true, true},
+	{"retry with answers", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"},` +
+		`"inputResponses":{"password":{"action":"accept","content":{"password":"hunter2"}}},"requestState":"upstream-state-1"}}`,
+		`tools/call carries inputResponses or requestState, but planlock asked for no input`, false, false},
+	{"retry with state only", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"},"requestState":"upstream-state-1"}}`,
+		`tools/call carries inputResponses or requestState`, false, false},
+	{"retry with empty answers", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"},"inputResponses":{}}}`,
+		`tools/call carries inputResponses or requestState`, false, false},
+	{"read input_required", `{"jsonrpc":"2.0","id":11,"method":"resources/read","params":{"uri":"test://ask/input_required"}}`,
+		`the upstream asked for input`, true, false},
+	{"read task", `{"jsonrpc":"2.0","id":12,"method":"resources/read","params":{"uri":"test://ask/task"}}`,
+		`the upstream returned a task`, true, false},
+	{"read complete", `{"jsonrpc":"2.0","id":13,"method":"resources/read","params":{"uri":"test://ask/complete"}}`,
+		`read done`, true, true},
+	{"read retry", `{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"test://ask/complete","inputResponses":{"password":{"action":"accept","content":{"password":"hunter2"}}}}}`,
+		`resources/read carries inputResponses or requestState`, false, false},
+	{"get input_required", `{"jsonrpc":"2.0","id":15,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"input_required"}}}`,
+		`the upstream asked for input`, true, false},
+	{"get task", `{"jsonrpc":"2.0","id":16,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"task"}}}`,
+		`the upstream returned a task`, true, false},
+	{"get complete", `{"jsonrpc":"2.0","id":17,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"complete"}}}`,
+		`prompt done`, true, true},
+	{"get retry", `{"jsonrpc":"2.0","id":18,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"complete"},"requestState":"upstream-state-1"}}`,
+		`prompts/get carries inputResponses or requestState`, false, false},
+}
+
+// TestMultiRoundResultsAreNotRelayed runs multiRoundScript over stdio and
+// HTTP, each with its fast lane on and off (a client of protocol
+// 2025-06-18): a result that is not complete ends the call with an error
+// that shows nothing the upstream asked, counts once and is recorded as a
+// failed outcome; a retry's fields are refused before anything is
+// forwarded or counted; the lanes answer and record as the server does.
+func TestMultiRoundResultsAreNotRelayed(t *testing.T) {
+	type side struct {
+		answers  []string
+		audit    string
+		callsLog string
+		p        *Proxy
+	}
+	run := func(t *testing.T, httpFront, fast bool) side {
+		calls := filepath.Join(t.TempDir(), "calls.jsonl")
+		args := []string{"--mode", "multi-round", "--calls-log", calls}
+		var s side
+		s.callsLog = calls
+		if httpFront {
+			h := newHTTPSidePlan(t, multiRoundPlan, fast, nil, args...)
+			for _, st := range multiRoundScript {
+				_, text, _ := h.post(nil, st.body)
+				s.answers = append(s.answers, text)
+			}
+			s.audit, s.p = h.audit, h.p
+			return s
+		}
+		l := newLaneUpstream(t, multiRoundPlan, fast, nil, args...)
+		for _, st := range multiRoundScript {
+			l.send(st.body)
+			s.answers = append(s.answers, canonical(t, l.answer()))
+		}
+		s.audit, s.p = l.audit, l.p
+		return s
+	}
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			slow, fast := run(t, front == "http", false), run(t, front == "http", true)
+			for i, st := range multiRoundScript {
+				if slow.answers[i] != fast.answers[i] {
+					t.Errorf("%s: answers differ\nserver:    %s\nfast lane: %s", st.name, slow.answers[i], fast.answers[i])
+				}
+				a := slow.answers[i]
+				if !strings.Contains(a, st.want) {
+					t.Errorf("%s: answer %s, want %q in it", st.name, a, st.want)
+				}
+				failed := strings.Contains(a, `"isError":true`) || strings.Contains(a, `"error":`)
+				if failed == st.complete {
+					t.Errorf("%s: answer %s, want complete %v", st.name, a, st.complete)
+				}
+				for _, leak := range []string{"enter your password", "say the secret", "upstream-state-1", `inputRequests\":`, `"inputRequests":`, `"requestState":`, "hunter2"} {
+					if strings.Contains(a, leak) {
+						t.Errorf("%s: the answer shows %q of what the upstream asked: %s", st.name, leak, a)
+					}
+				}
+			}
+			a, b := auditLines(t, slow.audit), auditLines(t, fast.audit)
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("audit records differ:\nserver:\n%s\nfast lane:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+			}
+			for _, s := range []side{slow, fast} {
+				checkMultiRoundRecords(t, s.p, s.audit, s.callsLog)
+			}
+		})
+	}
+}
+
+// checkMultiRoundRecords checks what the script left: one count, one allow
+// and one outcome per forwarded request, the outcome an error with the
+// reason for each result that was not complete; a block and nothing
+// upstream for each retry.
+func checkMultiRoundRecords(t *testing.T, p *Proxy, audit, callsLog string) {
+	t.Helper()
+	wantForwarded := map[string]int{}
+	wantFailed := map[string]int{}
+	wantBlocked := 0
+	for _, st := range multiRoundScript {
+		method := methodOf(t, st.body)
+		switch {
+		case !st.forwarded:
+			wantBlocked++
+		case st.complete:
+			wantForwarded[method]++
+		default:
+			wantForwarded[method]++
+			wantFailed[method]++
+		}
+	}
+	tool := func(r map[string]any) string {
+		switch r["tool"] {
+		case "ask":
+			return "tools/call"
+		}
+		s, _ := r["tool"].(string)
+		return s
+	}
+	allowed, failed := map[string]int{}, map[string]int{}
+	blocked := 0
+	seqTool := map[float64]string{}
+	for _, r := range readAudit(t, audit) {
+		switch {
+		case r["type"] == "decision" && r["decision"] == "allow":
+			allowed[tool(r)]++
+			seq, _ := r["seq"].(float64)
+			seqTool[seq] = tool(r)
+		case r["type"] == "decision" && r["decision"] == "block":
+			if reason, _ := r["reason"].(string); !strings.Contains(reason, "carries inputResponses or requestState, but planlock asked for no input") {
+				t.Errorf("a block with reason %q", reason)
+			}
+			blocked++
+		case r["type"] == "outcome":
+			if ok, _ := r["ok"].(bool); ok {
+				continue
+			}
+			msg, _ := r["error"].(string)
+			if !strings.Contains(msg, "the upstream asked for input") && !strings.Contains(msg, "the upstream returned a") {
+				t.Errorf("a failed outcome with error %q", msg)
+			}
+			ref, _ := r["ref"].(float64)
+			failed[seqTool[ref]]++
+		}
+	}
+	if !reflect.DeepEqual(allowed, wantForwarded) {
+		t.Errorf("allowed %v, want %v", allowed, wantForwarded)
+	}
+	if !reflect.DeepEqual(failed, wantFailed) {
+		t.Errorf("failed outcomes %v, want %v", failed, wantFailed)
+	}
+	if blocked != wantBlocked {
+		t.Errorf("%d blocks, want %d (one per retry)", blocked, wantBlocked)
+	}
+	plan := p.cur.Load().plan
+	pr := p.cfg.State.Progress(plan.Digest)
+	if got := pr.Calls(0); got != wantForwarded["tools/call"] {
+		t.Errorf("step ask counted %d calls, want %d", got, wantForwarded["tools/call"])
+	}
+	if got := pr.Calls(resourceIndex(plan, 0)); got != wantForwarded["resources/read"] {
+		t.Errorf("resource ask counted %d reads, want %d", got, wantForwarded["resources/read"])
+	}
+	if got := pr.Calls(promptIndex(plan, 0)); got != wantForwarded["prompts/get"] {
+		t.Errorf("prompt ask counted %d gets, want %d", got, wantForwarded["prompts/get"])
+	}
+	b, err := os.ReadFile(callsLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(line, "inputResponses") || strings.Contains(line, "requestState") {
+			t.Errorf("a retry reached the upstream: %s", line)
+		}
+		var r struct{ Tool string }
+		_ = json.Unmarshal([]byte(line), &r)
+		upstream[r.Tool]++
+	}
+	if !reflect.DeepEqual(upstream, wantForwarded) {
+		t.Errorf("the upstream got %v, want %v", upstream, wantForwarded)
+	}
+}
+
+func methodOf(t *testing.T, body string) string {
+	t.Helper()
+	var m struct{ Method string }
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Method
+}
+
+// auditLines is an audit log's records without the fields of time and the
+// hash chain, for comparing two runs.
+func auditLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		out = append(out, canonical(t, line, "time", "latency_ms", "hash", "prev", "expires", "state_sha256", "state", "ref"))
+	}
+	return out
+}
