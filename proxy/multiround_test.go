@@ -1,12 +1,21 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // multiRoundPlan allows the multi-round test upstream's tool, resources and
@@ -260,4 +269,149 @@ func auditLines(t *testing.T, path string) []string {
 		out = append(out, canonical(t, line, "time", "latency_ms", "hash", "prev", "expires", "state_sha256", "state", "ref"))
 	}
 	return out
+}
+
+// askedHandlers are a client's elicitation and sampling handlers, which
+// count how often the client was made to run them.
+type askedHandlers struct{ elicited, sampled atomic.Int32 }
+
+func (h *askedHandlers) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	h.elicited.Add(1)
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"password": "hunter2"}}}, nil
+}
+
+func (h *askedHandlers) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	h.sampled.Add(1)
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("the secret")}, Model: "m"}, nil
+}
+
+// realClient connects an mcp-go v1.2.1 client, with h as its elicitation
+// and sampling handlers, to a proxy served in process over stdio or HTTP
+// in front of the test upstream started with upstreamArgs. version pins
+// the client's protocol ("" is the client's default, 2026-07-28).
+func realClient(t *testing.T, planText, front, version string, h *askedHandlers, upstreamArgs ...string) (*client.Client, *Proxy, string) {
+	t.Helper()
+	p, l, audit := laneProxy(t, planText, true, nil, upstreamArgs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	opts := []client.ClientOption{client.WithElicitationHandler(h), client.WithSamplingHandler(h)}
+	var tr transport.Interface
+	var closeClient func()
+	switch front {
+	case "stdio":
+		cr, pw := io.Pipe()
+		pr, cw := io.Pipe()
+		go func() {
+			defer close(served)
+			_ = p.ServeStdio(ctx, cr, cw)
+		}()
+		tr = transport.NewIO(pr, pw, io.NopCloser(strings.NewReader("")))
+		closeClient = func() { pr.Close(); pw.Close() }
+	default:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer close(served)
+			_ = p.ServeListenerWith(ctx, ln, HTTPOptions{})
+		}()
+		h, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, closeClient = h, func() {}
+	}
+	c := client.NewClient(tr, opts...)
+	t.Cleanup(func() {
+		c.Close()
+		closeClient()
+		cancel()
+		<-served
+		l.Close()
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitUpstream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = version
+	init.Params.ClientInfo = mcp.Implementation{Name: "real", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	want := version
+	if want == "" {
+		want = mcp.ProtocolVersion20260728
+	}
+	if got := c.ProtocolVersion(); got != want {
+		t.Fatalf("the client speaks %q, want %q", got, want)
+	}
+	return c, p, audit
+}
+
+// TestMultiRoundRealClients: an mcp-go v1.2.1 client of either era, with
+// elicitation and sampling handlers, over stdio and HTTP, is never made to
+// run them by an upstream's input_required result (a modern client would
+// run them itself; for a legacy one mcp-go's server would send the old
+// server-to-client requests), and gets the plan's error for the call, the
+// read and the get, each counted once.
+func TestMultiRoundRealClients(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		for _, version := range []string{"", mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+			name := front + "/" + version
+			if version == "" {
+				name = front + "/modern"
+			}
+			t.Run(name, func(t *testing.T) {
+				calls := filepath.Join(t.TempDir(), "calls.jsonl")
+				h := &askedHandlers{}
+				c, p, _ := realClient(t, multiRoundPlan, front, version, h, "--mode", "multi-round", "--calls-log", calls)
+				// Bounded: a client made to wait on its own handlers (or
+				// on a retry) fails here instead of hanging.
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "ask"
+				req.Params.Arguments = map[string]any{"resultType": "input_required"}
+				res, err := c.CallTool(ctx, req)
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				if !res.IsError || len(res.Content) != 1 || !strings.Contains(firstText(res), "the upstream asked for input") ||
+					!res.ResultType.IsComplete() || len(res.InputRequests) > 0 || res.RequestState != "" {
+					t.Errorf("call answered %+v", res)
+				}
+				rr := mcp.ReadResourceRequest{}
+				rr.Params.URI = "test://ask/input_required"
+				if _, err := c.ReadResource(ctx, rr); err == nil || !strings.Contains(err.Error(), "the upstream asked for input") {
+					t.Errorf("read: %v, want the plan's error", err)
+				}
+				gr := mcp.GetPromptRequest{}
+				gr.Params.Name = "ask"
+				gr.Params.Arguments = map[string]string{"resultType": "input_required"}
+				if _, err := c.GetPrompt(ctx, gr); err == nil || !strings.Contains(err.Error(), "the upstream asked for input") {
+					t.Errorf("get: %v, want the plan's error", err)
+				}
+				if e, s := h.elicited.Load(), h.sampled.Load(); e != 0 || s != 0 {
+					t.Errorf("the client ran its elicitation handler %d times and its sampling handler %d times", e, s)
+				}
+				plan := p.cur.Load().plan
+				pr := p.cfg.State.Progress(plan.Digest)
+				if a, r, g := pr.Calls(0), pr.Calls(resourceIndex(plan, 0)), pr.Calls(promptIndex(plan, 0)); a != 1 || r != 1 || g != 1 {
+					t.Errorf("counted %d calls, %d reads, %d gets; want one each", a, r, g)
+				}
+				b, err := os.ReadFile(calls)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := strings.Count(string(b), "\n"); n != 3 || strings.Contains(string(b), "inputResponses") {
+					t.Errorf("the upstream got %d requests, want 3 and no retry:\n%s", n, b)
+				}
+			})
+		}
+	}
 }
