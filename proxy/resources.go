@@ -82,6 +82,8 @@ func (p *Proxy) setupExtras(hooks *server.Hooks) {
 		hooks.AddOnRequestInitialization(p.precheckRequest)
 	}
 	hooks.AddOnError(p.auditUnknownExtra)
+	// Before mcp-go subscribes and acknowledges: whatever the plan says.
+	hooks.AddBeforeSubscriptionsListen(p.filterListen)
 	if p.ex.resources {
 		hooks.AddAfterListResources(p.filterResources)
 		hooks.AddAfterListResourceTemplates(p.filterTemplates)
@@ -596,6 +598,37 @@ func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) e
 		}
 	}
 	return nil
+}
+
+// filterListen takes the resourceSubscriptions out of a
+// subscriptions/listen request (protocol 2026-07-28) before mcp-go
+// acknowledges it, and records each URI as refused: one the plan does not
+// allow, as legacy resources/subscribe refuses it; one it allows because
+// the proxy does not yet subscribe upstream for a listen stream nor deliver
+// notifications/resources/updated on one, and what is acknowledged must be
+// delivered. The list-change opt-ins pass, as mcp-go serves them.
+func (p *Proxy) filterListen(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
+	uris := req.Params.Notifications.ResourceSubscriptions
+	if len(uris) == 0 {
+		return
+	}
+	req.Params.Notifications.ResourceSubscriptions = nil
+	ctx, st := p.withPlan(ctx)
+	plan := st.plan
+	seen := make(map[string]bool, len(uris))
+	for _, uri := range uris {
+		if seen[uri] {
+			continue
+		}
+		seen[uri] = true
+		args, _ := json.Marshal(map[string]string{"uri": uri})
+		call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodSubscriptionsListen), Args: args}
+		reason := fmt.Sprintf("resource %q is not in plan %q, so it cannot be subscribed to", uri, plan.Name)
+		if plan.Resource(uri) != nil {
+			reason = fmt.Sprintf("resource %q: planlock does not deliver resources/updated on a subscriptions/listen stream, so the subscription was not acknowledged", uri)
+		}
+		_ = p.blockExtra(ctx, plan, call, reason)
+	}
 }
 
 // unsubscribeLocal forgets one session's subscription; it reports whether

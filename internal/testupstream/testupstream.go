@@ -199,13 +199,20 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 			}
 		}
 	})
-	s := server.NewMCPServer("testupstream", "1.0.0",
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithLogging(),
 		server.WithHooks(hooks),
 		//lint:ignore SA1019 the test upstream plays server-initiated requests of the 2025 protocol versions, which the proxy must refuse at once
 		server.WithLegacyServerInitiatedRequests(),
-	)
+	}
+	if cfg.Mode == MultiRound {
+		// Its resources can be subscribed to, so that a proxy in front
+		// announces subscriptions (legacy resources/subscribe and the
+		// resourceSubscriptions of subscriptions/listen).
+		opts = append(opts, server.WithResourceCapabilities(true, true))
+	}
+	s := server.NewMCPServer("testupstream", "1.0.0", opts...)
 	t := &tools{s: s, mode: cfg.Mode, out: out}
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Return the message unchanged (the trivial fast tool)."),
 		mcp.WithString("message", mcp.Required(), mcp.Description("Text to echo"))), t.echo)
