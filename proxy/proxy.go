@@ -109,6 +109,9 @@ type Proxy struct {
 	sessions  map[string]*httpSession // registered HTTP sessions by ID (trackSession)
 
 	inflight callsInFlight // tool calls being handled, for routeLog
+	// The stdio client discovered the server (protocol 2026-07-28): no log
+	// message goes to it (trimDiscover).
+	stdioModern atomic.Bool
 
 	ex     extras      // resources and prompts (resources.go)
 	ostate *orderState // cfg.State, keeping reads out of the step order
@@ -161,6 +164,7 @@ func New(cfg Config) (*Proxy, error) {
 	hooks := &server.Hooks{}
 	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
+	hooks.AddAfterDiscover(p.trimDiscover)
 	hooks.AddOnError(p.auditUnknownTool)
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, true) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, false) })
@@ -182,6 +186,26 @@ func New(cfg Config) (*Proxy, error) {
 	p.setServerTools(p.placeholders(cfg.Plan))
 	p.initExtras()
 	return p, nil
+}
+
+// trimDiscover makes server/discover (protocol 2026-07-28) advertise only
+// what the gate relays in that era: no logging, since no per-request log
+// level is relayed upstream and so no log message is sent to a modern
+// request (routeLog); no resource subscriptions, since subscriptions/listen
+// acknowledges none (filterListen). initialize keeps both: the legacy
+// relay has them.
+func (p *Proxy) trimDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+	if res == nil {
+		return
+	}
+	p.stdioModern.Store(true)
+	c := &res.Capabilities
+	c.Logging = nil
+	if r := c.Resources; r != nil && r.Subscribe {
+		cp := *r // the server's own is not changed
+		cp.Subscribe = false
+		c.Resources = &cp
+	}
 }
 
 // Run supervises the upstream until ctx ends. Serve* call it.
