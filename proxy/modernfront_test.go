@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +147,45 @@ func TestModernDiscoverAdvertisesOnlyWhatIsRelayed(t *testing.T) {
 		if got := lc.GetServerCapabilities(); got.Resources == nil || !got.Resources.Subscribe {
 			b, _ := json.Marshal(got)
 			t.Errorf("%s: the legacy client was told %s, want resources/subscribe", front, b)
+		}
+	}
+}
+
+// TestNoLogMessageToAModernClient: an upstream log message during a call
+// reaches a client of 2025-11-25 (routeLog), and none reaches mcp-go's
+// client of 2026-07-28, whose request asked for none (no per-request log
+// level is relayed), over stdio and HTTP.
+func TestNoLogMessageToAModernClient(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		for _, version := range []string{"", mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+			t.Run(front+"/"+version, func(t *testing.T) {
+				c, _, _ := realClient(t, httpFastPlan, front, version, &askedHandlers{}, "--conformance")
+				var logs atomic.Int32
+				c.OnNotification(func(n mcp.JSONRPCNotification) {
+					if n.Method == "notifications/message" {
+						logs.Add(1)
+					}
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "test_tool_with_logging"
+				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+					t.Fatalf("call: %v %+v", err, res)
+				}
+				// A ping after the call: over stdio a log message the
+				// upstream wrote before its answer is on the wire by then.
+				if err := c.Ping(ctx); err != nil {
+					t.Fatal(err)
+				}
+				n := logs.Load()
+				if version == "" && n != 0 {
+					t.Errorf("the modern client got %d log messages", n)
+				}
+				if version != "" && n == 0 {
+					t.Errorf("the legacy client got no log message")
+				}
+			})
 		}
 	}
 }
