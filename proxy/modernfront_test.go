@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -187,5 +188,56 @@ func TestNoLogMessageToAModernClient(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNoLogMessageToAStdioClientThatSkipsDiscover: a stdio client whose
+// first request is a modern tools/call (no server/discover, no initialize)
+// gets the call's answer and no log message.
+func TestNoLogMessageToAStdioClientThatSkipsDiscover(t *testing.T) {
+	p, l, _ := laneProxy(t, httpFastPlan, true, nil, "--conformance")
+	ctx, cancel := context.WithCancel(context.Background())
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = p.ServeStdio(ctx, cr, cw)
+	}()
+	defer func() { pr.Close(); pw.Close(); cancel(); <-served; l.Close() }()
+	if err := p.WaitUpstream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	send := func(s string) {
+		if _, err := io.WriteString(pw, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	upTo := func(id string) {
+		for line := range lines {
+			got = append(got, line)
+			if strings.Contains(line, `"id":`+id+`,`) || len(got) > 50 {
+				return
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_tool_with_logging","arguments":{},` + modernMeta + `}}`)
+	upTo("1")
+	// A second call: a log message the upstream wrote before its first
+	// answer would be on the wire before this answer.
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},` + modernMeta + `}}`)
+	upTo("2")
+	all := strings.Join(got, "\n")
+	if !strings.Contains(all, `"id":1,`) || !strings.Contains(all, `"id":2,`) || strings.Contains(all, `"isError":true`) || strings.Contains(all, "notifications/message") {
+		t.Errorf("the stdio client got:\n%s", all)
 	}
 }

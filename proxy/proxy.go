@@ -109,8 +109,8 @@ type Proxy struct {
 	sessions  map[string]*httpSession // registered HTTP sessions by ID (trackSession)
 
 	inflight callsInFlight // tool calls being handled, for routeLog
-	// The stdio client discovered the server (protocol 2026-07-28): no log
-	// message goes to it (trimDiscover).
+	// The stdio client speaks protocol 2026-07-28 (it discovered the server
+	// or sent a modern request): no log message goes to it (routeLog).
 	stdioModern atomic.Bool
 
 	ex     extras      // resources and prompts (resources.go)
@@ -165,6 +165,13 @@ func New(cfg Config) (*Proxy, error) {
 	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
 	hooks.AddAfterDiscover(p.trimDiscover)
+	hooks.AddBeforeAny(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any) {
+		// A stdio client that sends a request of 2026-07-28 without
+		// server/discover first is as modern (routeLog).
+		if !p.stdioModern.Load() && server.IsModernRequest(ctx) {
+			p.stdioModern.Store(true)
+		}
+	})
 	hooks.AddOnError(p.auditUnknownTool)
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, true) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, false) })
