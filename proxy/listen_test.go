@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,25 +11,37 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+// listenPlan is multiRoundPlan with the test upstream's tool that sends
+// notifications/resources/updated.
+var listenPlan = strings.Replace(multiRoundPlan, `  resource "ask" {`, `  step "touch" {
+    tool      = "touch"
+    max_calls = 10
+    arg "uri" { max_length = 100 }
+  }
+  resource "ask" {`, 1)
+
 // TestListenSubscriptionsFollowThePlan: a client of protocol 2026-07-28
 // (mcp-go v1.2.1's default) that opens subscriptions/listen with
-// resourceSubscriptions, over stdio and HTTP, gets none of them
-// acknowledged: not the URI the plan does not allow (legacy
-// resources/subscribe of it is refused), and not the one it allows, since
-// no resources/updated would be delivered on the stream. Each is recorded
-// as refused, nothing is subscribed upstream, and the list-change opt-in
-// is acknowledged as before.
+// resourceSubscriptions, over stdio and HTTP, gets acknowledged only the
+// URI the plan allows (legacy resources/subscribe of the other is refused
+// too), each refused one recorded, and receives resources/updated for the
+// allowed one on the stream, tagged with the listen request's id, and for
+// no other; the upstream subscription ends with the stream.
 func TestListenSubscriptionsFollowThePlan(t *testing.T) {
 	const allowed, denied = "test://ask/input_required", "test://private/secret"
 	for _, front := range []string{"stdio", "http"} {
 		t.Run(front, func(t *testing.T) {
-			c, p, audit := realClient(t, multiRoundPlan, front, "", &askedHandlers{}, "--mode", "multi-round")
+			c, p, audit := realClient(t, listenPlan, front, "", &askedHandlers{}, "--mode", "multi-round")
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			acks := make(chan mcp.JSONRPCNotification, 4)
+			updates := make(chan mcp.JSONRPCNotification, 8)
 			c.OnNotification(func(n mcp.JSONRPCNotification) {
-				if n.Method == string(mcp.MethodNotificationSubscriptionsAcknowledged) {
+				switch n.Method {
+				case string(mcp.MethodNotificationSubscriptionsAcknowledged):
 					acks <- n
+				case string(mcp.MethodNotificationResourceUpdated):
+					updates <- n
 				}
 			})
 			stop, err := c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true,
@@ -36,7 +49,6 @@ func TestListenSubscriptionsFollowThePlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer stop()
 			var ack mcp.JSONRPCNotification
 			select {
 			case ack = <-acks:
@@ -48,8 +60,25 @@ func TestListenSubscriptionsFollowThePlan(t *testing.T) {
 			if err := json.Unmarshal(b, &got); err != nil {
 				t.Fatalf("acknowledged %s: %v", b, err)
 			}
-			if len(got.ResourceSubscriptions) != 0 || !got.ToolsListChanged {
-				t.Errorf("acknowledged %s, want toolsListChanged and no resource subscription", b)
+			if strings.Join(got.ResourceSubscriptions, " ") != allowed || !got.ToolsListChanged {
+				t.Errorf("acknowledged %s, want toolsListChanged and %s only", b, allowed)
+			}
+			listenID := fmt.Sprint(ack.Params.Meta[mcp.MetaKeySubscriptionID])
+			for _, uri := range []string{denied, allowed} {
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "touch"
+				req.Params.Arguments = map[string]any{"uri": uri}
+				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+					t.Fatalf("touch %s: %v %+v", uri, err, res)
+				}
+			}
+			select {
+			case u := <-updates:
+				if u.Params.AdditionalFields["uri"] != allowed || fmt.Sprint(u.Params.Meta[mcp.MetaKeySubscriptionID]) != listenID {
+					t.Errorf("delivered %+v, want the update of %s tagged %s", u.Params, allowed, listenID)
+				}
+			case <-ctx.Done():
+				t.Fatal("no resources/updated within 20s")
 			}
 			var reasons []string
 			for _, r := range readAudit(t, audit) {
@@ -61,18 +90,27 @@ func TestListenSubscriptionsFollowThePlan(t *testing.T) {
 					reasons = append(reasons, reason)
 				}
 			}
-			want := []string{
-				`resource "` + allowed + `": planlock does not deliver resources/updated on a subscriptions/listen stream, so the subscription was not acknowledged`,
-				`resource "` + denied + `" is not in plan "mr", so it cannot be subscribed to`,
+			if want := `resource "` + denied + `" is not in plan "mr", so it cannot be subscribed to`; strings.Join(reasons, "\n") != want {
+				t.Errorf("recorded\n%s\nwant\n%s", strings.Join(reasons, "\n"), want)
 			}
-			if strings.Join(reasons, "\n") != strings.Join(want, "\n") {
-				t.Errorf("recorded\n%s\nwant\n%s", strings.Join(reasons, "\n"), strings.Join(want, "\n"))
+			stop()
+			// The stream ended: its subscription goes, here and upstream.
+			for {
+				p.ex.subMu.Lock()
+				n := len(p.ex.subs)
+				p.ex.subMu.Unlock()
+				if n == 0 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%d URIs still subscribed after the stream ended", n)
+				}
+				time.Sleep(time.Millisecond)
 			}
-			p.ex.subMu.Lock()
-			n := len(p.ex.subs)
-			p.ex.subMu.Unlock()
-			if n != 0 {
-				t.Errorf("%d URIs subscribed", n)
+			select {
+			case u := <-updates:
+				t.Errorf("delivered %+v besides the allowed URI's update", u.Params)
+			default:
 			}
 		})
 	}

@@ -116,9 +116,8 @@ func TestModernHTTPFront(t *testing.T) {
 
 // TestModernDiscoverAdvertisesOnlyWhatIsRelayed: server/discover (over
 // HTTP, and to mcp-go's modern client over stdio and HTTP) advertises no
-// logging (no per-request log level is relayed) and no resource
-// subscriptions (subscriptions/listen acknowledges none), while a legacy
-// initialize still announces resources/subscribe, which the proxy relays.
+// logging (no per-request log level is relayed); resource subscriptions
+// (delivered on subscriptions/listen) and tools it does, as initialize.
 func TestModernDiscoverAdvertisesOnlyWhatIsRelayed(t *testing.T) {
 	s := newHTTPSidePlan(t, multiRoundPlan, true, nil, "--mode", "multi-round")
 	code, text, _ := s.post(modernHeaders("server/discover", ""), `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`)
@@ -134,13 +133,13 @@ func TestModernDiscoverAdvertisesOnlyWhatIsRelayed(t *testing.T) {
 		t.Fatalf("discover: %v: %s", err, text)
 	}
 	caps := env.Result.Capabilities
-	if _, ok := caps["logging"]; ok || caps["tools"] == nil || strings.Contains(string(caps["resources"]), "subscribe") {
+	if _, ok := caps["logging"]; ok || caps["tools"] == nil || !strings.Contains(string(caps["resources"]), `"subscribe":true`) {
 		t.Errorf("discover advertised %s", text)
 	}
 	for _, front := range []string{"stdio", "http"} {
 		c, _, _ := realClient(t, multiRoundPlan, front, "", &askedHandlers{}, "--mode", "multi-round")
 		got := c.GetServerCapabilities()
-		if got.Logging != nil || got.Resources == nil || got.Resources.Subscribe || got.Tools == nil {
+		if got.Logging != nil || got.Resources == nil || !got.Resources.Subscribe || got.Tools == nil {
 			b, _ := json.Marshal(got)
 			t.Errorf("%s: the modern client was told %s", front, b)
 		}

@@ -198,21 +198,13 @@ func New(cfg Config) (*Proxy, error) {
 // trimDiscover makes server/discover (protocol 2026-07-28) advertise only
 // what the gate relays in that era: no logging, since no per-request log
 // level is relayed upstream and so no log message is sent to a modern
-// request (routeLog); no resource subscriptions, since subscriptions/listen
-// acknowledges none (filterListen). initialize keeps both: the legacy
-// relay has them.
+// request (routeLog). initialize keeps it: the legacy relay has it.
 func (p *Proxy) trimDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
 	if res == nil {
 		return
 	}
 	p.stdioModern.Store(true)
-	c := &res.Capabilities
-	c.Logging = nil
-	if r := c.Resources; r != nil && r.Subscribe {
-		cp := *r // the server's own is not changed
-		cp.Subscribe = false
-		c.Resources = &cp
-	}
+	res.Capabilities.Logging = nil
 }
 
 // Run supervises the upstream until ctx ends. Serve* call it.

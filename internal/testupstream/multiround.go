@@ -33,6 +33,12 @@ func addMultiRound(s *server.MCPServer) {
 	}
 	s.AddTool(mcp.NewTool("ask", mcp.WithDescription("Answer with a result of the given resultType (input_required asks for a password)."),
 		mcp.WithString("resultType", mcp.Required())), never)
+	s.AddTool(mcp.NewTool("touch", mcp.WithDescription("Send notifications/resources/updated for the uri."),
+		mcp.WithString("uri", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		uri := req.GetString("uri", "")
+		s.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+		return mcp.NewToolResultText("touched " + uri), nil
+	})
 	s.AddResource(mcp.NewResource("test://ask/input_required", "ask", mcp.WithMIMEType("text/plain")),
 		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return nil, fmt.Errorf("testupstream: answered before it gets here")
