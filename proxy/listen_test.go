@@ -138,3 +138,51 @@ func TestLegacySubscribeOfAURIOutsideThePlanIsRefused(t *testing.T) {
 		t.Errorf("subscribed %v", p.ex.subs)
 	}
 }
+
+// TestListenWithoutUpstreamSubscriptions: when the upstream announced no
+// resource subscriptions, a listen request's allowed URI is not
+// acknowledged (it would never be delivered) and is recorded as refused.
+func TestListenWithoutUpstreamSubscriptions(t *testing.T) {
+	const allowed = "test://ask/input_required"
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			c, p, audit := realClient(t, multiRoundPlan, front, "", &askedHandlers{}) // the normal mode has no resources
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			acks := make(chan mcp.JSONRPCNotification, 4)
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == string(mcp.MethodNotificationSubscriptionsAcknowledged) {
+					acks <- n
+				}
+			})
+			stop, err := c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{allowed}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			select {
+			case ack := <-acks:
+				if b, _ := json.Marshal(ack.Params.AdditionalFields["notifications"]); strings.Contains(string(b), "resourceSubscriptions") {
+					t.Errorf("acknowledged %s", b)
+				}
+			case <-ctx.Done():
+				t.Fatal("no acknowledgement within 20s")
+			}
+			found := false
+			for _, r := range readAudit(t, audit) {
+				if r["tool"] == string(mcp.MethodSubscriptionsListen) && r["decision"] == "block" &&
+					r["reason"] == `resource "`+allowed+`": the upstream offers no subscriptions, so none was acknowledged` {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no block record for %s", allowed)
+			}
+			p.ex.subMu.Lock()
+			defer p.ex.subMu.Unlock()
+			if len(p.ex.subs) != 0 {
+				t.Errorf("subscribed %v", p.ex.subs)
+			}
+		})
+	}
+}
