@@ -125,10 +125,12 @@ func TestLegacySubscribeOfAURIOutsideThePlanIsRefused(t *testing.T) {
 	defer cancel()
 	req := mcp.SubscribeRequest{}
 	req.Params.URI = "test://private/secret"
+	//lint:ignore SA1019 the legacy RPC is what this test is about
 	if err := c.Subscribe(ctx, req); err == nil || !strings.Contains(err.Error(), "is not in plan") {
 		t.Errorf("subscribe outside the plan: %v", err)
 	}
 	req.Params.URI = "test://ask/input_required"
+	//lint:ignore SA1019 the legacy RPC is what this test is about
 	if err := c.Subscribe(ctx, req); err != nil {
 		t.Errorf("subscribe in the plan: %v", err)
 	}

@@ -173,10 +173,12 @@ func TestNoLogMessageToAModernClient(t *testing.T) {
 				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 					t.Fatalf("call: %v %+v", err, res)
 				}
-				// A ping after the call: over stdio a log message the
-				// upstream wrote before its answer is on the wire by then.
-				if err := c.Ping(ctx); err != nil {
-					t.Fatal(err)
+				// A second call: a log message the upstream wrote before
+				// its first answer is on the wire by the second answer.
+				req.Params.Name = "echo"
+				req.Params.Arguments = map[string]any{"message": "x"}
+				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+					t.Fatalf("echo: %v %+v", err, res)
 				}
 				n := logs.Load()
 				if version == "" && n != 0 {
