@@ -53,6 +53,14 @@ func (p *Proxy) openCall(ctx context.Context, req mcp.CallToolRequest) (*toolCal
 	}
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
+	if why := roundTripRefusal("tools/call", req.Params.MultiRoundTripParams); why != "" {
+		// Forwarded without them it would be a fresh call the client
+		// did not mean; with them, an answer to a question the gate never
+		// let through (multiround.go).
+		res := p.block(ctx, call, RuleMultiRound, why)
+		end()
+		return nil, res
+	}
 	args, err := decodeArgs(raw)
 	if err != nil {
 		call.Args = nil
@@ -539,11 +547,23 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 		}
 	default:
 		r, perr := relayResult(res)
-		if perr != nil {
+		var un *unrelayedResult
+		switch {
+		case errors.As(perr, &un):
+			// Forwarded and counted, but not a completed call: an error
+			// outcome, and the client sees none of what the upstream asked.
+			msg := un.Error()
+			outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
+			if g.observed {
+				result = errorResult(msg)
+			} else {
+				result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d)", msg, step.Name, t.Used, step.MaxCalls))
+			}
+		case perr != nil:
 			msg := "upstream answered an invalid tool result: " + oneline.Of(perr.Error(), 300)
 			outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
 			result = errorResult(msg)
-		} else {
+		default:
 			result, answered = r, true
 			outcome = ledger.Outcome{OK: !r.IsError, Latency: lat}
 			if r.IsError {

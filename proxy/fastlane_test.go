@@ -77,7 +77,14 @@ func newLane(t *testing.T, fast bool) *lane {
 // ledger seen through wrap.
 func newLaneWith(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State) *lane {
 	t.Helper()
-	p, l, audit := laneProxy(t, planText, fast, wrap)
+	return newLaneUpstream(t, planText, fast, wrap)
+}
+
+// newLaneUpstream is newLaneWith with the test upstream started with
+// upstreamArgs.
+func newLaneUpstream(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) *lane {
+	t.Helper()
+	p, l, audit := laneProxy(t, planText, fast, wrap, upstreamArgs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cr, pw := io.Pipe()
 	pr, cw := io.Pipe()

@@ -48,7 +48,13 @@ func newHTTPSide(t *testing.T, fast bool, upstreamArgs ...string) *httpSide {
 // newHTTPSideWith is newHTTPSide with the ledger wrapped by wrap (nil: as is).
 func newHTTPSideWith(t *testing.T, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) *httpSide {
 	t.Helper()
-	p, l, audit := laneProxy(t, httpFastPlan, fast, wrap, upstreamArgs...)
+	return newHTTPSidePlan(t, httpFastPlan, fast, wrap, upstreamArgs...)
+}
+
+// newHTTPSidePlan is newHTTPSideWith with a plan of its own.
+func newHTTPSidePlan(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) *httpSide {
+	t.Helper()
+	p, l, audit := laneProxy(t, planText, fast, wrap, upstreamArgs...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -236,8 +236,25 @@ func (b *boundIDs) Terminate(id string) (bool, error) {
 // another identity's session is unknown to this one, and the answer does
 // not tell whether it exists. A GET or DELETE must name a session: without
 // one mcp-go would open a stream for a session no one initialised.
+//
+// Protocol 2026-07-28 has no sessions: a request whose Mcp-Protocol-Version
+// header names it is served with its Mcp-Session-Id header ignored (taken
+// off, so that nothing after reads a session it did not create), and its
+// GET or DELETE gets 405, as the transport says. The era is read from the
+// header alone: a modern body without it is refused by mcp-go with 400.
 func checkSession(ids *sessionIDs, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+			if r.Method == http.MethodGet || r.Method == http.MethodDelete {
+				w.Header().Set("Allow", http.MethodPost)
+				http.Error(w, "planlock: "+r.Method+" is not supported in protocol version "+mcp.ProtocolVersion20260728+
+					": server-to-client messages use subscriptions/listen", http.StatusMethodNotAllowed)
+				return
+			}
+			r.Header.Del(server.HeaderKeySessionID)
+			next.ServeHTTP(w, r)
+			return
+		}
 		sid := r.Header.Get(server.HeaderKeySessionID)
 		if sid == "" {
 			if r.Method == http.MethodGet || r.Method == http.MethodDelete {
@@ -448,14 +465,23 @@ func (c *callsInFlight) noteDrop(log io.Writer) {
 // within that identity it can reach another of its sessions, never another
 // identity). Otherwise it is dropped (and counted in the log) rather than
 // shown to a client it may not belong to.
+//
+// A client of protocol 2026-07-28 gets none: there a log message goes only
+// to a request that asked for it with a log level, which the proxy does not
+// relay upstream (and discover advertises no logging, trimDiscover).
 func (p *Proxy) routeLog(method string, params map[string]any) {
 	if p.stdioProg != nil {
-		p.srv.SendNotificationToAllClients(method, params)
+		if !p.stdioModern.Load() {
+			p.srv.SendNotificationToAllClients(method, params)
+		}
 		return
 	}
 	ctx, ok := p.inflight.soleSession()
 	if !ok {
 		p.inflight.noteDrop(p.cfg.Log)
+		return
+	}
+	if server.IsModernRequest(ctx) {
 		return
 	}
 	// A call on the HTTP fast lane writes it on its own response, where the

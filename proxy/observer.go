@@ -55,6 +55,7 @@ const (
 	RuleStateFailed  = "state_unavailable"
 	RuleStateChanged = "state_changed" // decided again and again as the state moved
 	RuleHoldRefused  = "hold_refused"  // the hold keeper could not take the hold
+	RuleMultiRound   = "multi_round"   // a retry with inputResponses or requestState (multiround.go)
 )
 
 // callNote collects a call's CallEnd as the act step goes.

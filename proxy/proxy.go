@@ -109,6 +109,9 @@ type Proxy struct {
 	sessions  map[string]*httpSession // registered HTTP sessions by ID (trackSession)
 
 	inflight callsInFlight // tool calls being handled, for routeLog
+	// The stdio client speaks protocol 2026-07-28 (it discovered the server
+	// or sent a modern request): no log message goes to it (routeLog).
+	stdioModern atomic.Bool
 
 	ex     extras      // resources and prompts (resources.go)
 	ostate *orderState // cfg.State, keeping reads out of the step order
@@ -161,6 +164,14 @@ func New(cfg Config) (*Proxy, error) {
 	hooks := &server.Hooks{}
 	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
+	hooks.AddAfterDiscover(p.trimDiscover)
+	hooks.AddBeforeAny(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any) {
+		// A stdio client that sends a request of 2026-07-28 without
+		// server/discover first is as modern (routeLog).
+		if !p.stdioModern.Load() && server.IsModernRequest(ctx) {
+			p.stdioModern.Store(true)
+		}
+	})
 	hooks.AddOnError(p.auditUnknownTool)
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, true) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, false) })
@@ -182,6 +193,18 @@ func New(cfg Config) (*Proxy, error) {
 	p.setServerTools(p.placeholders(cfg.Plan))
 	p.initExtras()
 	return p, nil
+}
+
+// trimDiscover makes server/discover (protocol 2026-07-28) advertise only
+// what the gate relays in that era: no logging, since no per-request log
+// level is relayed upstream and so no log message is sent to a modern
+// request (routeLog). initialize keeps it: the legacy relay has it.
+func (p *Proxy) trimDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+	if res == nil {
+		return
+	}
+	p.stdioModern.Store(true)
+	res.Capabilities.Logging = nil
 }
 
 // Run supervises the upstream until ctx ends. Serve* call it.

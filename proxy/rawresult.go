@@ -15,11 +15,23 @@ import (
 // out: decoding every item into mcp-go's types and encoding it again cost
 // more than the gate does. A result with anything more (_meta, a request
 // for input) goes through mcp-go's parser, as do results it would refuse.
+//
+// A result of a type the gate does not relay (multiround.go) is an
+// *unrelayedResult error; a complete one keeps no inputRequests or
+// requestState, which mean nothing there. scanResult takes only results
+// without those members.
 func relayResult(res json.RawMessage) (*mcp.CallToolResult, error) {
 	if r, ok := scanResult(res); ok {
 		return r, nil
 	}
-	return decodeResult(res)
+	if err := checkResultType(res); err != nil {
+		return nil, err
+	}
+	r, err := decodeResult(res)
+	if r != nil {
+		r.ResultType, r.MultiRoundTripResult = "", mcp.MultiRoundTripResult{}
+	}
+	return r, err
 }
 
 // decodeResult is relayResult with encoding/json.

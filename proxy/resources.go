@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +69,26 @@ type extras struct {
 	capsOnce sync.Once // capabilities are decided once, before any client is served
 
 	subMu sync.Mutex
-	subs  map[string]map[string]bool // URI → session IDs subscribed
+	subs  map[string]map[string]bool // URI → session IDs (or listen keys) subscribed
+	// Open subscriptions/listen streams with resource subscriptions.
+	listens map[listenKey]*listenSub
+
+	subscribe atomic.Bool // resources.subscribe was announced (the upstream has it)
+}
+
+// listenKey names one subscriptions/listen stream: its session and the
+// JSON-RPC id of its request.
+type listenKey struct {
+	session server.ClientSession
+	id      string
+}
+
+// listenSub is a listen stream's resource subscriptions.
+type listenSub struct {
+	session server.ClientSession
+	id      any    // the listen request's id, which tags what the stream carries
+	key     string // its entry in extras.subs
+	uris    map[string]bool
 }
 
 // setupExtras configures the server for the plan's resources and prompts.
@@ -76,12 +96,23 @@ func (p *Proxy) setupExtras(hooks *server.Hooks) {
 	plan := p.cfg.Plan
 	p.ex.resources, p.ex.prompts = len(plan.Resources) > 0, len(plan.Prompts) > 0
 	p.ex.subs = map[string]map[string]bool{}
+	p.ex.listens = map[listenKey]*listenSub{}
 	if p.ex.resources || p.ex.prompts {
 		// Without either it would decode every request to let each pass:
 		// mcp-go answers their methods as not found.
 		hooks.AddOnRequestInitialization(p.precheckRequest)
 	}
 	hooks.AddOnError(p.auditUnknownExtra)
+	// Before mcp-go subscribes and acknowledges: whatever the plan says.
+	hooks.AddBeforeSubscriptionsListen(p.filterListen)
+	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		p.endListen(ctx, id)
+	})
+	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
+		if method == mcp.MethodSubscriptionsListen {
+			p.endListen(ctx, id)
+		}
+	})
 	if p.ex.resources {
 		hooks.AddAfterListResources(p.filterResources)
 		hooks.AddAfterListResourceTemplates(p.filterTemplates)
@@ -113,6 +144,7 @@ func (p *Proxy) announceExtras(caps upstreamCaps, ok bool) {
 	p.ex.capsOnce.Do(func() {
 		if p.ex.resources {
 			server.WithResourceCapabilities(ok && caps.Subscribe, true)(p.srv)
+			p.ex.subscribe.Store(ok && caps.Subscribe)
 		}
 		if p.ex.prompts {
 			server.WithPromptCapabilities(true)(p.srv)
@@ -251,12 +283,30 @@ func (p *Proxy) relayExtra(n mcp.JSONRPCNotification) bool {
 		p.ex.subMu.Lock()
 		var sids []string
 		for sid := range p.ex.subs[uri] {
-			sids = append(sids, sid)
+			if !strings.HasPrefix(sid, "listen ") {
+				sids = append(sids, sid)
+			}
+		}
+		var listens []*listenSub
+		for _, l := range p.ex.listens {
+			if l.uris[uri] {
+				listens = append(listens, l)
+			}
 		}
 		p.ex.subMu.Unlock()
 		sort.Strings(sids)
 		for _, sid := range sids {
 			_ = p.srv.SendNotificationToSpecificClient(sid, n.Method, map[string]any{"uri": uri})
+		}
+		for _, l := range listens {
+			// On the stream the listen request opened, tagged with its id.
+			u := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: n.Method,
+				Params: mcp.NotificationParams{Meta: map[string]any{mcp.MetaKeySubscriptionID: l.id}, AdditionalFields: map[string]any{"uri": uri}}}}
+			select {
+			case l.session.NotificationChannel() <- u:
+			default:
+				fmt.Fprintf(p.cfg.Log, "planlock proxy: dropped resources/updated for %s: the listen stream is not reading\n", uri)
+			}
 		}
 		return true
 	case string(mcp.MethodNotificationResourcesListChanged):
@@ -371,6 +421,9 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	uri := req.Params.URI
 	args, _ := json.Marshal(map[string]string{"uri": uri})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesRead), Args: args}
+	if why := roundTripRefusal("resources/read", req.Params.MultiRoundTripParams); why != "" {
+		return nil, p.blockExtra(ctx, plan, call, why)
+	}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -396,6 +449,9 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	cancel()
 	var out *mcp.ReadResourceResult
 	if err == nil {
+		err = checkResultType(res) // a result that is not the read's: an error outcome (multiround.go)
+	}
+	if err == nil {
 		out, err = mcp.ParseReadResourceResult(&res)
 	}
 	p.completeExtra(ctx, t, err, start)
@@ -419,6 +475,9 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	// re-encoded from this map (the raw bytes passed strictArgs first).
 	args, _ := json.Marshal(map[string]any{"name": name, "arguments": promptArgs})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodPromptsGet), Args: args}
+	if why := roundTripRefusal("prompts/get", req.Params.MultiRoundTripParams); why != "" {
+		return nil, p.blockExtra(ctx, plan, call, why)
+	}
 	if plan.Expired(p.cfg.Now()) {
 		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
 	}
@@ -451,7 +510,14 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	cancel()
 	var out *mcp.GetPromptResult
 	if err == nil {
+		err = checkResultType(res)
+	}
+	if err == nil {
 		out, err = mcp.ParseGetPromptResult(&res)
+	}
+	if out != nil {
+		// Complete: its inputRequests and requestState mean nothing.
+		out.ResultType, out.MultiRoundTripResult = "", mcp.MultiRoundTripResult{}
 	}
 	p.completeExtra(ctx, t, err, start)
 	if err != nil {
@@ -562,7 +628,81 @@ func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) e
 	if plan.Resource(uri) == nil {
 		return p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q, so it cannot be subscribed to", uri, plan.Name))
 	}
-	sid := sessionID(ctx)
+	return p.subscribeAs(ctx, sessionID(ctx), uri)
+}
+
+// filterListen decides the resourceSubscriptions of a subscriptions/listen
+// request (protocol 2026-07-28) before mcp-go acknowledges it: a URI the
+// plan does not allow is taken out and recorded as refused, as legacy
+// resources/subscribe refuses it; an allowed one is subscribed upstream for
+// its first subscriber (as a legacy subscription is) and its
+// resources/updated delivered on the stream (relayExtra) until the stream
+// ends (endListen). One that cannot be delivered (the upstream has no
+// subscriptions, or refused this one) is taken out and recorded too: what
+// is acknowledged is delivered. The list-change opt-ins pass.
+func (p *Proxy) filterListen(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
+	uris := req.Params.Notifications.ResourceSubscriptions
+	if len(uris) == 0 {
+		return
+	}
+	req.Params.Notifications.ResourceSubscriptions = nil
+	ctx, st := p.withPlan(ctx)
+	plan := st.plan
+	session := server.ClientSessionFromContext(ctx)
+	l := &listenSub{session: session, id: id, uris: map[string]bool{}}
+	l.key = fmt.Sprintf("listen %p", l)
+	refuse := func(uri, reason string) {
+		args, _ := json.Marshal(map[string]string{"uri": uri})
+		call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodSubscriptionsListen), Args: args}
+		_ = p.blockExtra(ctx, plan, call, reason)
+	}
+	seen := make(map[string]bool, len(uris))
+	for _, uri := range uris {
+		if seen[uri] {
+			continue
+		}
+		seen[uri] = true
+		switch {
+		case plan.Resource(uri) == nil:
+			refuse(uri, fmt.Sprintf("resource %q is not in plan %q, so it cannot be subscribed to", uri, plan.Name))
+		case session == nil || id == nil || !p.ex.subscribe.Load():
+			refuse(uri, fmt.Sprintf("resource %q: the upstream offers no subscriptions, so none was acknowledged", uri))
+		default:
+			if err := p.subscribeAs(ctx, l.key, uri); err != nil {
+				refuse(uri, fmt.Sprintf("resource %q: %s, so the subscription was not acknowledged", uri, oneline.Of(err.Error(), 300)))
+				continue
+			}
+			l.uris[uri] = true
+			req.Params.Notifications.ResourceSubscriptions = append(req.Params.Notifications.ResourceSubscriptions, uri)
+		}
+	}
+	if len(l.uris) == 0 {
+		return
+	}
+	p.ex.subMu.Lock()
+	p.ex.listens[listenKey{session, fmt.Sprint(id)}] = l
+	p.ex.subMu.Unlock()
+}
+
+// endListen forgets a listen stream's subscriptions once it ended, and
+// unsubscribes upstream after a URI's last subscriber.
+func (p *Proxy) endListen(ctx context.Context, id any) {
+	k := listenKey{server.ClientSessionFromContext(ctx), fmt.Sprint(id)}
+	p.ex.subMu.Lock()
+	l := p.ex.listens[k]
+	delete(p.ex.listens, k)
+	p.ex.subMu.Unlock()
+	if l == nil {
+		return
+	}
+	for uri := range l.uris {
+		p.unsubscribe(context.WithoutCancel(ctx), l.key, uri)
+	}
+}
+
+// subscribeAs records subscriber sid of uri and subscribes upstream for the
+// first one.
+func (p *Proxy) subscribeAs(ctx context.Context, sid, uri string) error {
 	p.ex.subMu.Lock()
 	first := len(p.ex.subs[uri]) == 0
 	if p.ex.subs[uri] == nil {
@@ -784,6 +924,15 @@ func (o *orderState) Reserve(ctx context.Context, rv ledger.Reservation) (ledger
 		}
 	}
 	return o.State.Reserve(ctx, rv)
+}
+
+// Block records a refusal once an answered call's outcome has counted, as
+// reads of the progress wait: a request the answer prompted and refused
+// before any decision (arguments that are no object, a multi-round retry)
+// is recorded after that outcome too.
+func (o *orderState) Block(ctx context.Context, c ledger.Call, reason string) error {
+	o.answered()
+	return o.State.Block(ctx, c, reason)
 }
 
 // CompleteLater is the wrapped state's when it has one (ledger.Ledger's);

@@ -106,12 +106,12 @@ func proxyLog(path, line string) error {
 }
 
 // initializeWait bounds how long a proxy that cannot start waits for the
-// client's initialize request to answer it with the reason.
+// client's first request to answer it with the reason.
 const initializeWait = 10 * time.Second
 
 // reportStartFailure tells a client that shows only "connection closed" why
 // the proxy stopped: the reason goes to the log file and, over stdio, into
-// the JSON-RPC error answering the client's initialize request.
+// the JSON-RPC error answering the client's first request.
 func reportStartFailure(o *proxyOptions, err error) {
 	reason := err.Error()
 	logPath := o.logPath()
@@ -124,44 +124,73 @@ func reportStartFailure(o *proxyOptions, err error) {
 	answerInitialize(o.IO.in, o.IO.out, "planlock proxy cannot start: "+reason, logPath, initializeWait)
 }
 
-// answerInitialize reads the client's first message and, when it is an
-// initialize request, answers it with a JSON-RPC error carrying msg. A
-// terminal on stdin is a person, not a client: nothing is read.
+// maxStartLines bounds how many notifications a proxy that cannot start
+// reads past while waiting for the client's first request.
+const maxStartLines = 16
+
+// answerInitialize answers the client's requests, whatever their method
+// (initialize of the 2025 protocols, server/discover of 2026-07-28, a
+// stateless client's first call), with a JSON-RPC error carrying msg, and
+// skips its notifications: it waits up to wait for the first request, then
+// a tenth of it for each next one (a client whose server/discover failed
+// tries initialize next), at most maxStartLines messages. A terminal on
+// stdin is a person, not a client: nothing is read.
 func answerInitialize(in io.Reader, out io.Writer, msg, logPath string, wait time.Duration) {
 	if f, ok := in.(*os.File); ok {
 		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice != 0 {
 			return
 		}
 	}
-	lines := make(chan []byte, 1)
+	lines := make(chan []byte, maxStartLines)
 	go func() { // left behind on timeout; the process is ending
-		line, _ := bufio.NewReader(io.LimitReader(in, 1<<20)).ReadBytes('\n')
-		lines <- line
+		defer close(lines)
+		r := bufio.NewReader(io.LimitReader(in, 1<<20))
+		for range maxStartLines {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				lines <- line
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
-	var line []byte
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case line = <-lines:
-	case <-t.C:
-		return
+	for {
+		var line []byte
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return
+			}
+			line = l
+		case <-t.C:
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &req) != nil || req.Method == "" {
+			return // not a client's message: nothing to answer
+		}
+		if len(req.ID) == 0 || string(req.ID) == "null" {
+			continue // a notification: the request may follow
+		}
+		e := map[string]any{"code": -32603, "message": msg}
+		if logPath != "" {
+			e["data"] = map[string]string{"log": logPath}
+		}
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": e})
+		if err != nil {
+			return
+		}
+		if _, err := out.Write(append(b, '\n')); err != nil {
+			return
+		}
+		t.Reset(wait / 10)
 	}
-	var req struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(line, &req) != nil || req.Method != "initialize" || len(req.ID) == 0 || string(req.ID) == "null" {
-		return
-	}
-	e := map[string]any{"code": -32603, "message": msg}
-	if logPath != "" {
-		e["data"] = map[string]string{"log": logPath}
-	}
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": e})
-	if err != nil {
-		return
-	}
-	_, _ = out.Write(append(b, '\n'))
 }
 
 // commandLineOf is args as one line, for the log.

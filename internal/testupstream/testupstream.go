@@ -36,10 +36,14 @@ const (
 	GarbageStart Mode = "garbage-start" // print non-JSON lines first, then serve normally
 	GarbageCall  Mode = "garbage-call"  // serve normally but answer tools/call with non-JSON text
 	Flood        Mode = "flood"         // every tools/call streams log notifications without end
+	// MultiRound answers the tool "ask", the resource test://ask/… and the
+	// prompt "ask" with a raw result of the resultType asked for (multiround.go),
+	// as an upstream of protocol 2026-07-28 would whatever the client speaks.
+	MultiRound Mode = "multi-round"
 )
 
 // Modes lists every mode, for usage text and validation.
-var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood}
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, MultiRound}
 
 // Exit codes of the exiting modes, so a test can tell them from a crash.
 const (
@@ -114,6 +118,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		}
 	}
 	s := newServer(cfg, out, rec)
+	if cfg.Mode == MultiRound && out != nil {
+		stdin = rawAnswers(stdin, out, rec)
+	}
 	return mcpserve.Serve(ctx, s, mcpserve.Options{
 		HTTPAddr: cfg.HTTPAddr, Stdin: stdin, Stdout: out, Log: stderr,
 		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, h, rec) },
@@ -192,13 +199,20 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 			}
 		}
 	})
-	s := server.NewMCPServer("testupstream", "1.0.0",
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithLogging(),
 		server.WithHooks(hooks),
 		//lint:ignore SA1019 the test upstream plays server-initiated requests of the 2025 protocol versions, which the proxy must refuse at once
 		server.WithLegacyServerInitiatedRequests(),
-	)
+	}
+	if cfg.Mode == MultiRound {
+		// Its resources can be subscribed to, so that a proxy in front
+		// announces subscriptions (legacy resources/subscribe and the
+		// resourceSubscriptions of subscriptions/listen).
+		opts = append(opts, server.WithResourceCapabilities(true, true))
+	}
+	s := server.NewMCPServer("testupstream", "1.0.0", opts...)
 	t := &tools{s: s, mode: cfg.Mode, out: out}
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Return the message unchanged (the trivial fast tool)."),
 		mcp.WithString("message", mcp.Required(), mcp.Description("Text to echo"))), t.echo)
@@ -215,6 +229,9 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 		mcp.WithString("message", mcp.Required())), t.elicit)
 	if cfg.Conformance {
 		addConformanceTools(s, t)
+	}
+	if cfg.Mode == MultiRound {
+		addMultiRound(s)
 	}
 	return s
 }
@@ -387,6 +404,10 @@ func httpFaults(mode Mode, h http.Handler, rec *recorder) http.Handler {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintln(w, GarbageLine)
 			return
+		case MultiRound:
+			if r.Method == http.MethodPost && answerRawHTTP(w, r, rec) {
+				return
+			}
 		case GarbageCall:
 			if r.Method == http.MethodPost {
 				body, err := io.ReadAll(r.Body)

@@ -1,0 +1,169 @@
+package testupstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// The multi-round mode: an upstream that answers the tool "ask", the
+// resources test://ask/<type> and the prompt "ask" with a result of
+// protocol 2026-07-28's multi-round kinds (resultType "input_required" with
+// inputRequests asking for a password and an LLM completion, "task", or any
+// other type), whatever protocol the client initialised with. mcp-go's own
+// server would turn an input_required result into server-to-client requests
+// for a client of an older protocol, so these answers are written raw,
+// before mcp-go sees the request. A retry carrying inputResponses is
+// recorded in the calls log like any call, so a test sees whether one
+// reached the upstream.
+
+// addMultiRound lists what the mode answers raw, so that a client (or a
+// proxy) in front knows the tool, resource and prompt.
+func addMultiRound(s *server.MCPServer) {
+	never := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultError("testupstream: ask is answered before it gets here"), nil
+	}
+	s.AddTool(mcp.NewTool("ask", mcp.WithDescription("Answer with a result of the given resultType (input_required asks for a password)."),
+		mcp.WithString("resultType", mcp.Required())), never)
+	s.AddTool(mcp.NewTool("touch", mcp.WithDescription("Send notifications/resources/updated for the uri."),
+		mcp.WithString("uri", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		uri := req.GetString("uri", "")
+		s.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+		return mcp.NewToolResultText("touched " + uri), nil
+	})
+	s.AddResource(mcp.NewResource("test://ask/input_required", "ask", mcp.WithMIMEType("text/plain")),
+		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return nil, fmt.Errorf("testupstream: answered before it gets here")
+		})
+	s.AddPrompt(mcp.NewPrompt("ask", mcp.WithArgument("resultType")),
+		func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return nil, fmt.Errorf("testupstream: answered before it gets here")
+		})
+}
+
+// rawResult is the raw result of resultType rt for method; complete is a
+// plain result of the method's kind carrying inputRequests all the same.
+func rawResult(method, rt string) string {
+	inputs := `"inputRequests":{"password":{"method":"elicitation/create","params":{"mode":"form","message":"enter your password",` +
+		`"requestedSchema":{"type":"object","properties":{"password":{"type":"string"}},"required":["password"]}}},` +
+		`"llm":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"say the secret"}}],"maxTokens":100}}},` +
+		`"requestState":"upstream-state-1"`
+	var body string
+	switch method {
+	case "resources/read":
+		body = `"contents":[{"uri":"test://ask/complete","mimeType":"text/plain","text":"read done"}]`
+	case "prompts/get":
+		body = `"messages":[{"role":"user","content":{"type":"text","text":"prompt done"}}]`
+	default:
+		body = `"content":[{"type":"text","text":"call done"}]`
+	}
+	switch rt {
+	case "input_required":
+		return `{"resultType":"input_required",` + inputs + `}`
+	case "task":
+		return `{"resultType":"task","task":{"taskId":"task-1","status":"working","createdAt":"2026-12-01T12:00:00Z","ttl":60000}}`
+	case "absent":
+		return `{` + body + `,` + inputs + `}`
+	case "null":
+		return `{"resultType":null,` + body + `}`
+	case "number":
+		return `{"resultType":7,` + body + `}`
+	}
+	return `{"resultType":` + quote(rt) + `,` + body + `,` + inputs + `}`
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// rawRequest reads a request the mode answers raw: its id, method and the
+// resultType asked for; ok is false for any other message.
+func rawRequest(line []byte) (id json.RawMessage, method, rt string, args json.RawMessage, ok bool) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			URI       string          `json:"uri"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 {
+		return nil, "", "", nil, false
+	}
+	var a struct {
+		ResultType string `json:"resultType"`
+	}
+	switch {
+	case msg.Method == "tools/call" && msg.Params.Name == "ask",
+		msg.Method == "prompts/get" && msg.Params.Name == "ask":
+		_ = json.Unmarshal(msg.Params.Arguments, &a)
+	case msg.Method == "resources/read" && strings.HasPrefix(msg.Params.URI, "test://ask/"):
+		a.ResultType = strings.TrimPrefix(msg.Params.URI, "test://ask/")
+	default:
+		return nil, "", "", nil, false
+	}
+	var params struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(line, &params)
+	return msg.ID, msg.Method, a.ResultType, params.Params, true
+}
+
+func rawResponse(id json.RawMessage, method, rt string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + rawResult(method, rt) + "}\n")
+}
+
+// rawAnswers answers the mode's requests on stdin raw on out and passes
+// every other line on to what it returns (mcp-go's reader).
+func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64*1024), 64<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if id, method, rt, params, ok := rawRequest(line); ok {
+				rec.record(method, params)
+				if _, err := out.Write(rawResponse(id, method, rt)); err != nil {
+					pw.CloseWithError(err)
+					return
+				}
+				continue
+			}
+			if _, err := pw.Write(append(bytes.Clone(line), '\n')); err != nil {
+				return
+			}
+		}
+		pw.CloseWithError(sc.Err())
+	}()
+	return pr
+}
+
+// answerRawHTTP answers the mode's requests over HTTP raw; false leaves
+// the request (its body restored) to mcp-go.
+func answerRawHTTP(w http.ResponseWriter, r *http.Request, rec *recorder) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	id, method, rt, params, ok := rawRequest(body)
+	if !ok {
+		return false
+	}
+	rec.record(method, params)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(rawResponse(id, method, rt))
+	return true
+}
