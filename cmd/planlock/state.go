@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/internal/approvals"
+	"github.com/planlock/planlock/internal/atomicfile"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
@@ -75,7 +76,7 @@ func (o *proxyOptions) openState(ctx context.Context, planName string, onSync fu
 		return nil, err
 	}
 	dir := filepath.Join(root, planName)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, failf("local state directory: %v", err)
 	}
 	// --sync-each-call: every call in its own transaction, no leases.

@@ -66,6 +66,10 @@ type Options struct {
 	// the state directory never needs the archived segments.
 	RotateSize  int64
 	RotateEvery time.Duration
+
+	// trace (tests) is told every file-system operation of the state (see
+	// fsops.go).
+	trace tracer
 }
 
 // Call identifies one tools/call as the gate matched it.

@@ -70,6 +70,9 @@ type Ledger struct {
 	rotateHook  func(step string) error // tests: a non-nil error stops a rotation there, as a crash would
 	// acceptMissing is Options.AcceptMissingAnchor.
 	acceptMissing bool
+	// fs makes the state's files durable and traces their operations
+	// (Options.trace; fsops.go).
+	fs tracer
 
 	mu      sync.Mutex
 	st      *state

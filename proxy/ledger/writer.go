@@ -354,6 +354,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 		w.buf = buf
 		_, err = l.appendJournal(buf)
 		if err == nil {
+			l.fs.wrote(l.auditPath, l.end.size, buf)
 			l.end.lastStart = l.end.size + int64(lastStart)
 			l.end.size += int64(len(buf))
 		} else {
@@ -430,11 +431,15 @@ func (l *Ledger) syncJournal(seq uint64) error {
 // record seq, a raw system call when raw (see syncOnce); tests replace it
 // with syncHook.
 func (l *Ledger) syncJournalTo(seq uint64, raw bool) error {
-	if l.syncHook != nil {
-		return l.syncHook(l.journal, seq, raw)
+	l.fs.syncing(l.auditPath)
+	var err error
+	switch {
+	case l.syncHook != nil:
+		err = l.syncHook(l.journal, seq, raw)
+	case raw:
+		err = datasync.Raw(l.journal)
+	default:
+		err = datasync.Sync(l.journal)
 	}
-	if raw {
-		return datasync.Raw(l.journal)
-	}
-	return datasync.Sync(l.journal)
+	return err
 }
