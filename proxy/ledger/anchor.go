@@ -205,7 +205,7 @@ func (a *anchor) write(h Head) error {
 	}
 	slot := encodeSlot(h)
 	if _, err := a.f.WriteAt(slot, int64(a.slot*anchorSlot)); err != nil {
-		return fmt.Errorf("%w: write anchor %s: %v", ErrFailed, a.path, err)
+		return fmt.Errorf("%w: write anchor %s: %w", ErrFailed, a.path, err)
 	}
 	a.fs.wrote(a.path, int64(a.slot*anchorSlot), slot)
 	a.dirty, a.at = true, h.Seq
@@ -219,7 +219,7 @@ func (a *anchor) sync() error {
 	}
 	a.fs.syncing(a.path)
 	if err := datasync.Sync(a.f); err != nil {
-		return fmt.Errorf("%w: sync anchor %s: %v", ErrFailed, a.path, err)
+		return fmt.Errorf("%w: sync anchor %s: %w", ErrFailed, a.path, err)
 	}
 	a.dirty, a.slot = false, 1-a.slot
 	return nil

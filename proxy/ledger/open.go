@@ -31,7 +31,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		syncKick: make(chan struct{}, 1), syncQuit: make(chan struct{}), syncStopped: make(chan struct{}),
 		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync,
 		rotateSize: o.RotateSize, rotateEvery: o.RotateEvery, acceptMissing: o.AcceptMissingAnchor,
-		fs: o.trace,
+		fs: o.trace, onFault: o.OnFault, retryInterval: o.RetryInterval,
 	}
 	if l.now == nil {
 		l.now = time.Now

@@ -115,7 +115,7 @@ func (l *Ledger) prepareSegmentLocked() *cpPrep {
 // error fails the ledger.
 func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 	failed := func(step string, err error) (Head, error) {
-		return Head{}, fmt.Errorf("%w: rotate %s: %s: %v", ErrFailed, l.auditPath, step, err)
+		return Head{}, fmt.Errorf("%w: rotate %s: %s: %w", ErrFailed, l.auditPath, step, err)
 	}
 	dir := filepath.Dir(l.auditPath)
 	if err := l.flushQueued(p); err != nil {
@@ -221,7 +221,7 @@ func (l *Ledger) flushQueued(p *cpPrep) (err error) {
 	if p.batch != nil {
 		defer func() {
 			if err != nil {
-				p.batch.err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+				p.batch.err = asFault(fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err))
 			}
 			close(p.batch.done)
 		}()

@@ -229,6 +229,7 @@ func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush
 	}
 	if err != nil {
 		l.failLocked(err)
+		err = l.failed
 		ackLocked([]*batch{b}, err)
 		ackLocked(ahead, err)
 		return nil, len(l.pending) > 0, nil
@@ -295,19 +296,28 @@ func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush
 // writer is the goroutine that runs the turns no caller ran: those it is
 // kicked for while the journal was busy, the flush timer's, and the last
 // one at Close, after which it runs the syncs left and stops the syncer.
+// In a disk fault it reports the fault and tries to recover every
+// RetryInterval (fault.go).
 func (l *Ledger) writer() {
 	defer close(l.stopped)
+	var retry <-chan time.Time
 	for {
 		var flush bool
 		select {
 		case <-l.kick:
 		case <-l.flushTimer.C:
 			flush = true
+		case <-retry:
+			retry = nil
+			l.recoverFault()
 		}
 		if l.writerTurn(flush) {
 			l.drainSync()
 			l.flushTimer.Stop()
 			return
+		}
+		if l.noteFault() && retry == nil {
+			retry = time.After(l.retryEvery())
 		}
 	}
 }
@@ -352,7 +362,11 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 			buf, l.head = appendLine(buf, e.seq, l.head, e.body)
 		}
 		w.buf = buf
-		_, err = l.appendJournal(buf)
+		if l.writeHook != nil {
+			_, err = l.writeHook(l.journal, buf)
+		} else {
+			_, err = l.appendJournal(buf)
+		}
 		if err == nil {
 			l.fs.wrote(l.auditPath, l.end.size, buf)
 			l.end.lastStart = l.end.size + int64(lastStart)
@@ -371,7 +385,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 	}
 	if err != nil && w.broken == nil {
 		if !errors.Is(err, ErrFailed) {
-			err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			err = fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err)
 		}
 		w.broken = err
 	}
