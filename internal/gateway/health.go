@@ -45,7 +45,10 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 				h.Upstream, h.ready = "unavailable: "+errText(why), false
 			}
 		}
-		if err := writable(filepath.Join(g.cfg.StateDir, e.name)); err != nil {
+		if err := e.ledger.Fault(); err != nil {
+			// A disk fault: the ledger refuses calls until it recovers.
+			h.State, h.ready = "not writable: "+err.Error(), false
+		} else if err := writable(filepath.Join(g.cfg.StateDir, e.name)); err != nil {
 			h.State, h.ready = "not writable: "+err.Error(), false
 		}
 		ready = ready && h.ready
