@@ -15,9 +15,9 @@ import (
 	"github.com/planlock/planlock/internal/datasync"
 )
 
-// Rotation. When Options.RotateSize or RotateEvery is due, the writer, at a
-// moment when nothing is queued and everything is synced (as for a
-// checkpoint), moves the journal's file aside and starts a new one:
+// Rotation. When Options.RotateSize or RotateEvery is due, the writer, at
+// its next turn that asks for a sync (the records queued then go to the old
+// file first), moves the journal's file aside and starts a new one:
 //
 //  1. the old file is fdatasynced through its last record N, whether or
 //     not records were queued (records written by earlier turns may still
