@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,6 +92,40 @@ func startProxyStderr(t *testing.T, stderr *lockedBuffer, args ...string) *proxy
 	pp.client = c
 	t.Cleanup(func() { c.Close() })
 	return pp
+}
+
+// waitFor waits until the proxy's stderr says want. Not a timing
+// assertion: the bound only ends a test whose proxy never says it.
+func waitFor(t *testing.T, stderr *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(stderr.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy never said %q:\n%s", want, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// writableMetric reads planlock_state_writable from the metrics address
+// the proxy logged.
+func writableMetric(t *testing.T, log string) string {
+	t.Helper()
+	m := regexp.MustCompile(`planlock: metrics on (http://\S+/metrics)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no metrics address in the log:\n%s", log)
+	}
+	res, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	v := regexp.MustCompile(`(?m)^planlock_state_writable\{plan="diskfault"\} (\S+)$`).FindSubmatch(body)
+	if v == nil {
+		return ""
+	}
+	return string(v[1])
 }
 
 func run(t *testing.T, name string, args ...string) {
@@ -239,7 +276,7 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 			callsLog := filepath.Join(root, "calls.jsonl") // not on the faulty disk
 			stderr := &lockedBuffer{}
 			args := []string{"proxy", "--plan", writePlan(t, diskFaultPlan), "--insecure-skip-verify",
-				"--state", state, "--", testUpstreamBin, "--calls-log", callsLog}
+				"--state", state, "--metrics-listen", "127.0.0.1:0", "--", testUpstreamBin, "--calls-log", callsLog}
 			pp := startProxyStderr(t, stderr, args...)
 			echo := map[string]any{"message": "hi"}
 			granted := 0
@@ -264,6 +301,7 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 			if refusal == "" {
 				t.Fatal("100 calls were granted on a failed disk")
 			}
+			t.Logf("after %d calls granted: %s", granted, refusal)
 			if !strings.Contains(refusal, "could not record the call, so it was not forwarded") ||
 				!strings.Contains(refusal, "calls are refused until it can be written again") {
 				t.Fatalf("refusal: %q", refusal)
@@ -279,8 +317,14 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 			if got := strings.Count(readString(callsLog), `"tool":"echo"`); got != granted {
 				t.Fatalf("the upstream received %d calls, %d were granted: a call was forwarded uncounted", got, granted)
 			}
+			// The report comes from the ledger's writer, beside the
+			// refusal: waited for, with a bound for one that never comes.
+			waitFor(t, stderr, "planlock: state fault:")
 			if n := strings.Count(stderr.String(), "planlock: state fault:"); n != 1 {
 				t.Fatalf("stderr reports the fault %d times, want once:\n%s", n, stderr.String())
+			}
+			if got := writableMetric(t, stderr.String()); got != "0" {
+				t.Fatalf("planlock_state_writable during the fault: %q, want 0", got)
 			}
 			if fix.repair != nil {
 				// The file system stays read-only or dead until it is
@@ -295,14 +339,11 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 			} else {
 				fix.clear()
 			}
-			// Not a timing assertion: a bound for a proxy that never
-			// recovers (it retries every second).
-			deadline := time.Now().Add(2 * time.Minute)
-			for fix.repair == nil && !strings.Contains(stderr.String(), "planlock: state writable again") {
-				if time.Now().After(deadline) {
-					t.Fatalf("the proxy did not resume once the fault cleared:\n%s", stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
+			if fix.repair == nil {
+				waitFor(t, stderr, "planlock: state writable again") // it retries every second
+			}
+			if got := writableMetric(t, stderr.String()); got != "1" {
+				t.Fatalf("planlock_state_writable once the state is writable: %q, want 1", got)
 			}
 			for range 3 {
 				if text, isErr := pp.call(t, "echo", echo); isErr {
