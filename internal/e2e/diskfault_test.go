@@ -185,7 +185,9 @@ type diskFault struct {
 	setup func(t *testing.T, root string) (state string, fault func(), fix fixup)
 }
 
-type fixup struct{ clear, repair func() }
+// during, when set, checks the fault is what the case says, while the
+// proxy refuses.
+type fixup struct{ clear, repair, during func() }
 
 // remount unmounts mnt and mounts dev there again, after a file system
 // check: the repair of a file system that aborted.
@@ -233,6 +235,12 @@ var diskFaults = []diskFault{
 				t.Fatal(err)
 			}
 			remount(t, dev, mnt)
+		}, during: func() {
+			// The device's errors aborted ext4's journal: it remounted
+			// itself read-only under the proxy.
+			if err := os.WriteFile(filepath.Join(mnt, "probe"), nil, 0o600); !errors.Is(err, syscall.EROFS) {
+				t.Fatalf("the file system is not read-only during the fault: %v", err)
+			}
 		}}
 	}},
 	{name: "EIO (ext4 shut down)", setup: func(t *testing.T, root string) (string, func(), fixup) {
@@ -322,6 +330,9 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 			waitFor(t, stderr, "planlock: state fault:")
 			if n := strings.Count(stderr.String(), "planlock: state fault:"); n != 1 {
 				t.Fatalf("stderr reports the fault %d times, want once:\n%s", n, stderr.String())
+			}
+			if fix.during != nil {
+				fix.during()
 			}
 			if got := writableMetric(t, stderr.String()); got != "0" {
 				t.Fatalf("planlock_state_writable during the fault: %q, want 0", got)
