@@ -191,9 +191,7 @@ func errorResult(text string) *mcp.CallToolResult {
 // block records a blocked call and answers it; nothing reaches the upstream.
 func (p *Proxy) block(ctx context.Context, call ledger.Call, rule, reason string) *mcp.CallToolResult {
 	note(ctx, call.Step, OutcomeBlocked, rule, 0)
-	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
-	}
+	logStateError(p.cfg.Log, p.cfg.State.Block(context.WithoutCancel(ctx), call, reason))
 	return errorResult(fmt.Sprintf("blocked by plan %q: %s", p.current(ctx).plan.Name, reason))
 }
 
@@ -380,7 +378,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 	if ok, why := p.up.Ready(); !ok {
 		// Not counted: nothing was sent.
 		note(ctx, call.Step, OutcomeNotSent, RuleUpstreamDown, 0)
-		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded and not counted: %v", why)), nil
+		return errorResult("upstream unavailable, the call was not forwarded and not counted: " + redactPaths(fmt.Sprint(why))), nil
 	}
 	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls}
 	var lifted gate.Causes
@@ -411,7 +409,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 		}
 		// Fail closed: without a durable count there is no call.
 		note(ctx, call.Step, OutcomeNotSent, RuleStateFailed, 0)
-		return errorResult(fmt.Sprintf("planlock could not record the call, so it was not forwarded: %v", oneline.Of(err.Error(), 300))), nil
+		return errorResult("planlock could not record the call, so it was not forwarded: " + stateError(err)), nil
 	}
 	g := grant{call: call, step: step, ticket: t}
 	res := p.forward(ctx, req, st, g, later)
@@ -597,9 +595,7 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 		return result, func() { p.record(ctx, st, g, outcome) }
 	}
 	write, aerr := p.ostate.CompleteLater(context.WithoutCancel(ctx), t, outcome)
-	if aerr != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", aerr)
-	}
+	logStateError(p.cfg.Log, aerr)
 	st.setHeld(step.Index, "") // an approved call went through
 	return result, write
 }
@@ -608,18 +604,15 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 // step with on_error = "hold" puts the step on hold.
 func (p *Proxy) record(ctx context.Context, st *planState, g grant, outcome ledger.Outcome) {
 	call, step := g.call, g.step
-	if err := p.cfg.State.Complete(context.WithoutCancel(ctx), g.ticket, outcome); err != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
-	}
+	logStateError(p.cfg.Log, p.cfg.State.Complete(context.WithoutCancel(ctx), g.ticket, outcome))
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
 		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
 		st.setHeld(step.Index, reason)
 		// The failed call's own hold keeps the step on hold across restarts;
 		// approving it lets exactly that call run once more.
 		spec := ledger.HoldSpec{Reason: reason, Cause: string(gate.CauseOnError), Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
-		if _, err := p.cfg.State.NewHold(context.WithoutCancel(ctx), call, spec); err != nil {
-			fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
-		}
+		_, err := p.cfg.State.NewHold(context.WithoutCancel(ctx), call, spec)
+		logStateError(p.cfg.Log, err)
 	} else if outcome.OK {
 		st.setHeld(step.Index, "") // an approved call went through
 	}

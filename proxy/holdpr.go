@@ -59,7 +59,7 @@ func (s stateHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state
 func (s stateHolds) Request(ctx context.Context, _ string, call ledger.Call, spec ledger.HoldSpec) holdAnswer {
 	h, err := s.state.NewHold(context.WithoutCancel(ctx), call, spec)
 	if err != nil {
-		return holdAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; but planlock could not record the hold (%v); the call was not forwarded", spec.Reason, err)}
+		return holdAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; but planlock could not record the hold (%s); the call was not forwarded", spec.Reason, stateError(err))}
 	}
 	if h.State == ledger.HoldApproved {
 		return holdAnswer{outcome: holdApproved}

@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -154,7 +153,7 @@ func (p *Proxy) observes(d gate.Decision) bool {
 func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) *mcp.CallToolResult {
 	if ok, why := p.up.Ready(); !ok {
 		note(ctx, call.Step, OutcomeNotSent, RuleUpstreamDown, 0)
-		return errorResult(fmt.Sprintf("upstream unavailable, the call was not forwarded: %v", why))
+		return errorResult("upstream unavailable, the call was not forwarded: " + redactPaths(fmt.Sprint(why)))
 	}
 	var step *hclplan.Step
 	decision, reason := ledger.WouldAllow, ""
@@ -185,7 +184,7 @@ func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	}
 	if err := p.cfg.State.(Observer).Observe(context.WithoutCancel(ctx), call, decision, reason); err != nil {
 		// Fail closed: an observed call that is not audited is not forwarded.
-		return errorResult(fmt.Sprintf("planlock could not record the observed call, so it was not forwarded: %v", oneline.Of(err.Error(), 300)))
+		return errorResult("planlock could not record the observed call, so it was not forwarded: " + stateError(err))
 	}
 	g := grant{call: call, step: step, observed: true, shadow: decision == ledger.WouldAllow && p.cfg.Observe.All}
 	return p.forward(ctx, req, st, g, nil)

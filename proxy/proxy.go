@@ -560,7 +560,5 @@ func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMetho
 	ctx, end := p.startCall(ctx, plan.Name, req.Params.Name, req.Params.RawArguments)
 	defer end()
 	note(ctx, "", OutcomeBlocked, "unplanned", 0)
-	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
-	}
+	logStateError(p.cfg.Log, p.cfg.State.Block(context.WithoutCancel(ctx), call, reason))
 }

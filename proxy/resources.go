@@ -400,9 +400,7 @@ func (e *BlockedError) Error() string { return e.Reason }
 // blockExtra records a blocked request and returns its error; nothing
 // reaches the upstream.
 func (p *Proxy) blockExtra(ctx context.Context, plan *hclplan.Plan, call ledger.Call, reason string) error {
-	if err := p.cfg.State.Block(context.WithoutCancel(ctx), call, reason); err != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", err)
-	}
+	logStateError(p.cfg.Log, p.cfg.State.Block(context.WithoutCancel(ctx), call, reason))
 	return &BlockedError{Reason: fmt.Sprintf("blocked by plan %q: %s", plan.Name, reason)}
 }
 
@@ -542,7 +540,7 @@ func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledge
 	case errors.As(err, &ex):
 		return t, p.blockExtra(ctx, plan, call, fmt.Sprintf("%s: %s %d used up (%d forwarded)", call.Step, what, ex.Max, ex.Used))
 	case err != nil:
-		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %v", call.Tool, oneline.Of(err.Error(), 300))
+		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %s", call.Tool, stateError(err))
 	}
 	return t, nil
 }
@@ -552,9 +550,7 @@ func (p *Proxy) completeExtra(ctx context.Context, t ledger.Ticket, err error, s
 	if err != nil {
 		o.Err = oneline.Of(err.Error(), 300)
 	}
-	if cerr := p.cfg.State.Complete(context.WithoutCancel(ctx), t, o); cerr != nil {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: audit: %v\n", cerr)
-	}
+	logStateError(p.cfg.Log, p.cfg.State.Complete(context.WithoutCancel(ctx), t, o))
 }
 
 // precheckRequest runs before mcp-go dispatches a request. For the resource

@@ -284,7 +284,7 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		return err
 	}
 	defer tel.Close()
-	l, err := o.openState(ctx, loaded, tel.OnSync()) // state.go
+	l, err := o.openState(ctx, loaded, tel.OnSync(), tel.OnStateWritable(plan.Name)) // state.go
 	if err != nil {
 		return err
 	}

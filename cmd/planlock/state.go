@@ -41,8 +41,9 @@ func (p pgStore) Dir() string { return p.dir }
 
 // openState opens --state: a postgres:// URL, else a state directory
 // (--state, else the loaded plan's under the state root). onSync
-// (telemetry) gets each journal fdatasync's duration.
-func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, onSync func(time.Duration)) (proxyState, error) {
+// (telemetry) gets each journal fdatasync's duration, onWritable
+// (telemetry, may be nil) each change of a disk fault.
+func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, onSync func(time.Duration), onWritable func(bool)) (proxyState, error) {
 	if !pgstate.IsURL(o.State) {
 		stateDir := o.State
 		var prepared *statedir.Dir
@@ -60,7 +61,19 @@ func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, o
 			RawAppends: o.Listen == "",
 			// One line per checkpoint, rotation and at shutdown, for a log
 			// shipper to keep: planlock audit verify --anchor reads it back.
-			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) }}
+			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) },
+			// A disk fault (ENOSPC, EIO, EROFS): calls are refused until the
+			// ledger takes the journal up again by itself; said once each way.
+			OnFault: func(err error) {
+				if err != nil {
+					o.errw("planlock: state fault: " + err.Error())
+				} else {
+					o.errw("planlock: state writable again; calls are served")
+				}
+				if onWritable != nil {
+					onWritable(err == nil)
+				}
+			}}
 		if err := o.auditRotateOptions.apply(&lo); err != nil {
 			return nil, err
 		}

@@ -47,6 +47,16 @@ func (t *runningTelemetry) OnSync() func(time.Duration) {
 	return t.Metrics.ObserveSync
 }
 
+// OnStateWritable feeds a plan's state's disk faults to the metrics (nil
+// without them).
+func (t *runningTelemetry) OnStateWritable(plan string) func(bool) {
+	if t.Metrics == nil {
+		return nil
+	}
+	t.Metrics.SetStateWritable(plan, true)
+	return func(ok bool) { t.Metrics.SetStateWritable(plan, ok) }
+}
+
 // gatewayMetrics are the metrics planlock serve reports plans and holds to;
 // nil (no interface holding a nil pointer) without --metrics-listen.
 func (t *runningTelemetry) gatewayMetrics() gateway.Metrics {

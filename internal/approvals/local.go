@@ -83,9 +83,9 @@ func (l *Local) Status(_ context.Context, hold *gitapprove.HoldRequest, _ int) (
 
 // WriteFileAtomic writes data to path (0600, its directory made 0700)
 // through a temporary file and a rename, so a reader sees the old file or
-// the whole new one.
+// the whole new one; the file and any new directory are durable on return.
 func WriteFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	return atomicfile.Write(path, data, 0o600)

@@ -1,6 +1,8 @@
 // Package atomicfile replaces a file so that a reader or a crash sees the
 // old content or the whole new one, never a part, and never writes through
-// a symbolic link planted at the path.
+// a symbolic link planted at the path. The new name is durable when Write
+// returns: in the POSIX model a rename survives a power loss only once its
+// directory is synced, and a new directory only once its parent is.
 package atomicfile
 
 import (
@@ -8,13 +10,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // Write writes data to path with permissions perm: a temporary file in the
-// same directory, synced, then renamed over path. The rename replaces a
-// symlink at path itself, not the file it points to. The temporary file is
-// removed on any failure.
-func Write(path string, data []byte, perm fs.FileMode) (err error) {
+// same directory, synced, renamed over path, then the directory synced.
+// The rename replaces a symlink at path itself, not the file it points to.
+// The temporary file is removed on any failure.
+func Write(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, SyncDir)
+}
+
+// write is Write with the directory's sync passed in (tests record it).
+func write(path string, data []byte, perm fs.FileMode, syncDir func(string) error) (err error) {
 	if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
 		return errors.New("is a directory")
 	}
@@ -22,8 +30,9 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if err != nil {
 		return err
 	}
+	renamed := false
 	defer func() {
-		if err != nil {
+		if err != nil && !renamed {
 			_ = tmp.Close()
 			_ = os.Remove(tmp.Name())
 		}
@@ -41,5 +50,55 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	renamed = true
+	return syncDir(filepath.Dir(path))
+}
+
+// MkdirAll is os.MkdirAll whose new directories are durable: each one's
+// parent is synced after it was made.
+func MkdirAll(dir string, perm fs.FileMode) error {
+	return mkdirAll(dir, perm, SyncDir)
+}
+
+func mkdirAll(dir string, perm fs.FileMode, syncDir func(string) error) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: errors.New("not a directory")}
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAll(parent, perm, syncDir); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return syncDir(parent)
+}
+
+// SyncDir makes dir's entries durable (a no-op on Windows, which cannot
+// sync a directory and whose NTFS journals the entry with the file).
+func SyncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -52,3 +52,34 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesAreDurable: the rename and every new directory are followed by
+// a sync of the directory that holds the new name.
+func TestNamesAreDurable(t *testing.T) {
+	root := t.TempDir()
+	var synced []string
+	rec := func(dir string) error {
+		synced = append(synced, dir)
+		return SyncDir(dir)
+	}
+	dir := filepath.Join(root, "a", "b")
+	if err := mkdirAll(dir, 0o700, rec); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "f")
+	if err := write(path, []byte("x"), 0o600, rec); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{root, filepath.Join(root, "a"), dir}
+	if strings.Join(synced, " ") != strings.Join(want, " ") {
+		t.Fatalf("synced %q, want %q (each new name's directory, after it was made)", synced, want)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "x" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	// A failed directory sync is an error of Write: the name may not last.
+	fail := func(string) error { return os.ErrPermission }
+	if err := write(path, []byte("y"), 0o600, fail); err == nil {
+		t.Fatal("Write returned nil although the directory could not be synced")
+	}
+}

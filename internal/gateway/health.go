@@ -44,7 +44,10 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 				h.Upstream, h.ready = "unavailable: "+errText(why), false
 			}
 		}
-		if err := writable(e.ledger.Dir()); err != nil {
+		if err := e.ledger.Fault(); err != nil {
+			// A disk fault: the ledger refuses calls until it recovers.
+			h.State, h.ready = "not writable: "+err.Error(), false
+		} else if err := writable(e.ledger.Dir()); err != nil {
 			h.State, h.ready = "not writable: "+err.Error(), false
 		}
 		ready = ready && h.ready

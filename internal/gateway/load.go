@@ -188,6 +188,17 @@ func (g *Gateway) add(file string, sums fileSums) {
 	lo := g.cfg.Ledger
 	lo.Dir = sd.Path
 	lo.OnHead = func(h ledger.Head) { plog.Info("audit head", "head", h.String()) }
+	writable, _ := g.cfg.Metrics.(interface{ SetStateWritable(string, bool) })
+	lo.OnFault = func(err error) {
+		if err != nil {
+			plog.Warn("state fault: calls are refused until it can be written again", "err", err.Error())
+		} else {
+			plog.Info("state writable again: calls are served")
+		}
+		if writable != nil {
+			writable.SetStateWritable(name, err == nil)
+		}
+	}
 	led, err := ledger.Open(g.run, lo)
 	if err != nil {
 		refuse(name, err)

@@ -27,6 +27,7 @@ type Metrics struct {
 	upstream *prometheus.HistogramVec
 	syncs    prometheus.Histogram
 	plans    *prometheus.GaugeVec
+	writable *prometheus.GaugeVec
 	holds    *holdsCollector
 }
 
@@ -52,12 +53,16 @@ func NewMetrics() *Metrics {
 			Name: "planlock_plans",
 			Help: "Plans by state: loaded (serving) or refused (failed verification or validation).",
 		}, []string{"state"}),
+		writable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "planlock_state_writable",
+			Help: "1 while the plan's state takes records, 0 during a disk fault (every call refused until it can be written again).",
+		}, []string{"plan"}),
 		holds: &holdsCollector{
 			desc:    prometheus.NewDesc("planlock_holds_open", "Holds waiting for a person's approval, by plan.", []string{"plan"}, nil),
 			sources: map[string]HoldLister{},
 		},
 	}
-	m.reg.MustRegister(m.calls, m.upstream, m.syncs, m.plans, m.holds,
+	m.reg.MustRegister(m.calls, m.upstream, m.syncs, m.plans, m.writable, m.holds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +92,16 @@ func (m *Metrics) ObserveSync(d time.Duration) { m.syncs.Observe(d.Seconds()) }
 func (m *Metrics) SetPlans(loaded, refused int) {
 	m.plans.WithLabelValues("loaded").Set(float64(loaded))
 	m.plans.WithLabelValues("refused").Set(float64(refused))
+}
+
+// SetStateWritable reports whether the plan's state takes records (false
+// during a disk fault).
+func (m *Metrics) SetStateWritable(plan string, writable bool) {
+	v := 0.0
+	if writable {
+		v = 1
+	}
+	m.writable.WithLabelValues(plan).Set(v)
 }
 
 // HoldLister is what a plan's holds are read from (the proxy's state).

@@ -149,3 +149,26 @@ func (f holdsFunc) ListHolds() []ledger.Hold {
 	}
 	return hs
 }
+
+// TestMetricsStateWritable: a plan's state in a disk fault reads 0 until it
+// recovers, each plan on its own.
+func TestMetricsStateWritable(t *testing.T) {
+	m := NewMetrics()
+	read := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, mm := range scrape(t, m)["planlock_state_writable"].GetMetric() {
+			out[labelsOf(mm)] = mm.GetGauge().GetValue()
+		}
+		return out
+	}
+	m.SetStateWritable("refund", true)
+	m.SetStateWritable("deploy", true)
+	m.SetStateWritable("refund", false)
+	if got := read(); got["plan=refund"] != 0 || got["plan=deploy"] != 1 || len(got) != 2 {
+		t.Fatalf("during refund's fault: %v", got)
+	}
+	m.SetStateWritable("refund", true)
+	if got := read(); got["plan=refund"] != 1 {
+		t.Fatalf("after recovery: %v", got)
+	}
+}

@@ -144,6 +144,7 @@ type anchor struct {
 	slot  int    // the slot the next write goes to
 	dirty bool   // that slot was written and not synced yet
 	at    uint64 // seq of the last head written (0: none yet)
+	fs    tracer // set by Open
 }
 
 // readAnchor reads the anchor of dir. ok is false when there is none; a file
@@ -179,8 +180,10 @@ func readAnchor(dir string) (h Head, slot int, ok bool, err error) {
 }
 
 // createAnchor writes a new anchor holding h in both slots.
-func createAnchor(dir string, h Head) error {
-	return writeStateAtomic("anchor", dir, anchorName, append(encodeSlot(h), encodeSlot(h)...))
+func createAnchor(dir string, h Head) error { return tracer(nil).createAnchor(dir, h) }
+
+func (t tracer) createAnchor(dir string, h Head) error {
+	return t.writeStateAtomic("anchor", dir, anchorName, append(encodeSlot(h), encodeSlot(h)...))
 }
 
 // openAnchor opens the anchor of dir, whose next write goes to slot and
@@ -200,9 +203,11 @@ func (a *anchor) write(h Head) error {
 	if h.Seq < a.at {
 		return nil
 	}
-	if _, err := a.f.WriteAt(encodeSlot(h), int64(a.slot*anchorSlot)); err != nil {
-		return fmt.Errorf("%w: write anchor %s: %v", ErrFailed, a.path, err)
+	slot := encodeSlot(h)
+	if _, err := a.f.WriteAt(slot, int64(a.slot*anchorSlot)); err != nil {
+		return fmt.Errorf("%w: write anchor %s: %w", ErrFailed, a.path, err)
 	}
+	a.fs.wrote(a.path, int64(a.slot*anchorSlot), slot)
 	a.dirty, a.at = true, h.Seq
 	return nil
 }
@@ -212,8 +217,9 @@ func (a *anchor) sync() error {
 	if !a.dirty {
 		return nil
 	}
+	a.fs.syncing(a.path)
 	if err := datasync.Sync(a.f); err != nil {
-		return fmt.Errorf("%w: sync anchor %s: %v", ErrFailed, a.path, err)
+		return fmt.Errorf("%w: sync anchor %s: %w", ErrFailed, a.path, err)
 	}
 	a.dirty, a.slot = false, 1-a.slot
 	return nil

@@ -66,6 +66,20 @@ type Options struct {
 	// the state directory never needs the archived segments.
 	RotateSize  int64
 	RotateEvery time.Duration
+	// OnFault, when set, is told when a write or sync of the state fails
+	// (ENOSPC, EIO, EROFS, ...) and the ledger starts refusing every
+	// record (err: a *FaultError), and again with nil once it recovered
+	// by itself (see RetryInterval): once per change. It runs on the
+	// ledger's writer goroutine: it must be quick and must not call the
+	// Ledger.
+	OnFault func(err error)
+	// RetryInterval is how often a ledger in a disk fault tries to take
+	// its journal up again; zero means 1s.
+	RetryInterval time.Duration
+
+	// trace (tests) is told every file-system operation of the state (see
+	// fsops.go).
+	trace tracer
 }
 
 // Call identifies one tools/call as the gate matched it.

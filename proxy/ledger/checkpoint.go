@@ -132,12 +132,13 @@ func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
 	start := l.end.size
 	if _, err := l.journal.Write(line); err != nil {
 		_ = l.journal.Truncate(l.end.size)
-		return Head{}, fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+		return Head{}, fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err)
 	}
+	l.fs.wrote(l.auditPath, start, line)
 	l.end = journalEnd{size: start + int64(len(line)), lastStart: start}
 	l.head, l.written = hash, p.seq
 	if err := l.syncJournal(p.seq); err != nil {
-		return Head{}, fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+		return Head{}, fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err)
 	}
 	h := Head{Seq: p.seq, Hash: hash}
 	// The anchor is durable at the checkpoint before the checkpoint is, so
@@ -151,7 +152,7 @@ func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
 	data, err := json.Marshal(checkpoint{Version: checkpointVersion, Audit: l.auditPath, Records: int(p.seq), Head: hash,
 		Offset: l.end.size, LastStart: l.end.lastStart, State: p.state})
 	if err == nil {
-		_ = writeStateAtomic("checkpoint", l.dir, checkpointName, data) // a cache: failing costs replay time only
+		_ = l.fs.writeStateAtomic("checkpoint", l.dir, checkpointName, data) // a cache: failing costs replay time only
 	}
 	l.checkpointed(p.seq)
 	return h, nil

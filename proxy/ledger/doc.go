@@ -106,8 +106,15 @@
 // record that covered them stays.
 //
 // Counting is conservative: the in-memory count is raised before the record is
-// written, so a failed write can only lose a call, never grant one; after a
-// failed write or fsync the ledger refuses every further reservation.
+// written, so a failed write can only lose a call, never grant one. After a
+// failed write or fsync the ledger is in a fault (fault.go): it refuses every
+// record, tells Options.OnFault, and retries every RetryInterval to take the
+// journal up again from disk (state replayed, torn record cut), then takes
+// records again.
+//
+// Every create, rename and write a guarantee depends on is made durable, file
+// and directory (fsops.go): a new directory is followed by an fsync of its
+// parent, a new name by an fsync of its directory.
 //
 // # Record format and chain
 //

@@ -32,9 +32,11 @@ func checkMode(what, path string, fi fs.FileInfo, wantDir bool) error {
 	return nil
 }
 
-// prepareDir creates dir (0700) if needed and refuses it if it is not safe.
-func prepareDir(what, dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// prepareDir creates dir (0700) if needed, durably (a state directory a
+// power loss removes would start from zero counts), and refuses it if it is
+// not safe.
+func (t tracer) prepareDir(what, dir string) error {
+	if err := t.mkdirAll(dir); err != nil {
 		return fmt.Errorf("create %s: %w", what, err)
 	}
 	fi, err := os.Stat(dir)
@@ -123,9 +125,9 @@ func readState(what, path string, max int64) ([]byte, error) {
 
 // writeStateAtomic replaces dir/name with data: a temporary file in the same
 // directory (never a link), synced, renamed over it, and the directory synced.
-func writeStateAtomic(what, dir, name string, data []byte) error {
+func (t tracer) writeStateAtomic(what, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := openState(what, tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	f, err := t.create(what, tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
@@ -133,6 +135,8 @@ func writeStateAtomic(what, dir, name string, data []byte) error {
 		f.Close()
 		return err
 	}
+	t.wrote(tmp, 0, data)
+	t.syncing(tmp)
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return err
@@ -140,8 +144,8 @@ func writeStateAtomic(what, dir, name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := t.rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return t.syncDir(dir)
 }

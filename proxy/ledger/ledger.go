@@ -54,6 +54,9 @@ type Ledger struct {
 	// journal, which covers the records through seq (raw: see syncOnce);
 	// set before use.
 	syncHook func(f *os.File, seq uint64, raw bool) error
+	// writeHook (tests) replaces the writer's append of records to the
+	// journal; set before use.
+	writeHook func(f *os.File, b []byte) (int, error)
 
 	lockFile *os.File
 	journal  *os.File
@@ -70,6 +73,14 @@ type Ledger struct {
 	rotateHook  func(step string) error // tests: a non-nil error stops a rotation there, as a crash would
 	// acceptMissing is Options.AcceptMissingAnchor.
 	acceptMissing bool
+	// fs makes the state's files durable and traces their operations
+	// (Options.trace; fsops.go).
+	fs tracer
+	// Disk faults (fault.go): Options.OnFault and RetryInterval;
+	// faultTold is what OnFault was last told (the writer goroutine's).
+	onFault       func(error)
+	retryInterval time.Duration
+	faultTold     bool
 
 	mu      sync.Mutex
 	st      *state
@@ -193,9 +204,12 @@ func (l *Ledger) fail(err error) {
 	l.failLocked(err)
 }
 
+// failLocked puts the ledger in a fault (fault.go); the writer goroutine
+// reports it and tries to recover.
 func (l *Ledger) failLocked(err error) {
 	if l.failed == nil {
-		l.failed = err
+		l.failed = asFault(err)
+		l.signal()
 	}
 }
 

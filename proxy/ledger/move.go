@@ -59,7 +59,7 @@ func MoveDir(ctx context.Context, from, to string) error {
 	if bound {
 		if rel, err := filepath.Rel(from, b.Audit); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
 			data, _ := json.Marshal(binding{Audit: filepath.Join(to, rel)})
-			if err := writeStateAtomic("state binding", from, bindingName, append(data, '\n')); err != nil {
+			if err := tracer(nil).writeStateAtomic("state binding", from, bindingName, append(data, '\n')); err != nil {
 				return fmt.Errorf("write %s: %w", bindingName, err)
 			}
 		}

@@ -22,7 +22,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareDir("state directory", dir); err != nil {
+	if err := tracer(o.trace).prepareDir("state directory", dir); err != nil {
 		return nil, err
 	}
 	l := &Ledger{
@@ -31,6 +31,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		syncKick: make(chan struct{}, 1), syncQuit: make(chan struct{}), syncStopped: make(chan struct{}),
 		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync,
 		rotateSize: o.RotateSize, rotateEvery: o.RotateEvery, acceptMissing: o.AcceptMissingAnchor,
+		fs: o.trace, onFault: o.OnFault, retryInterval: o.RetryInterval,
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -137,20 +138,25 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 		return fmt.Errorf("%w: state directory %s keeps its call counts in audit log %s, not %s; use that --audit or another --state directory",
 			ErrBinding, l.dir, b.Audit, l.auditPath)
 	}
-	if err := recoverRotation(l.auditPath); err != nil {
+	if err := l.fs.recoverRotation(l.auditPath); err != nil {
 		return err
 	}
 	flags := os.O_RDWR | os.O_APPEND
 	if !bound {
 		flags |= os.O_CREATE
-		if err := os.MkdirAll(filepath.Dir(l.auditPath), 0o700); err != nil {
+		if err := l.fs.mkdirAll(filepath.Dir(l.auditPath)); err != nil {
 			return fmt.Errorf("create the audit log's directory: %w", err)
 		}
 	}
 	if err := checkParent("audit log", filepath.Dir(l.auditPath)); err != nil {
 		return err
 	}
-	f, err := openState("audit log", l.auditPath, flags)
+	var f *os.File
+	if bound {
+		f, err = openState("audit log", l.auditPath, flags)
+	} else {
+		f, err = l.fs.create("audit log", l.auditPath, flags) // its entry is synced by bind
+	}
 	if bound && errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: audit log %s of state directory %s is missing, so its call counts are lost; refusing to start from zero (remove %s to accept that)",
 			ErrBinding, l.auditPath, l.dir, filepath.Join(l.dir, bindingName))
@@ -188,7 +194,7 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 			return fmt.Errorf("%w: the anchor %s of audit log %s (%d records) is missing, and deleting it is how a truncation of the log would be hidden; refusing to start. If you know why it is missing (an upgrade from a planlock without anchors, a restored backup), check the log against a head kept elsewhere and start once with --accept-missing-anchor",
 				ErrAnchor, filepath.Join(l.dir, anchorName), l.auditPath, rp.res.Records)
 		}
-		if err := createAnchor(l.dir, Head{Seq: uint64(rp.res.Records), Hash: rp.res.Head}); err != nil {
+		if err := l.fs.createAnchor(l.dir, Head{Seq: uint64(rp.res.Records), Hash: rp.res.Head}); err != nil {
 			f.Close()
 			return fmt.Errorf("write anchor: %w", err)
 		}
@@ -200,6 +206,7 @@ func (l *Ledger) openJournal(ctx context.Context) error {
 		f.Close()
 		return err
 	}
+	l.anchor.fs = l.fs
 	if !bound {
 		if err := l.bind(); err != nil {
 			l.anchor.close()
@@ -240,6 +247,8 @@ func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replaye
 		if err := f.Truncate(good); err != nil {
 			return nil, fmt.Errorf("truncate the torn last line of %s: %w", l.auditPath, err)
 		}
+		l.fs.truncated(l.auditPath, good)
+		l.fs.syncing(l.auditPath)
 		if err := datasync.Sync(f); err != nil {
 			return nil, fmt.Errorf("sync %s: %w", l.auditPath, err)
 		}
@@ -262,11 +271,11 @@ func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replaye
 func (l *Ledger) bind() error {
 	// The journal's directory entry must be durable before the binding
 	// points at it.
-	if err := syncDir(filepath.Dir(l.auditPath)); err != nil {
+	if err := l.fs.syncDir(filepath.Dir(l.auditPath)); err != nil {
 		return fmt.Errorf("sync %s: %w", filepath.Dir(l.auditPath), err)
 	}
 	data, _ := json.Marshal(binding{Audit: l.auditPath})
-	if err := writeStateAtomic("state binding", l.dir, bindingName, append(data, '\n')); err != nil {
+	if err := l.fs.writeStateAtomic("state binding", l.dir, bindingName, append(data, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", bindingName, err)
 	}
 	return nil

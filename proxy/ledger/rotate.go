@@ -15,11 +15,14 @@ import (
 	"github.com/planlock/planlock/internal/datasync"
 )
 
-// Rotation. When Options.RotateSize or RotateEvery is due, the writer, at a
-// moment when nothing is queued and everything is synced (as for a
-// checkpoint), moves the journal's file aside and starts a new one:
+// Rotation. When Options.RotateSize or RotateEvery is due, the writer, at
+// its next turn that asks for a sync (the records queued then go to the old
+// file first), moves the journal's file aside and starts a new one:
 //
-//  1. the anchor is synced at the old file's last record N;
+//  1. the old file is fdatasynced through its last record N, whether or
+//     not records were queued (records written by earlier turns may still
+//     be in memory only), then the anchor is synced at N: the anchor never
+//     names a record that is not durable, and the file is archived whole;
 //  2. <audit>.next is created and gets one segment record, seq N+1, whose
 //     prev is the hash of record N and which carries the state as of N
 //     inline (so the new file replays on its own, without the old one) and
@@ -112,7 +115,7 @@ func (l *Ledger) prepareSegmentLocked() *cpPrep {
 // error fails the ledger.
 func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 	failed := func(step string, err error) (Head, error) {
-		return Head{}, fmt.Errorf("%w: rotate %s: %s: %v", ErrFailed, l.auditPath, step, err)
+		return Head{}, fmt.Errorf("%w: rotate %s: %s: %w", ErrFailed, l.auditPath, step, err)
 	}
 	dir := filepath.Dir(l.auditPath)
 	if err := l.flushQueued(p); err != nil {
@@ -125,7 +128,7 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 		return failed("anchor", err)
 	}
 	next := l.auditPath + nextSuffix
-	f, err := openState("audit log", next, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL)
+	f, err := l.fs.create("audit log", next, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return failed("create the next file", err)
 	}
@@ -142,7 +145,9 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 		f.Close()
 		return failed("write the segment record", err)
 	}
+	l.fs.wrote(next, 0, line)
 	start := time.Now()
+	l.fs.syncing(next)
 	if err := datasync.Sync(f); err != nil {
 		f.Close()
 		return failed("sync the next file", err)
@@ -150,11 +155,11 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 	if l.onSync != nil {
 		l.onSync(time.Since(start))
 	}
-	if err := os.Remove(filepath.Join(l.dir, checkpointName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := l.fs.remove(filepath.Join(l.dir, checkpointName)); err != nil {
 		f.Close()
 		return failed("remove the checkpoint", err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.fs.syncDir(l.dir); err != nil {
 		f.Close()
 		return failed("sync the state directory", err)
 	}
@@ -162,11 +167,11 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 		f.Close()
 		return failed("written", err)
 	}
-	if err := os.Link(l.auditPath, filepath.Join(dir, p.segment)); err != nil {
+	if err := l.fs.link(l.auditPath, filepath.Join(dir, p.segment)); err != nil {
 		f.Close()
 		return failed("archive", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := l.fs.syncDir(dir); err != nil {
 		f.Close()
 		return failed("sync the audit log's directory", err)
 	}
@@ -174,11 +179,11 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 		f.Close()
 		return failed("linked", err)
 	}
-	if err := os.Rename(next, l.auditPath); err != nil {
+	if err := l.fs.rename(next, l.auditPath); err != nil {
 		f.Close()
 		return failed("rename the next file", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := l.fs.syncDir(dir); err != nil {
 		f.Close()
 		return failed("sync the audit log's directory", err)
 	}
@@ -201,26 +206,28 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 	data, err := json.Marshal(checkpoint{Version: checkpointVersion, Audit: l.auditPath, Records: int(p.seq), Head: hash,
 		Offset: l.end.size, LastStart: 0, State: p.state})
 	if err == nil {
-		_ = writeStateAtomic("checkpoint", l.dir, checkpointName, data) // a cache
+		_ = l.fs.writeStateAtomic("checkpoint", l.dir, checkpointName, data) // a cache
 	}
 	l.checkpointed(p.seq)
 	l.rotated()
 	return h, nil
 }
 
-// flushQueued writes and syncs the records queued before the segment
-// record to the old file and acknowledges their batch.
+// flushQueued writes the records queued before the segment record to the
+// old file, fdatasyncs the old file and acknowledges their batch. The sync
+// runs even when nothing was queued: the records earlier turns wrote may
+// not be durable yet, and the anchor is about to name them.
 func (l *Ledger) flushQueued(p *cpPrep) (err error) {
 	if p.batch != nil {
 		defer func() {
 			if err != nil {
-				p.batch.err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+				p.batch.err = asFault(fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err))
 			}
 			close(p.batch.done)
 		}()
 	}
 	if len(p.entries) == 0 {
-		return nil
+		return l.syncJournal(l.written)
 	}
 	var buf []byte
 	lastStart, head := 0, l.head
@@ -232,11 +239,12 @@ func (l *Ledger) flushQueued(p *cpPrep) (err error) {
 		_ = l.journal.Truncate(l.end.size) // best effort, as in the writer
 		return err
 	}
+	l.fs.wrote(l.auditPath, l.end.size, buf)
 	l.end.lastStart = l.end.size + int64(lastStart)
 	l.end.size += int64(len(buf))
 	l.head, l.written = head, p.entries[len(p.entries)-1].seq
 	start := time.Now()
-	if err := datasync.Sync(l.journal); err != nil {
+	if err := l.syncJournalTo(l.written, false); err != nil {
 		return err
 	}
 	took := time.Since(start)
@@ -275,7 +283,7 @@ func (l *Ledger) rotated() {
 // recoverRotation undoes, at Open, a rotation a crash stopped before the
 // new file took the journal's name: the journal is still the old file,
 // whole, so the next file and the old file's archived link go.
-func recoverRotation(audit string) error {
+func (t tracer) recoverRotation(audit string) error {
 	next := audit + nextSuffix
 	if _, err := os.Lstat(next); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -294,16 +302,16 @@ func recoverRotation(audit string) error {
 			}
 			path := filepath.Join(dir, e.Name())
 			if fi, err := os.Lstat(path); err == nil && os.SameFile(fi, cur) {
-				if err := os.Remove(path); err != nil {
+				if err := t.remove(path); err != nil {
 					return fmt.Errorf("recover an unfinished rotation: %w", err)
 				}
 			}
 		}
 	}
-	if err := os.Remove(next); err != nil {
+	if err := t.remove(next); err != nil {
 		return fmt.Errorf("recover an unfinished rotation: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := t.syncDir(dir); err != nil {
 		return fmt.Errorf("recover an unfinished rotation: sync %s: %w", dir, err)
 	}
 	return nil

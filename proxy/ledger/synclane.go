@@ -161,7 +161,7 @@ func (l *Ledger) syncOnce(job *syncJob, st *syncStats) error {
 	if job.journal {
 		start := time.Now()
 		if err := l.syncJournalTo(job.target.Seq, job.inline && l.rawAppends); err != nil {
-			return fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			return fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err)
 		}
 		st.journal, st.took = true, time.Since(start)
 	}

@@ -229,6 +229,7 @@ func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush
 	}
 	if err != nil {
 		l.failLocked(err)
+		err = l.failed
 		ackLocked([]*batch{b}, err)
 		ackLocked(ahead, err)
 		return nil, len(l.pending) > 0, nil
@@ -295,19 +296,28 @@ func (l *Ledger) account(t turnStats, err error, b *batch, ahead []*batch, flush
 // writer is the goroutine that runs the turns no caller ran: those it is
 // kicked for while the journal was busy, the flush timer's, and the last
 // one at Close, after which it runs the syncs left and stops the syncer.
+// In a disk fault it reports the fault and tries to recover every
+// RetryInterval (fault.go).
 func (l *Ledger) writer() {
 	defer close(l.stopped)
+	var retry <-chan time.Time
 	for {
 		var flush bool
 		select {
 		case <-l.kick:
 		case <-l.flushTimer.C:
 			flush = true
+		case <-retry:
+			retry = nil
+			l.recoverFault()
 		}
 		if l.writerTurn(flush) {
 			l.drainSync()
 			l.flushTimer.Stop()
 			return
+		}
+		if l.noteFault() && retry == nil {
+			retry = time.After(l.retryEvery())
 		}
 	}
 }
@@ -352,8 +362,13 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 			buf, l.head = appendLine(buf, e.seq, l.head, e.body)
 		}
 		w.buf = buf
-		_, err = l.appendJournal(buf)
+		if l.writeHook != nil {
+			_, err = l.writeHook(l.journal, buf)
+		} else {
+			_, err = l.appendJournal(buf)
+		}
 		if err == nil {
+			l.fs.wrote(l.auditPath, l.end.size, buf)
 			l.end.lastStart = l.end.size + int64(lastStart)
 			l.end.size += int64(len(buf))
 		} else {
@@ -370,7 +385,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 	}
 	if err != nil && w.broken == nil {
 		if !errors.Is(err, ErrFailed) {
-			err = fmt.Errorf("%w: write %s: %v", ErrFailed, l.auditPath, err)
+			err = fmt.Errorf("%w: write %s: %w", ErrFailed, l.auditPath, err)
 		}
 		w.broken = err
 	}
@@ -430,11 +445,15 @@ func (l *Ledger) syncJournal(seq uint64) error {
 // record seq, a raw system call when raw (see syncOnce); tests replace it
 // with syncHook.
 func (l *Ledger) syncJournalTo(seq uint64, raw bool) error {
-	if l.syncHook != nil {
-		return l.syncHook(l.journal, seq, raw)
+	l.fs.syncing(l.auditPath)
+	var err error
+	switch {
+	case l.syncHook != nil:
+		err = l.syncHook(l.journal, seq, raw)
+	case raw:
+		err = datasync.Raw(l.journal)
+	default:
+		err = datasync.Sync(l.journal)
 	}
-	if raw {
-		return datasync.Raw(l.journal)
-	}
-	return datasync.Sync(l.journal)
+	return err
 }
