@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/leakcheck"
 )
 
 // Packages of the repository's Go MCP commands, for BuildCommands.
@@ -196,6 +198,7 @@ func startProcess(t testing.TB, argv, env []string, ready string) (*process, err
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
 	cmd.Stdin = stdinR
+	leakcheck.OwnGroup(cmd) // what the server starts ends with it
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
@@ -221,7 +224,7 @@ func startProcess(t testing.TB, argv, env []string, ready string) (*process, err
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		leakcheck.KillGroup(cmd)
 		<-p.exited
 		stdinW.Close()
 		if t.Failed() {
