@@ -60,6 +60,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/planlock/planlock/internal/leakcheck"
 	"github.com/planlock/planlock/internal/peers"
 )
 
@@ -122,7 +123,17 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
+	// No process a benchmark or test started may outlive the run
+	// (internal/leakcheck): the run fails naming it.
+	if err := leakcheck.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	if err := leakcheck.Check(leakcheck.Grace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -361,6 +372,7 @@ func startURL(b *testing.B, name string, args ...string) string {
 func startURLProc(b *testing.B, name string, args ...string) (string, int) {
 	b.Helper()
 	cmd := exec.Command(name, args...)
+	leakcheck.OwnGroup(cmd) // the relay's upstream goes with it
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -369,7 +381,7 @@ func startURLProc(b *testing.B, name string, args ...string) (string, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		leakcheck.KillGroup(cmd)
 		_ = cmd.Wait()
 	})
 	sc := bufio.NewScanner(stderr)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/planlock/planlock/internal/leakcheck"
 )
 
 // The relay's neighbours in the same run: below it the floor (bench/passthrough
@@ -76,11 +77,14 @@ func servePeer(b *testing.B, kind string) (string, int) {
 	}
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// The relay's stdio upstreams (one per session for supergateway, under
+	// a shell) go with it.
+	leakcheck.OwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		leakcheck.KillGroup(cmd)
 		_ = cmd.Wait()
 	})
 	addr := net.JoinHostPort("127.0.0.1", port)

@@ -24,11 +24,33 @@ type WorkflowOptions struct {
 	// planlock repository itself). One of the two is required.
 	PlanlockVersion string
 	FromSource      bool
+	// SourceCommit, with FromSource, is the commit (40 hex digits) of
+	// github.com/planlock/planlock the workflow checks out and builds, for a
+	// repository that is not planlock's own (a plans repository).
+	SourceCommit string
 	// GoVersion for actions/setup-go: an exact release, X.Y.Z.
 	GoVersion string
 	// Schedule is the cron line of the safety-net reconcile run; "17 * * * *" when empty.
 	Schedule string
 }
+
+// installTmpl is the steps that put planlock on the PATH: go install of the
+// pinned version, or a build from source: of the checked-out repository
+// (planlock's own), or, with SourceCommit, of planlock's source checked out
+// at that commit beside the repository and removed once built, so that
+// nothing of it is in the work tree the later steps read.
+const installTmpl = `[[define "install"]][[if .SourceCommit]]      - name: Check out planlock's source
+        uses: [[.Checkout]]
+        with:
+          repository: planlock/planlock
+          ref: [[.SourceCommit]]
+          path: .planlock-src
+          persist-credentials: false
+      - name: Install planlock
+        run: go build -C .planlock-src -trimpath -o "$RUNNER_TEMP/bin/planlock" ./cmd/planlock && rm -rf .planlock-src && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"
+[[else]]      - name: Install planlock
+        run: [[if .FromSource]]go build -trimpath -o "$RUNNER_TEMP/bin/planlock" ./cmd/planlock && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"[[else]]GOBIN="$RUNNER_TEMP/bin" go install github.com/planlock/planlock/cmd/planlock@[[.PlanlockVersion]] && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"[[end]]
+[[end]][[end]]`
 
 // WorkflowPath is where the workflow goes in a repository.
 const WorkflowPath = ".github/workflows/planlock.yml"
@@ -57,6 +79,7 @@ var (
 	globRE    = regexp.MustCompile(`^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.*\-]+)*$`)
 	branchRE  = regexp.MustCompile(`^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$`)
 	versionRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+([.\-+][A-Za-z0-9.\-]+)?$`)
+	commitRE  = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	goVerRE   = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	cronRE    = regexp.MustCompile(`^[0-9*/,\-]+( [0-9*/,\-]+){4}$`)
 )
@@ -94,6 +117,10 @@ func (o *WorkflowOptions) normalize() error {
 		return fmt.Errorf("give a planlock version or build from source, not both")
 	case !o.FromSource && o.PlanlockVersion == "":
 		return fmt.Errorf("no planlock version to install: give an exact version (vX.Y.Z) or build from source")
+	case o.SourceCommit != "" && !o.FromSource:
+		return fmt.Errorf("a planlock source commit is for building from source")
+	case o.SourceCommit != "" && !commitRE.MatchString(o.SourceCommit):
+		return fmt.Errorf("invalid planlock source commit %q: want a full commit SHA (40 hex digits)", o.SourceCommit)
 	case !o.FromSource && !versionRE.MatchString(o.PlanlockVersion):
 		return fmt.Errorf("invalid planlock version %q: want an exact vX.Y.Z (no latest: the signing job must run known code)", o.PlanlockVersion)
 	}
@@ -123,13 +150,13 @@ func GitHubWorkflow(o WorkflowOptions) ([]byte, error) {
 		Checkout, SetupGo, Upload, Download, Check, WorkflowPath string
 	}{o, ActionCheckout.Uses(), ActionSetupGo.Uses(), ActionUploadArtifact.Uses(), ActionDownloadArtifact.Uses(), CheckName, WorkflowPath}
 	var b bytes.Buffer
-	if err := workflowTmpl.Execute(&b, data); err != nil {
+	if err := workflowTmpl.ExecuteTemplate(&b, "wf", data); err != nil {
 		return nil, fmt.Errorf("render workflow: %w", err)
 	}
 	return b.Bytes(), nil
 }
 
-var workflowTmpl = template.Must(template.New("wf").Delims("[[", "]]").Parse(`# Written by "planlock init github". Approvals travel as pull requests:
+var workflowTmpl = template.Must(template.New("wf").Delims("[[", "]]").Parse(installTmpl + `# Written by "planlock init github". Approvals travel as pull requests:
 #  - every pull request runs the "[[.Check]]" check: a hold pull request may
 #    change only its own hold (and one pin line); plans pass "plan fmt
 #    --check" and "plan validate"; the "plan show" summary is commented;
@@ -170,9 +197,7 @@ jobs:
         with:
           go-version: "[[.GoVersion]]"
           cache: false
-      - name: Install planlock
-        run: [[if .FromSource]]go build -trimpath -o "$RUNNER_TEMP/bin/planlock" ./cmd/planlock && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"[[else]]GOBIN="$RUNNER_TEMP/bin" go install github.com/planlock/planlock/cmd/planlock@[[.PlanlockVersion]] && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"[[end]]
-      - name: A hold pull request changes only its hold
+[[template "install" .]]      - name: A hold pull request changes only its hold
         env:
           BASE_SHA: ${{ github.event.pull_request.base.sha }}
           HEAD_SHA: ${{ github.event.pull_request.head.sha }}
@@ -264,9 +289,7 @@ jobs:
         with:
           go-version: "[[.GoVersion]]"
           cache: false
-      - name: Install planlock
-        run: [[if .FromSource]]go build -trimpath -o "$RUNNER_TEMP/bin/planlock" ./cmd/planlock && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"[[else]]GOBIN="$RUNNER_TEMP/bin" go install github.com/planlock/planlock/cmd/planlock@[[.PlanlockVersion]] && echo "$RUNNER_TEMP/bin" >> "$GITHUB_PATH"[[end]]
-      - name: Sign every plan and hold without a valid approval
+[[template "install" .]]      - name: Sign every plan and hold without a valid approval
         env:
           GH_TOKEN: ${{ github.token }} # read-only here: pull requests and reviews
         run: |

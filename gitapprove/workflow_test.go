@@ -39,6 +39,9 @@ func TestGitHubWorkflowGoldenAndActionlint(t *testing.T) {
 		{"default", validOptions()},
 		{"custom", WorkflowOptions{PlansGlob: "agents/plans/*.hcl", HoldsGlob: "agents/holds/**/*.hcl", Branch: "release/v1", Approvals: "approvals", PlanlockVersion: "v0.3.1", GoVersion: "1.26.0", Schedule: "*/30 * * * *"}},
 		{"source", repoWorkflowOptions},
+		// A plans repository building planlock from source: planlock's
+		// own source, checked out at a commit, not the plans repository.
+		{"plans-source", WorkflowOptions{PlansGlob: "plans/**/*.hcl", FromSource: true, SourceCommit: strings.Repeat("ab", 20), GoVersion: "1.26.8"}},
 	} {
 		b, err := GitHubWorkflow(tc.o)
 		if err != nil {
@@ -101,6 +104,11 @@ func TestGitHubWorkflowRefusesUnsafeOptions(t *testing.T) {
 		{"go version not exact", func(o *WorkflowOptions) { o.GoVersion = "stable" }},
 		{"go minor only", func(o *WorkflowOptions) { o.GoVersion = "1.26" }},
 		{"bad schedule", func(o *WorkflowOptions) { o.Schedule = "@hourly\nrun: x" }},
+		{"source commit without from source", func(o *WorkflowOptions) { o.SourceCommit = strings.Repeat("a", 40) }},
+		{"short source commit", func(o *WorkflowOptions) { o.PlanlockVersion, o.FromSource, o.SourceCommit = "", true, "abc1234" }},
+		{"expression as source commit", func(o *WorkflowOptions) {
+			o.PlanlockVersion, o.FromSource, o.SourceCommit = "", true, "${{ github.sha }}"
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := validOptions()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/leakcheck"
 	"github.com/planlock/planlock/internal/testbin"
 	"github.com/planlock/planlock/internal/testplans"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -37,7 +39,15 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	refundBin, testUpstreamBin = bins[testbin.Refund], bins[testbin.TestUpstream]
+	// No upstream a test started may outlive the tests (internal/leakcheck).
+	if err := leakcheck.Start(); err != nil {
+		panic(err)
+	}
 	code := m.Run()
+	if err := leakcheck.Check(leakcheck.Grace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	cleanup()
 	os.Exit(code)
 }

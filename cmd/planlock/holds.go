@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/urfave/cli/v2"
@@ -87,7 +88,7 @@ func runHoldsList(ctx context.Context, o *holdsReadOptions) error {
 	}
 	var all []holdJSON
 	for _, snap := range snaps {
-		all = append(all, snap.ListHolds()...)
+		all = append(all, o.localDecisions(snap, snap.ListHolds())...)
 	}
 	w := o.IO.out
 	if o.JSON {
@@ -97,7 +98,7 @@ func runHoldsList(ctx context.Context, o *holdsReadOptions) error {
 		return writeJSON(w, all)
 	}
 	for i, snap := range snaps {
-		holds := snap.ListHolds()
+		holds := o.localDecisions(snap, snap.ListHolds())
 		if len(snaps) > 1 {
 			if i > 0 {
 				fmt.Fprintln(w)
@@ -188,11 +189,34 @@ func (o *holdStateOptions) findHold(ctx context.Context, cmd, id string) (string
 	var where []string
 	for _, snap := range snaps {
 		if h, ok := snap.GetHold(id); ok {
-			return filepath.Dir(snap.AuditPath()), h, nil
+			return filepath.Dir(snap.AuditPath()), o.localDecisions(snap, []ledger.Hold{h})[0], nil
 		}
 		where = append(where, snap.AuditPath())
 	}
 	return "", ledger.Hold{}, failf("holds %s: no hold %q in %s", cmd, id, strings.Join(where, ", "))
+}
+
+// localDecisions shows a local hold that planlock holds reject marked
+// (<state>/approvals/ID.rejected) as rejected: the proxy records the
+// rejection only when the agent repeats the call, and until then the state
+// alone still says pending.
+func (o *holdStateOptions) localDecisions(snap *ledger.Snapshot, holds []ledger.Hold) []ledger.Hold {
+	if pgstate.IsURL(o.State) {
+		return holds // no local approvals beside a shared state
+	}
+	dir := filepath.Dir(snap.AuditPath())
+	if o.State != "" {
+		dir = o.State
+	}
+	for i, h := range holds {
+		if h.State != ledger.HoldPending || h.PRURL != approvals.LocalPR {
+			continue
+		}
+		if _, err := os.Stat(approvals.LocalRejectionPath(dir, h.ID)); err == nil {
+			holds[i].State = ledger.HoldRejected
+		}
+	}
+	return holds
 }
 
 func shortDigest(d string) string {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -63,8 +64,12 @@ planlock reconcile: it signs keyless every plan and hold file whose exact
 bytes have no valid bundle on the planlock/approvals branch yet; the
 "publish" job (write token, no OIDC token, no third-party code) pushes the
 bundles there. Actions are pinned by commit SHA; planlock is installed at
-this binary's exact version (a development build needs --planlock-version or
---from-source) with this binary's Go version.
+this binary's exact version with this binary's Go version. A development
+build needs --planlock-version or --from-source; a build from a Git checkout
+(a pseudo-version, which go install finds only if that commit is public)
+needs --planlock-version. --from-source builds the checked-out commit in
+planlock's own repository, and elsewhere (a plans repository) checks out
+planlock's source at this binary's commit and builds that.
 
 The ruleset (import it in the repository settings) requires a pull request
 with a code owner's approval, dismisses stale approvals, requires approval
@@ -104,7 +109,7 @@ func (o *initGitHubOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "branch", Value: "main", Usage: "the protected branch approvals are merged into", Destination: &o.Branch},
 		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "branch the workflow publishes bundles on", Destination: &o.ApprovalsBranch},
 		&cli.StringFlag{Name: "planlock-version", Usage: "exact planlock `VERSION` (vX.Y.Z) the workflow installs (default: this binary's version)", Destination: &o.PlanlockVersion},
-		&cli.BoolFlag{Name: "from-source", Usage: "build planlock from the checked-out repository at the same commit (for the planlock repository itself)", Destination: &o.FromSource},
+		&cli.BoolFlag{Name: "from-source", Usage: "build planlock from source: the checked-out commit in planlock's own repository, else planlock's source at this binary's commit", Destination: &o.FromSource},
 		&cli.StringFlag{Name: "go-version", Value: defaultGoVersion(), Usage: "exact Go `VERSION` for actions/setup-go", Destination: &o.GoVersion},
 		&cli.StringSliceFlag{Name: "owner", Usage: "code `OWNER` (@org/team, @user) of plans, holds and workflows in CODEOWNERS (repeatable; without it no CODEOWNERS is written)", Destination: &o.Owner},
 		&cli.BoolFlag{Name: "force", Usage: "overwrite a workflow file that differs", Destination: &o.Force},
@@ -121,13 +126,79 @@ func defaultGoVersion() string {
 	return v
 }
 
-// buildVersion is the module version of this binary, "(devel)" or "" for
-// a development build (go build in a checkout).
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		return bi.Main.Version
+// build is what this binary knows of its own source: its module version
+// ("(devel)" or "" for a development build; a pseudo-version for a build
+// in a Git checkout, "+dirty" when it had changes) and its commit.
+type build struct {
+	Version, Revision string
+	Modified          bool
+}
+
+func thisBuild() build {
+	var b build
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
 	}
-	return ""
+	b.Version = bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// pseudoRE matches a Go pseudo-version (vX.Y.Z-[pre.0.|0.]yyyymmddhhmmss-
+// <12 hex>): a commit, which go install finds only if it is public.
+var pseudoRE = regexp.MustCompile(`[-.][0-9]{14}-([0-9a-f]{12})(\+incompatible)?$`)
+
+// planlockModuleRE is the go.mod line of planlock's own repository.
+var planlockModuleRE = regexp.MustCompile(`(?m)^module\s+github\.com/planlock/planlock\s*$`)
+
+// installedPlanlock decides how the workflow gets planlock: the version it
+// installs, or, built from source outside planlock's own repository
+// (isPlanlockRepo false), the commit of planlock's source it checks out. It
+// returns the line that tells the user which, and why it may not resolve;
+// a choice no workflow can carry out is refused with the flag that fixes it.
+func installedPlanlock(given string, fromSource, isPlanlockRepo bool, b build) (version, commit, note string, err error) {
+	switch {
+	case fromSource && given != "":
+		return "", "", "", usageErrorf("init github: give --planlock-version or --from-source, not both")
+	case fromSource && isPlanlockRepo:
+		return "", "", "The workflow builds planlock from the repository's own checked-out commit (--from-source).", nil
+	case fromSource && b.Revision == "":
+		return "", "", "", usageErrorf("init github: --from-source outside planlock's repository builds planlock's source at this binary's commit, and this build records none: give --planlock-version vX.Y.Z")
+	case fromSource && b.Modified:
+		return "", "", "", usageErrorf("init github: --from-source: this planlock was built from commit %s with uncommitted changes, which no workflow can check out: commit and push them, or give --planlock-version vX.Y.Z", shortSHA(b.Revision))
+	case fromSource:
+		return "", b.Revision, fmt.Sprintf("The workflow checks out github.com/planlock/planlock at commit %s (this binary's) and builds it: that works only if the commit is public there.", b.Revision), nil
+	case given != "":
+		if m := pseudoRE.FindStringSubmatch(given); m != nil {
+			return given, "", fmt.Sprintf("The workflow installs planlock %s (--planlock-version), a pseudo-version of commit %s: go install finds it only if that commit is public on github.com/planlock/planlock.", given, m[1]), nil
+		}
+		return given, "", fmt.Sprintf("The workflow installs planlock %s (--planlock-version).", given), nil
+	}
+	v := b.Version
+	switch m := pseudoRE.FindStringSubmatch(strings.TrimSuffix(v, "+dirty")); {
+	case v == "" || v == "(devel)":
+		return "", "", "", usageErrorf("init github: this planlock is a development build, so the workflow cannot install the same version: give --planlock-version vX.Y.Z or --from-source")
+	case strings.HasSuffix(v, "+dirty"):
+		return "", "", "", usageErrorf("init github: this planlock was built from a Git checkout with uncommitted changes (%s), which no workflow can install: give --planlock-version vX.Y.Z", v)
+	case m != nil:
+		return "", "", "", usageErrorf("init github: this planlock was built from Git commit %s (%s), which go install finds only if that commit is public on github.com/planlock/planlock: give --planlock-version with a released vX.Y.Z (or with %s to pin it anyway)", m[1], v, v)
+	}
+	return v, "", fmt.Sprintf("The workflow installs planlock %s, this binary's version.", v), nil
+}
+
+// isPlanlockRepo says dir is planlock's own repository (its go.mod), where
+// --from-source builds the checked-out commit.
+func isPlanlockRepo(dir string) bool {
+	b, err := boundedio.ReadFile(filepath.Join(dir, "go.mod"), boundedio.MaxConfigBytes)
+	return err == nil && planlockModuleRE.Match(b)
 }
 
 func runInitGitHub(_ context.Context, o *initGitHubOptions) error {
@@ -135,17 +206,14 @@ func runInitGitHub(_ context.Context, o *initGitHubOptions) error {
 	if len(o.Args) != 0 {
 		return usageErrorf("init github: takes no arguments (use --dir)")
 	}
-	pv := o.PlanlockVersion
-	if pv == "" && !o.FromSource {
-		pv = buildVersion()
-		if pv == "" || pv == "(devel)" {
-			return usageErrorf("init github: this planlock is a development build, so the workflow cannot install the same version: give --planlock-version vX.Y.Z or --from-source")
-		}
+	pv, commit, note, err := installedPlanlock(o.PlanlockVersion, o.FromSource, isPlanlockRepo(o.Dir), thisBuild())
+	if err != nil {
+		return err
 	}
 	wf, err := gitapprove.GitHubWorkflow(gitapprove.WorkflowOptions{
 		PlansGlob: o.PlansGlob, HoldsGlob: o.HoldsGlob,
 		Branch: o.Branch, Approvals: o.ApprovalsBranch,
-		PlanlockVersion: pv, FromSource: o.FromSource,
+		PlanlockVersion: pv, FromSource: o.FromSource, SourceCommit: commit,
 		GoVersion: o.GoVersion,
 	})
 	if err != nil {
@@ -177,6 +245,7 @@ func runInitGitHub(_ context.Context, o *initGitHubOptions) error {
 		}
 		fmt.Fprintf(w, "Wrote %s.\n", path)
 	}
+	fmt.Fprintln(w, note)
 	rpath := filepath.Join(dir, filepath.FromSlash(gitapprove.RulesetPath))
 	if err := writeRepoFile(rpath, ruleset); err != nil {
 		return failf("init github: %v", err)

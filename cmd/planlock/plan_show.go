@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
+	"github.com/planlock/planlock/internal/plantest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -14,11 +18,13 @@ func planShowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "summarise a plan in plain words (the approval pull request's body)",
-		ArgsUsage: "PATH",
+		ArgsUsage: "[PATH]",
 		Description: `Prints what the plan lets an agent do, in Markdown that reads well as the
 body of an approval pull request: goal, upstream, each step with its tool,
 limits, pins and approvals, expiry, and the sha256 of the file's exact bytes.
---json prints a canonical JSON form with a stable key order instead.
+--json prints a canonical JSON form with a stable key order instead. With no
+PATH (or a directory), shows the one plan of the current directory (or of
+that directory); where there are several, name one.
 
 Examples:
    planlock plan show refund.hcl
@@ -39,10 +45,13 @@ func (o *planShowOptions) flags() []cli.Flag {
 }
 
 func runPlanShow(_ context.Context, o *planShowOptions) error {
-	if len(o.Args) != 1 {
-		return usageErrorf("plan show: give exactly one plan file")
+	if len(o.Args) > 1 {
+		return usageErrorf("plan show: give one plan file, not %d", len(o.Args))
 	}
-	path := o.Args[0]
+	path, err := onePlan(o.Args)
+	if err != nil {
+		return err
+	}
 	src, err := boundedio.ReadFile(path, boundedio.MaxPlanBytes)
 	if err != nil {
 		return failf("plan show: %v", err)
@@ -64,4 +73,37 @@ func runPlanShow(_ context.Context, o *planShowOptions) error {
 	}
 	_, err = fmt.Fprint(o.IO.out, hclplan.Summary(p))
 	return err
+}
+
+// onePlan is plan show's plan: the file given, else the one plan (an .hcl
+// file, not a test file) of the directory given or of the current one.
+func onePlan(args []string) (string, error) {
+	dir := "."
+	if len(args) == 1 {
+		st, err := os.Stat(args[0])
+		if err != nil || !st.IsDir() {
+			return args[0], nil // read (and its error reported) as a file
+		}
+		dir = args[0]
+	}
+	plans, err := plantest.Files(dir, false)
+	if err != nil {
+		return "", failf("plan show: %v", err)
+	}
+	where := dir
+	if dir == "." {
+		where = "the current directory"
+	}
+	switch len(plans) {
+	case 1:
+		return plans[0], nil
+	case 0:
+		return "", failf("plan show: no plan file (.hcl) in %s; give one", where)
+	default:
+		names := make([]string, len(plans))
+		for i, p := range plans {
+			names[i] = filepath.Base(p)
+		}
+		return "", usageErrorf("plan show: %s has %d plan files (%s); give one", where, len(plans), strings.Join(names, ", "))
+	}
 }

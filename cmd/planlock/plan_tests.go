@@ -22,7 +22,7 @@ func planTestCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "test",
 		Usage:     "run a plan's tests (<plan>_test.hcl) against the real gate",
-		ArgsUsage: "PATH ...",
+		ArgsUsage: "[PATH ...]",
 		Description: `Runs the test blocks of <plan>_test.hcl, the file beside each plan, against
 the plan with the proxy's own decision code and progress rules (count,
 order, max_calls, on_error), without an upstream: pins are given in the
@@ -48,9 +48,11 @@ still counts; on_error = "hold" puts its step on hold). Tests live beside
 the plan, not in it, so they change without changing the signed digest.
 
 A PATH is a plan file, its test file, or a directory of plan files (with
---recursive, subdirectories too).
+--recursive, subdirectories too). With no PATH, tests the plans of the
+current directory.
 
 Examples:
+   planlock plan test                     # test ./*.hcl
    planlock plan test refund.hcl
    planlock plan test --recursive plans/
    planlock plan test --json refund.hcl
@@ -77,17 +79,18 @@ func (o *planTestOptions) flags() []cli.Flag {
 }
 
 func runPlanTest(_ context.Context, o *planTestOptions) error {
-	if len(o.Args) == 0 {
-		return usageErrorf("plan test: give at least one plan file or directory")
+	args := o.Args
+	if len(args) == 0 {
+		args = []string{"."} // as plan fmt and plan validate
 	}
 	var plans []string
-	for _, arg := range o.Args {
+	for _, arg := range args {
 		found, err := plantest.Files(arg, o.Recursive)
 		if err != nil {
 			return failf("plan test: %v", err)
 		}
 		if len(found) == 0 {
-			return failf("plan test: no plan files in %s", arg)
+			return failf("plan test: %s", noPlanFiles(arg, 0))
 		}
 		plans = append(plans, found...)
 	}

@@ -18,7 +18,7 @@ func planValidateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "validate",
 		Usage:     "check plan files against the plan language (and an upstream's tools)",
-		ArgsUsage: "PATH ...",
+		ArgsUsage: "[PATH ...]",
 		Description: `Checks every file and reports every problem with file:line:col and a source
 snippet: syntax, unknown blocks and attributes, wrong types, duplicate steps
 or arguments, min > max, invalid patterns, max_calls < 1, expires not in
@@ -28,9 +28,11 @@ against the upstream's tools/list result (from "planlock tools --json").
 
 A directory PATH means its .hcl files (with --recursive, those of its
 subdirectories too), as for plan fmt; a directory with no plan file is an
-error. Diagnostics are sorted by file, line and column.
+error. With no PATH, checks the .hcl files of the current directory.
+Diagnostics are sorted by file, line and column.
 
 Examples:
+   planlock plan validate                 # check ./*.hcl
    planlock plan validate refund.hcl
    planlock plan validate --recursive plans/
    planlock plan validate --json plans/*.hcl
@@ -60,8 +62,9 @@ func (o *planValidateOptions) flags() []cli.Flag {
 }
 
 func runPlanValidate(_ context.Context, o *planValidateOptions) error {
-	if len(o.Args) == 0 {
-		return usageErrorf("plan validate: give at least one plan file")
+	args := o.Args
+	if len(args) == 0 {
+		args = []string{"."} // as plan fmt and terraform validate
 	}
 	var tools []hclplan.Tool
 	if path := o.Tools; path != "" {
@@ -75,7 +78,7 @@ func runPlanValidate(_ context.Context, o *planValidateOptions) error {
 		}
 	}
 	var paths []string
-	for _, arg := range o.Args {
+	for _, arg := range args {
 		found, skipped, err := planFiles(arg, o.Recursive)
 		if err != nil {
 			// Reported with the other problems, as "Cannot read file".

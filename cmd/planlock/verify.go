@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 	"github.com/urfave/cli/v2"
 )
@@ -41,7 +43,8 @@ from a certificate identity (--certificate-identity or an anchored
 --certificate-identity-regexp, with --certificate-oidc-issuer), checked
 against the public-good sigstore root (or --trusted-root), or a signature made
 with --key. The bundle must sign these exact bytes, name this file's path in
-the repository, and be of the expected --kind.
+the repository, and be of the expected --kind. A plan must also not have
+expired: the proxy refuses it then, and so does verify.
 
 Examples:
    planlock verify --key planlock.pub plans/refund.hcl
@@ -143,10 +146,21 @@ func verifyFile(ctx context.Context, policy *sign.Policy, in sign.FileInput) ver
 	if r.Path == "" {
 		r.Path, _ = sign.RepoPath(in.File)
 	}
-	_, a, err := policy.VerifyFile(ctx, in)
+	src, a, err := policy.VerifyFile(ctx, in)
 	if err != nil {
 		r.Error = err.Error()
 		return r
+	}
+	// An expired plan, which the proxy refuses however well signed, does
+	// not verify either: the proxy's check on the same bytes. (A file that
+	// does not parse is plan validate's to judge, as for sign.)
+	if a.Kind == sign.KindPlan {
+		if p, _ := hclplan.Parse(in.File, src); p != nil {
+			if err := planload.CheckExpiry(p, time.Now()); err != nil {
+				r.Error = in.File + ": " + err.Error()
+				return r
+			}
+		}
 	}
 	r.Verified = true
 	r.Kind = a.Kind

@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/planlock/planlock/internal/leakcheck"
 	"github.com/planlock/planlock/internal/peers"
 )
 
@@ -17,6 +18,12 @@ import (
 var planlockBin, refundBin, testUpstreamBin, githubBin, passthroughBin string
 
 func TestMain(m *testing.M) {
+	// Every process a test starts must be gone when the tests end: the
+	// check fails the run, naming any left behind (internal/leakcheck).
+	if err := leakcheck.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "planlock-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -31,6 +38,10 @@ func TestMain(m *testing.M) {
 	planlockBin, refundBin, testUpstreamBin = bins[peers.PkgPlanlock], bins[peers.PkgRefundServer], bins[peers.PkgTestUpstream]
 	githubBin, passthroughBin = bins[peers.PkgGitHubStandIn], bins[peers.PkgPassthrough]
 	code := m.Run()
+	if err := leakcheck.Check(leakcheck.Grace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -12,11 +12,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/leakcheck"
 )
 
 // agentTimeout bounds one agent run: a guard against a hung peer, not a
 // speed assertion.
 const agentTimeout = 3 * time.Minute
+
+// groupGrace is how long what a peer started may take to leave by itself
+// once the peer exited, before it is killed (leakcheck.EndGroup).
+const groupGrace = 10 * time.Second
 
 // Target says how the agent reaches its MCP server.
 type Target struct {
@@ -232,7 +238,12 @@ func RunAgentContext(ctx context.Context, peersDir string, target Target, script
 	// A stdio server started by the agent may keep the stderr pipe open after
 	// the agent exits; don't wait for it forever.
 	cmd.WaitDelay = 5 * time.Second
+	// The agent and the stdio server it starts share a process group that
+	// is ended once the agent exits, whichever way: a server the agent did
+	// not stop (one hanging in a call) must not outlive the test.
+	leakcheck.OwnGroup(cmd)
 	runErr := cmd.Run()
+	leakcheck.EndGroup(cmd, groupGrace)
 	tr := Transcript{Stderr: stderr.String()}
 	if cmd.ProcessState != nil {
 		tr.ExitCode = cmd.ProcessState.ExitCode()

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/leakcheck"
 )
 
 // ConformanceCheck is one check of a conformance scenario.
@@ -104,9 +106,11 @@ func Conformance(t testing.TB, url string, scenarios ...string) map[string]Confo
 		args := append([]string{bin, "server", "--url", url, "-o", out}, extra...)
 		cmd := exec.CommandContext(ctx, Node(t), args...)
 		cmd.Dir = Dir(t)
+		leakcheck.OwnGroup(cmd)
 		// The suite exits non-zero when a scenario fails; the verdicts are
 		// read from the checks it writes, so only a run without them is fatal.
 		combined, _ := cmd.CombinedOutput()
+		leakcheck.EndGroup(cmd, groupGrace)
 		timedOut := ctx.Err() != nil
 		cancel()
 		if timedOut {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/leakcheck"
 )
 
 // Inspector runs the MCP Inspector in CLI mode against target, as
@@ -42,7 +44,10 @@ func Inspector(t testing.TB, target Target, args ...string) (string, error) {
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
+	leakcheck.OwnGroup(cmd) // as RunAgent: the stdio server goes with it
+	err := cmd.Run()
+	leakcheck.EndGroup(cmd, groupGrace)
+	if err != nil {
 		return stdout.String(), fmt.Errorf("inspector %v: %w\nstderr:\n%s", args, err, stderr.String())
 	}
 	return stdout.String(), nil

@@ -10,14 +10,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/planlock/planlock/internal/leakcheck"
 )
 
 // Packages of the repository's Go MCP commands, for BuildCommands.
@@ -151,6 +155,14 @@ func StartHTTP(t testing.TB, bin string, args ...string) string {
 // detector multiplies their memory, and the abuse tests bound the proxy's
 // peak RSS.
 func BuildCommands(outDir string, pkgs ...string) (map[string]string, error) {
+	return BuildCommandsProgress(outDir, nil, 0, pkgs...)
+}
+
+// BuildCommandsProgress is BuildCommands telling progress on w (nil: none),
+// so that a cold build, minutes long, does not look hung: a line per ten
+// packages go build compiles (go build -v names each), and every interval
+// a line saying it is still building, how long and how far.
+func BuildCommandsProgress(outDir string, w io.Writer, interval time.Duration, pkgs ...string) (map[string]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -159,9 +171,25 @@ func BuildCommands(outDir string, pkgs ...string) (map[string]string, error) {
 	// small machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", outDir + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-o", outDir + string(filepath.Separator)}
+	if w != nil {
+		args = append(args, "-v")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	if w == nil {
+		out, err = cmd.CombinedOutput()
+	} else {
+		var ticks <-chan time.Time
+		if interval > 0 {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			ticks = t.C
+		}
+		start := time.Now()
+		out, err = BuildWithProgress(cmd, w, ticks, func() time.Duration { return time.Since(start) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
 	}
@@ -175,6 +203,79 @@ func BuildCommands(outDir string, pkgs ...string) (map[string]string, error) {
 	}
 	return bins, nil
 }
+
+// BuildWithProgress runs a go build -v command (cmd, not started), writing
+// progress on w: a line per ten packages it names as it compiles them, and
+// on each tick a line saying it is still building after elapsed(), so far;
+// at the end, how many it compiled. It returns the command's combined
+// output (for the error of a failed build).
+func BuildWithProgress(cmd *exec.Cmd, w io.Writer, ticks <-chan time.Time, elapsed func() time.Duration) ([]byte, error) {
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		done <- err
+	}()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, pr) // an overlong line: keep the build from blocking
+	}()
+	var out bytes.Buffer
+	n, last := 0, ""
+	for lines != nil {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			out.WriteString(l + "\n")
+			if !importPathRE.MatchString(l) {
+				continue // a compiler message, for the error
+			}
+			n, last = n+1, l
+			if n%10 == 0 {
+				fmt.Fprintf(w, "  %d packages compiled (%s)\n", n, l)
+			}
+		case <-ticks:
+			if n == 0 {
+				fmt.Fprintf(w, "  still building (%s)\n", elapsed().Round(time.Second))
+			} else {
+				fmt.Fprintf(w, "  still building (%s, %s compiled, last %s)\n", elapsed().Round(time.Second), packages(n), last)
+			}
+		}
+	}
+	err := <-done
+	if err == nil {
+		if n == 0 {
+			fmt.Fprintf(w, "  built in %s (nothing to compile: all cached)\n", elapsed().Round(time.Second))
+		} else {
+			fmt.Fprintf(w, "  built in %s (%s compiled)\n", elapsed().Round(time.Second), packages(n))
+		}
+	}
+	return out.Bytes(), err
+}
+
+func packages(n int) string {
+	if n == 1 {
+		return "1 package"
+	}
+	return fmt.Sprintf("%d packages", n)
+}
+
+// importPathRE is a line of go build -v: the import path of a package it
+// compiles (compiler messages have spaces or colons).
+var importPathRE = regexp.MustCompile(`^[A-Za-z0-9_.~\-]+(/[A-Za-z0-9_.~\-]+)*$`)
 
 type process struct {
 	cmd       *exec.Cmd
@@ -196,6 +297,7 @@ func startProcess(t testing.TB, argv, env []string, ready string) (*process, err
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
 	cmd.Stdin = stdinR
+	leakcheck.OwnGroup(cmd) // what the server starts ends with it
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
@@ -221,7 +323,7 @@ func startProcess(t testing.TB, argv, env []string, ready string) (*process, err
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		leakcheck.KillGroup(cmd)
 		<-p.exited
 		stdinW.Close()
 		if t.Failed() {

@@ -105,8 +105,8 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 	if diags.HasErrors() {
 		return nil, &refusal{kind: ErrInvalid, cause: diags, msg: fmt.Sprintf("plan %s is not valid: %s", s.File, strings.ReplaceAll(diags.Error(), "\n", "; "))}
 	}
-	if plan.Expired(now) {
-		return nil, &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it (to renew it, sign a new plan with a later expires)", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
+	if err := CheckExpiry(plan, now); err != nil {
+		return nil, err
 	}
 	l := &Loaded{Plan: plan, Approval: approval, File: s.File}
 	if abs, err := filepath.Abs(s.File); err == nil {
@@ -116,6 +116,15 @@ func (s Source) Read(ctx context.Context, now time.Time) (*Loaded, error) {
 		l.Trust = s.Policy.Fingerprint()
 	}
 	return l, nil
+}
+
+// CheckExpiry refuses a plan expired at now (ErrExpired), with the one-line
+// error the proxy gives; planlock verify refuses it with the same.
+func CheckExpiry(plan *hclplan.Plan, now time.Time) error {
+	if plan.Expired(now) {
+		return &refusal{kind: ErrExpired, msg: fmt.Sprintf("plan %q expired at %s; refusing to load it (to renew it, sign a new plan with a later expires)", plan.Name, plan.Expires.UTC().Format(time.RFC3339))}
+	}
+	return nil
 }
 
 // Describe says in a few words what was loaded, for the log.

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -103,13 +104,16 @@ func (r results) get(name, unit string) (float64, bool) {
 	return v, ok
 }
 
+// num prints a figure with as many decimals as its size calls for; a
+// difference (an "added" cell) may be negative on a loaded machine and is
+// printed the same way.
 func num(v float64, ok bool) string {
-	switch {
+	switch a := math.Abs(v); {
 	case !ok:
 		return "—"
-	case v >= 100:
+	case a >= 100:
 		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
+	case a >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)

@@ -111,3 +111,26 @@ func checkGolden(t *testing.T, name, what string, got []byte) {
 		t.Errorf("%s differs from %s (go test -update to accept):\n%s", what, golden, got)
 	}
 }
+
+// A figure's decimals follow its size whatever its sign: a difference is
+// negative when a setup measured faster than the direct call under load.
+func TestNum(t *testing.T) {
+	tests := []struct {
+		v    float64
+		ok   bool
+		want string
+	}{
+		{0, false, "—"},
+		{4.061, true, "4.06"},
+		{-4.061, true, "-4.06"},
+		{12.34, true, "12.3"},
+		{-12.34, true, "-12.3"},
+		{150.4, true, "150"},
+		{-150.4, true, "-150"},
+	}
+	for _, tt := range tests {
+		if got := num(tt.v, tt.ok); got != tt.want {
+			t.Errorf("num(%v, %v) = %q, want %q", tt.v, tt.ok, got, tt.want)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type options struct {
 	Dir string
 	// Keep leaves the temporary directory in place (and names it).
 	Keep bool
+	// Progress, when set, gets the build's progress (a cold build takes
+	// minutes): packages compiled, and a line every buildTick.
+	Progress io.Writer
 	// editPlan, when set, changes the plan before it is approved: the test
 	// uses it to prove that an outcome other than the expected one fails
 	// the run.
@@ -139,6 +142,9 @@ type world struct {
 	opts                                 options
 }
 
+// buildTick is how often a build that is still running says so.
+const buildTick = 15 * time.Second
+
 func run(ctx context.Context, out io.Writer, opts options) (err error) {
 	if _, err := peers.RepoRoot(); err != nil {
 		return fmt.Errorf("run the demo from the planlock repository: %w", err)
@@ -169,7 +175,7 @@ func run(ctx context.Context, out io.Writer, opts options) (err error) {
 	fmt.Fprintln(out, "planlock demo: an agent may refund order 4711 (at most 30 EUR per refund), nothing else.")
 	fmt.Fprintln(out, "Alice writes the plan, Bob reviews and merges, CI signs, the operator runs planlock proxy in front of the refund system, and the agent is a scripted MCP client.")
 	fmt.Fprintln(out, "Building planlock and the example refund server ...")
-	bins, err := peers.BuildCommands(filepath.Join(dir, "bin"), "./cmd/planlock", peers.PkgRefundServer)
+	bins, err := peers.BuildCommandsProgress(filepath.Join(dir, "bin"), opts.Progress, buildTick, "./cmd/planlock", peers.PkgRefundServer)
 	if err != nil {
 		return err
 	}

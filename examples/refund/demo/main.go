@@ -26,7 +26,8 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout, options{Keep: *keep}); err != nil {
+	// The story on stdout; the build's progress on stderr.
+	if err := run(ctx, os.Stdout, options{Keep: *keep, Progress: os.Stderr}); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
