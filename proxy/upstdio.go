@@ -41,6 +41,10 @@ type stdioTransport struct {
 
 	stdout io.ReadCloser
 	errOut io.ReadCloser
+	// max bounds one line from the upstream (zero: DefaultMaxMessageBytes).
+	max int
+	// onEOF, when set before Start, runs once the upstream's stdout ends.
+	onEOF func()
 
 	mu      sync.Mutex
 	pending map[int64]*pendingCall
@@ -161,19 +165,46 @@ type upMessage struct {
 }
 
 // readLoop reads the upstream's lines until its stdout ends, answering
-// pending requests on this goroutine.
+// pending requests on this goroutine. A line longer than max is never held
+// whole: past max it is dropped as it streams (only its id is kept), and
+// the request it answers fails at once with errUpstreamTooLarge.
 func (t *stdioTransport) readLoop(r *bufio.Reader) {
+	if t.onEOF != nil {
+		defer t.onEOF()
+	}
+	max := t.max
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
 	var long []byte // a line longer than r's buffer, reassembled
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// Lines have no length limit (as in mcp-go): collect the rest.
 			long = append(long[:0], line...)
+			size := len(line)
+			var over *idScanner // set once the line is known to be too long
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = r.ReadSlice('\n')
-				long = append(long, line...)
+				size += len(line)
+				switch {
+				case over != nil:
+					over.feed(line)
+				case size > max:
+					over = &idScanner{}
+					over.feed(long)
+					over.feed(line)
+					long = nil // returned to the heap now, not at the line's end
+					t.tooLarge(over.id(), max)
+				default:
+					long = append(long, line...)
+				}
 			}
-			line = long
+			if over != nil {
+				t.logger.Error("discarded a message from the upstream larger than the limit", "bytes", size, "limit", max)
+				line = nil
+			} else {
+				line = long
+			}
 		}
 		if err != nil {
 			if err != io.EOF && !errors.Is(err, fs.ErrClosed) {
@@ -182,6 +213,9 @@ func (t *stdioTransport) readLoop(r *bufio.Reader) {
 			t.shut()
 			return
 		}
+		if line == nil {
+			continue // too long: dropped
+		}
 		if t.stopped.Load() {
 			return // closed: nothing more is delivered
 		}
@@ -189,6 +223,36 @@ func (t *stdioTransport) readLoop(r *bufio.Reader) {
 		if cap(long) > 1<<20 {
 			long = nil // do not keep one huge answer's buffer for good
 		}
+	}
+}
+
+// errUpstreamTooLarge answers a request whose answer was longer than the
+// limit: the upstream ran it, its answer was dropped unread.
+type errUpstreamTooLarge struct{ max int }
+
+func (e errUpstreamTooLarge) Error() string {
+	return fmt.Sprintf("upstream answer larger than the limit of %d bytes (--max-message-bytes); it was discarded", e.max)
+}
+
+// tooLarge fails the pending request id (the id of a line past the limit)
+// at once, before the rest of the line has arrived.
+func (t *stdioTransport) tooLarge(id json.RawMessage, max int) {
+	var m msgID
+	if id == nil || m.UnmarshalJSON(id) != nil || !m.isInt {
+		return // not an answer of ours: nothing waits for it
+	}
+	t.mu.Lock()
+	p := t.pending[m.n]
+	delete(t.pending, m.n)
+	t.mu.Unlock()
+	if p == nil {
+		return
+	}
+	err := errUpstreamTooLarge{max: max}
+	if p.done != nil {
+		p.done(nil, nil, err)
+	} else {
+		p.ch <- callAnswer{err: err}
 	}
 }
 
