@@ -209,6 +209,11 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		tr = st
 	}
 	c := &upConn{tr: tr, dead: make(chan struct{})}
+	if st, ok := tr.(*stdioTransport); ok {
+		// Its stdout ended: no answer can come any more, so no call may
+		// be counted on this connection from now on.
+		st.onEOF = func() { c.kill(errors.New("the upstream closed its stdout")) }
+	}
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
 		if u.onNotify != nil {
 			u.onNotify(n)
@@ -510,8 +515,13 @@ func (u *Upstream) Ready() (bool, error) {
 	case <-u.conn.dead:
 		return false, u.conn.why
 	default:
-		return true, nil
 	}
+	if tr, ok := u.conn.tr.(*stdioTransport); ok && tr.cmd.Process != nil && exitedNow(tr.cmd.Process.Pid) {
+		// Dead before its exit was noticed: a call now would be counted
+		// and then not sent.
+		return false, fmt.Errorf("upstream process %d exited", tr.cmd.Process.Pid)
+	}
+	return true, nil
 }
 
 // FetchTools connects once to an upstream, reads its tools/list raw and
