@@ -79,9 +79,7 @@ type pendingCall struct {
 // (transport.ErrTransportClosed) whose request did not run.
 type errNotSent struct{ why string }
 
-func (e errNotSent) Error() string {
-	return "the upstream " + e.why + " before reading the request: it was not sent"
-}
+func (e errNotSent) Error() string { return e.why + ": the request was not sent" }
 
 func (e errNotSent) Unwrap() error { return transport.ErrTransportClosed }
 
@@ -440,7 +438,7 @@ func (t *stdioTransport) shut() {
 	for _, p := range pending {
 		err := transport.ErrTransportClosed
 		if st := p.start.Load(); from >= 0 && st > 0 && st-1 >= from {
-			err = errNotSent{why: "exited"}
+			err = errNotSent{why: "the upstream exited with the request unread"}
 		}
 		if p.done != nil {
 			p.done(nil, nil, err)
@@ -502,7 +500,7 @@ func (t *stdioTransport) writeLine(b []byte, p *pendingCall) error {
 	t.wmu.Unlock()
 	if err != nil {
 		if n == 0 {
-			return fmt.Errorf("write to the upstream: %w (%v)", errNotSent{why: "stopped reading"}, err)
+			return fmt.Errorf("write to the upstream: %w (%v)", errNotSent{why: "the upstream no longer reads its stdin (nothing was written)"}, err)
 		}
 		return fmt.Errorf("write to the upstream: %w (%v)", transport.ErrTransportClosed, err)
 	}
@@ -524,7 +522,7 @@ func (t *stdioTransport) register(id int64, p *pendingCall) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return errNotSent{why: "connection was closed"}
+		return errNotSent{why: "the upstream connection was closed"}
 	}
 	if _, dup := t.pending[id]; dup {
 		return fmt.Errorf("request id %d is already pending", id)

@@ -616,6 +616,10 @@ func (s *Store) refresh(ctx context.Context) error {
 // open reads the whole journal and checks it ends at the head row.
 func (s *Store) open(ctx context.Context) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// Reading a whole journal may take longer than one attempt.
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return s.unavailable("read the head", err)
+		}
 		var head ledger.Head
 		if err := tx.QueryRow(ctx, "SELECT seq, hash FROM planlock_head").Scan(&head.Seq, &head.Hash); err != nil {
 			return s.unavailable("read the head", err)
