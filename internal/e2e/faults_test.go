@@ -218,10 +218,18 @@ func TestProxyEndsItsUpstreamOnEveryExit(t *testing.T) {
 		end    func(t *testing.T, cmd *exec.Cmd, stdin interface{ Close() error })
 	}{
 		{"stdio: stdin ends", false, func(t *testing.T, _ *exec.Cmd, stdin interface{ Close() error }) { stdin.Close() }},
-		{"stdio: SIGTERM", false, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) { _ = cmd.Process.Signal(syscall.SIGTERM) }},
-		{"stdio: SIGINT", false, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) { _ = cmd.Process.Signal(syscall.SIGINT) }},
-		{"listen: SIGTERM", true, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) { _ = cmd.Process.Signal(syscall.SIGTERM) }},
-		{"listen: SIGINT", true, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) { _ = cmd.Process.Signal(syscall.SIGINT) }},
+		{"stdio: SIGTERM", false, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}},
+		{"stdio: SIGINT", false, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		}},
+		{"listen: SIGTERM", true, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}},
+		{"listen: SIGINT", true, func(t *testing.T, cmd *exec.Cmd, _ interface{ Close() error }) {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -210,7 +210,6 @@ func envInt(t *testing.T, name string, def int) int {
 	return def
 }
 
-
 // soakPost posts one JSON-RPC message and reads the whole answer.
 func soakPost(ctx context.Context, hc *http.Client, u, sid, body string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
