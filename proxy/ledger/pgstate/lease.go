@@ -160,7 +160,7 @@ func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, *op, bool, error) 
 	}
 	g, c := gr.g, rv.Call
 	// Queued under lmu, so a return of this lease queues after it.
-	o := &op{done: make(chan struct{}), fn: func(m *ledger.Machine, now time.Time) error {
+	o := &op{done: make(chan struct{}), deadline: time.Now().Add(s.timeout), fn: func(m *ledger.Machine, now time.Time) error {
 		t, err := m.RecordLeased(g, c, n, now)
 		if err == nil {
 			s.sent[callKey{g.PlanDigest, g.StepIndex, n}] = t.Seq
