@@ -538,9 +538,20 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 			msg = oneline.Of(err.Error(), 300)
 		}
 		outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
-		if g.observed {
+		switch {
+		case IsNotSent(err) && cause == "":
+			// Counted before the write found the upstream gone: say
+			// exactly that, here and in the audit.
+			msg = "upstream unavailable: " + oneline.Of(notSentWhy(err), 200)
+			outcome.Err = "not sent to the upstream: " + oneline.Of(notSentWhy(err), 200)
+			if g.observed {
+				result = errorResult(msg + "; the call was not run")
+			} else {
+				result = errorResult(fmt.Sprintf("%s; the call was not run, but it was counted (step %q, %d of max_calls %d)", msg, step.Name, t.Used, step.MaxCalls))
+			}
+		case g.observed:
 			result = errorResult(msg + "; the call may or may not have run")
-		} else {
+		default:
 			result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d) and may or may not have run", msg, step.Name, t.Used, step.MaxCalls))
 		}
 	default:

@@ -187,6 +187,9 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Upstream.InitTimeout = min(cfg.CallTimeout, 30*time.Second)
 	}
 	cfg.Upstream.ClientName = "planlock"
+	if cfg.Upstream.MaxMessageBytes <= 0 {
+		cfg.Upstream.MaxMessageBytes = p.maxMessageBytes() // the upstream's messages are bounded as the client's
+	}
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect

@@ -30,7 +30,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	p.stdioProg = &sessionProgress{}
 	sw := &syncWriter{w: out}
 	out = progressCounter{w: sw, n: &p.stdioProg.written}
-	p.start(ctx)
+	defer p.start(ctx)()
 	err := p.serveLines(ctx, limitLines(ctx, in, sw, p.maxMessageBytes(), p.cfg.Log), out)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
@@ -64,7 +64,7 @@ func (p *Proxy) ServeListenerWith(ctx context.Context, ln net.Listener, o HTTPOp
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p.start(ctx)
+	defer p.start(ctx)() // after the HTTP server's shutdown below
 	ids := &sessionIDs{}
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"), server.WithSessionIdManagerResolver(ids))
 	mux := http.NewServeMux()
@@ -93,8 +93,14 @@ func (p *Proxy) ServeListenerWith(ctx context.Context, ln net.Listener, o HTTPOp
 // start runs the upstream and waits for its first connection attempt, so
 // that the first tools/list already shows the upstream's schemas. A failed
 // attempt does not stop the proxy: calls get a clear error until it is up.
-func (p *Proxy) start(ctx context.Context) {
-	go p.Run(ctx)
+// The returned stop ends the upstream (its process group, escalating to
+// SIGKILL: stdioTransport.Close) and waits for that, so that no exit path
+// of a serve leaves it running.
+func (p *Proxy) start(ctx context.Context) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); p.Run(rctx) }()
+	stop = func() { cancel(); <-ran }
 	select {
 	case <-p.up.FirstAttempt():
 	case <-ctx.Done():
@@ -103,6 +109,7 @@ func (p *Proxy) start(ctx context.Context) {
 	if ok, why := p.up.Ready(); !ok {
 		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
 	}
+	return stop
 }
 
 func (p *Proxy) maxMessageBytes() int {

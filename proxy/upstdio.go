@@ -38,9 +38,16 @@ type stdioTransport struct {
 	stdin io.WriteCloser
 	w     io.Writer  // stdin, raw when it can be
 	wmu   sync.Mutex // one line per Write, lines never interleaved
+	// written counts the bytes written to stdin, so that what the upstream
+	// never read when it died is known (unreadFrom).
+	written atomic.Int64
 
 	stdout io.ReadCloser
 	errOut io.ReadCloser
+	// max bounds one line from the upstream (zero: DefaultMaxMessageBytes).
+	max int
+	// onEOF, when set before Start, runs once the upstream's stdout ends.
+	onEOF func()
 
 	mu      sync.Mutex
 	pending map[int64]*pendingCall
@@ -61,6 +68,27 @@ type stdioTransport struct {
 type pendingCall struct {
 	ch   chan callAnswer
 	done func(result json.RawMessage, rpcErr *RPCError, err error)
+	// start is 1 + the offset in stdin of the request's line; 0 before it
+	// is written.
+	start atomic.Int64
+}
+
+// errNotSent fails a request the upstream never read: the write found no
+// reader (EPIPE, nothing written), or the upstream died with the whole
+// line still unread in its stdin pipe. It is a lost connection
+// (transport.ErrTransportClosed) whose request did not run.
+type errNotSent struct{ why string }
+
+func (e errNotSent) Error() string { return e.why + ": the request was not sent" }
+
+func (e errNotSent) Unwrap() error { return transport.ErrTransportClosed }
+
+// IsNotSent reports whether err says a request never reached the
+// upstream: the write found none to read it (errNotSent), no connection was
+// up any more (ErrUnavailable), or an HTTP upstream refused the connection.
+func IsNotSent(err error) bool {
+	var ns errNotSent
+	return errors.As(err, &ns) || errors.Is(err, ErrUnavailable) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 type callAnswer struct {
@@ -102,6 +130,7 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 	if t.errOut, err = t.cmd.StderrPipe(); err != nil {
 		return fmt.Errorf("stderr pipe: %w", err)
 	}
+	ownGroup(t.cmd)
 	if err := t.cmd.Start(); err != nil {
 		t.mu.Lock()
 		t.closed = true
@@ -161,26 +190,57 @@ type upMessage struct {
 }
 
 // readLoop reads the upstream's lines until its stdout ends, answering
-// pending requests on this goroutine.
+// pending requests on this goroutine. A line longer than max is never held
+// whole: past max it is dropped as it streams (only its id is kept), and
+// the request it answers fails at once with errUpstreamTooLarge.
 func (t *stdioTransport) readLoop(r *bufio.Reader) {
+	if t.onEOF != nil {
+		defer t.onEOF()
+	}
+	max := t.max
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
 	var long []byte // a line longer than r's buffer, reassembled
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// Lines have no length limit (as in mcp-go): collect the rest.
 			long = append(long[:0], line...)
+			size := len(line)
+			var over *idScanner // set once the line is known to be too long
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = r.ReadSlice('\n')
-				long = append(long, line...)
+				size += len(line)
+				switch {
+				case over != nil:
+					over.feed(line)
+				case size > max:
+					over = &idScanner{}
+					over.feed(long)
+					over.feed(line)
+					long = nil // returned to the heap now, not at the line's end
+					t.tooLarge(over.id(), max)
+				default:
+					long = append(long, line...)
+				}
 			}
-			line = long
+			if over != nil {
+				t.logger.Error("discarded a message from the upstream larger than the limit", "bytes", size, "limit", max)
+				line = nil
+			} else {
+				line = long
+			}
 		}
 		if err != nil {
 			if err != io.EOF && !errors.Is(err, fs.ErrClosed) {
 				t.logger.Error("reading the upstream's stdout", "err", err)
 			}
+			t.awaitExit()
 			t.shut()
 			return
+		}
+		if line == nil {
+			continue // too long: dropped
 		}
 		if t.stopped.Load() {
 			return // closed: nothing more is delivered
@@ -189,6 +249,36 @@ func (t *stdioTransport) readLoop(r *bufio.Reader) {
 		if cap(long) > 1<<20 {
 			long = nil // do not keep one huge answer's buffer for good
 		}
+	}
+}
+
+// errUpstreamTooLarge answers a request whose answer was longer than the
+// limit: the upstream ran it, its answer was dropped unread.
+type errUpstreamTooLarge struct{ max int }
+
+func (e errUpstreamTooLarge) Error() string {
+	return fmt.Sprintf("upstream answer larger than the limit of %d bytes (--max-message-bytes); it was discarded", e.max)
+}
+
+// tooLarge fails the pending request id (the id of a line past the limit)
+// at once, before the rest of the line has arrived.
+func (t *stdioTransport) tooLarge(id json.RawMessage, max int) {
+	var m msgID
+	if id == nil || m.UnmarshalJSON(id) != nil || !m.isInt {
+		return // not an answer of ours: nothing waits for it
+	}
+	t.mu.Lock()
+	p := t.pending[m.n]
+	delete(t.pending, m.n)
+	t.mu.Unlock()
+	if p == nil {
+		return
+	}
+	err := errUpstreamTooLarge{max: max}
+	if p.done != nil {
+		p.done(nil, nil, err)
+	} else {
+		p.ch <- callAnswer{err: err}
 	}
 }
 
@@ -325,40 +415,106 @@ func (t *stdioTransport) handleRequest(req transport.JSONRPCRequest) {
 			t.logger.Error("encoding an answer to the upstream", "err", err)
 			return
 		}
-		if err := t.writeLine(append(b, '\n')); err != nil {
+		if err := t.writeOrShut(append(b, '\n')); err != nil {
 			t.logger.Error("writing an answer to the upstream", "err", err)
 		}
 	}()
 }
 
-// shut marks the transport closed and fails every pending request with
-// transport.ErrTransportClosed, each exactly once.
+// shut marks the transport closed and fails every pending request, each
+// exactly once: with errNotSent when the upstream is known never to have
+// read it (unreadFrom), else with transport.ErrTransportClosed (it may or
+// may not have run).
 func (t *stdioTransport) shut() {
 	t.mu.Lock()
 	t.closed = true
 	pending := t.pending
 	t.pending = map[int64]*pendingCall{}
 	t.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	from := t.unreadFrom()
 	for _, p := range pending {
+		err := transport.ErrTransportClosed
+		if st := p.start.Load(); from >= 0 && st > 0 && st-1 >= from {
+			err = errNotSent{why: "the upstream exited with the request unread"}
+		}
 		if p.done != nil {
-			p.done(nil, nil, transport.ErrTransportClosed)
+			p.done(nil, nil, err)
 		} else {
-			p.ch <- callAnswer{err: transport.ErrTransportClosed}
+			p.ch <- callAnswer{err: err}
 		}
 	}
 }
 
-// writeLine writes one whole line. A failed write means the command no
-// longer reads: the transport is closed and every pending request fails.
-func (t *stdioTransport) writeLine(b []byte) error {
+// awaitExit waits a little for the process to exit after its stdout
+// ended with requests pending: a process that dies closes its files just
+// before it is seen to have exited, and only then is what it never read
+// known (unreadFrom).
+func (t *stdioTransport) awaitExit() {
+	t.mu.Lock()
+	n := len(t.pending)
+	t.mu.Unlock()
+	if n == 0 || t.cmd == nil || t.cmd.Process == nil {
+		return
+	}
+	for range 100 {
+		if exitedNow(t.cmd.Process.Pid) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// unreadFrom is the offset in stdin from which the upstream read nothing,
+// once its process has exited: what is still in the pipe was never read.
+// What the rest of its process group may still read is ended first
+// (SIGKILL: the upstream is gone, its helpers go with it). -1 when not
+// known (the process runs, or the pipe cannot be asked).
+func (t *stdioTransport) unreadFrom() int64 {
+	if t.cmd == nil || t.cmd.Process == nil || !exitedNow(t.cmd.Process.Pid) {
+		return -1
+	}
+	if canSignalGroups {
+		signalGroup(t.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	n, ok := pipeUnread(t.stdin)
+	if !ok {
+		return -1
+	}
+	return t.written.Load() - int64(n)
+}
+
+// writeLine writes one whole line, the line of request p if not nil. A
+// failed write means the command no longer reads: the caller takes its own
+// request back, then closes the transport (shut), which fails the others.
+// Nothing written (EPIPE) is errNotSent.
+func (t *stdioTransport) writeLine(b []byte, p *pendingCall) error {
 	t.wmu.Lock()
-	_, err := t.w.Write(b)
+	if p != nil {
+		p.start.Store(t.written.Load() + 1)
+	}
+	n, err := t.w.Write(b)
+	t.written.Add(int64(n))
 	t.wmu.Unlock()
 	if err != nil {
-		t.shut()
+		if n == 0 {
+			return fmt.Errorf("write to the upstream: %w (%v)", errNotSent{why: "the upstream no longer reads its stdin (nothing was written)"}, err)
+		}
 		return fmt.Errorf("write to the upstream: %w (%v)", transport.ErrTransportClosed, err)
 	}
 	return nil
+}
+
+// writeOrShut writes a line that is no request's and closes the transport
+// when that fails.
+func (t *stdioTransport) writeOrShut(b []byte) error {
+	err := t.writeLine(b, nil)
+	if err != nil {
+		t.shut()
+	}
+	return err
 }
 
 // register adds a pending request, unless the transport is closed.
@@ -366,7 +522,7 @@ func (t *stdioTransport) register(id int64, p *pendingCall) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return transport.ErrTransportClosed
+		return errNotSent{why: "the upstream connection was closed"}
 	}
 	if _, dup := t.pending[id]; dup {
 		return fmt.Errorf("request id %d is already pending", id)
@@ -401,11 +557,15 @@ func (t *stdioTransport) SendAsync(id int64, line []byte, done func(result json.
 	if err := t.register(id, p); err != nil {
 		return err
 	}
-	if err := t.writeLine(line); err != nil {
-		if t.unregister(id, p) {
+	if err := t.writeLine(line, p); err != nil {
+		// Taken back before the others fail, so the caller learns what
+		// the write did (errNotSent: nothing was sent).
+		mine := t.unregister(id, p)
+		t.shut()
+		if mine {
 			return err
 		}
-		// Already failed by shut (or answered): done reports it.
+		// Already failed by a concurrent shut (or answered): done reports it.
 	}
 	return nil
 }
@@ -446,8 +606,10 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	if err := t.register(id, p); err != nil {
 		return nil, err
 	}
-	if err := t.writeLine(b); err != nil {
-		if t.unregister(id, p) {
+	if err := t.writeLine(b, p); err != nil {
+		mine := t.unregister(id, p)
+		t.shut()
+		if mine {
 			return nil, err
 		}
 	}
@@ -479,7 +641,7 @@ func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNoti
 	if err != nil {
 		return fmt.Errorf("encode notification: %w", err)
 	}
-	return t.writeLine(append(b, '\n'))
+	return t.writeOrShut(append(b, '\n'))
 }
 
 // SetNotificationHandler sets the notification handler; call it before
@@ -493,9 +655,11 @@ func (t *stdioTransport) SetRequestHandler(h transport.RequestHandler) { t.onReq
 // GetSessionId is empty: stdio has no session.
 func (t *stdioTransport) GetSessionId() string { return "" }
 
-// Close fails the pending requests and ends the command as mcp-go's
-// Stdio.Close does: close its stdin and wait 2s for it to exit, then
-// SIGTERM and 3s, then SIGKILL and 3s.
+// Close fails the pending requests and ends the command and its process
+// group: close its stdin and wait 2s for it to exit, then SIGTERM to the
+// group and 3s, then SIGKILL to the group and 3s. What is left of the group
+// once the command exited (children it started) gets SIGTERM and, 3s
+// later, SIGKILL.
 func (t *stdioTransport) Close() error {
 	t.stopped.Store(true)
 	t.shut()
@@ -519,11 +683,19 @@ func (t *stdioTransport) Close() error {
 				return false
 			}
 		}
+		pid := t.cmd.Process.Pid
+		defer endGroup(pid)
 		if wait(stdioGracefulTimeout) {
 			return
 		}
 		// Where SIGTERM cannot be sent (Windows) the kill comes at once.
-		if t.cmd.Process.Signal(syscall.SIGTERM) == nil && wait(stdioForceTimeout) {
+		if canSignalGroups {
+			signalGroup(pid, syscall.SIGTERM)
+			if wait(stdioForceTimeout) {
+				return
+			}
+			signalGroup(pid, syscall.SIGKILL)
+		} else if t.cmd.Process.Signal(syscall.SIGTERM) == nil && wait(stdioForceTimeout) {
 			return
 		}
 		if err := t.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) && t.closeErr == nil {
@@ -534,4 +706,33 @@ func (t *stdioTransport) Close() error {
 		}
 	})
 	return t.closeErr
+}
+
+// endGroup ends what is left of the process group pid led once its leader
+// has exited: SIGTERM, then SIGKILL after stdioForceTimeout if any process
+// of it is still there.
+func endGroup(pid int) {
+	if !canSignalGroups || !signalGroup(pid, syscall.SIGTERM) {
+		return
+	}
+	deadline := time.Now().Add(stdioForceTimeout)
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if !signalGroup(pid, 0) {
+			return
+		}
+	}
+	signalGroup(pid, syscall.SIGKILL)
+}
+
+// notSentWhy is the errNotSent inside err, as text.
+func notSentWhy(err error) string {
+	var ns errNotSent
+	switch {
+	case errors.As(err, &ns):
+		return ns.Error()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the upstream refused the connection: the request was not sent"
+	}
+	return err.Error() + ": the request was not sent"
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -25,6 +26,9 @@ type UpstreamConfig struct {
 	Env     []string // the complete environment of the program, "NAME=value"
 	URL     string   // streamable HTTP endpoint
 	Stderr  io.Writer
+	// MaxMessageBytes bounds one message from the upstream (a stdio line,
+	// an HTTP body, an SSE event); zero means DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// InitTimeout bounds initialize and tools/list; zero means 30s.
 	InitTimeout time.Duration
 	// ClientName and ClientVersion are sent in initialize.
@@ -137,6 +141,13 @@ func (u *Upstream) setConn(c *upConn, err error) {
 	u.mu.Unlock()
 }
 
+func (u *Upstream) maxMessageBytes() int {
+	if u.cfg.MaxMessageBytes > 0 {
+		return u.cfg.MaxMessageBytes
+	}
+	return DefaultMaxMessageBytes
+}
+
 // logger sends the transport's warnings and errors to the upstream's stderr
 // destination; its chatter stays out.
 func (u *Upstream) logger() *slog.Logger {
@@ -179,8 +190,10 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		// subscriptions/listen (Client.Listen); enabling it keeps the
 		// connection on the legacy version, which is the one these upstreams
 		// speak. Move to Client.Listen when upstreams speak 2026-07-28.
+		client := &http.Client{Transport: limitBodies(http.DefaultTransport, u.maxMessageBytes())}
 		//lint:ignore SA1019 needed for notifications from pre-2026-07-28 upstreams (see above)
-		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()))
+		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()),
+			transport.WithHTTPBasicClient(client))
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)
 		}
@@ -191,9 +204,16 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		cmd := exec.Command(u.cfg.Command[0], u.cfg.Command[1:]...)
 		cmd.Env = u.cfg.Env
 		started = cmd
-		tr = newStdioTransport(cmd, u.cfg.Stderr, u.logger())
+		st := newStdioTransport(cmd, u.cfg.Stderr, u.logger())
+		st.max = u.maxMessageBytes()
+		tr = st
 	}
 	c := &upConn{tr: tr, dead: make(chan struct{})}
+	if st, ok := tr.(*stdioTransport); ok {
+		// Its stdout ended: no answer can come any more, so no call may
+		// be counted on this connection from now on.
+		st.onEOF = func() { c.kill(errors.New("the upstream closed its stdout")) }
+	}
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
 		if u.onNotify != nil {
 			u.onNotify(n)
@@ -394,7 +414,10 @@ func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawM
 		return nil, err
 	}
 	err = tr.SendAsync(id, line, func(res json.RawMessage, rpcErr *RPCError, err error) {
+		var big errUpstreamTooLarge
 		switch {
+		case errors.As(err, &big):
+			done(nil, err) // the connection stays: only this answer was dropped
 		case err != nil:
 			c.kill(err)
 			done(nil, fmt.Errorf("upstream connection lost: %w", err))
@@ -492,8 +515,13 @@ func (u *Upstream) Ready() (bool, error) {
 	case <-u.conn.dead:
 		return false, u.conn.why
 	default:
-		return true, nil
 	}
+	if tr, ok := u.conn.tr.(*stdioTransport); ok && tr.cmd.Process != nil && exitedNow(tr.cmd.Process.Pid) {
+		// Dead before its exit was noticed: a call now would be counted
+		// and then not sent.
+		return false, fmt.Errorf("upstream process %d exited", tr.cmd.Process.Pid)
+	}
+	return true, nil
 }
 
 // FetchTools connects once to an upstream, reads its tools/list raw and

@@ -20,11 +20,28 @@ func Main(args []string) {
 	callsLog := fs.String("calls-log", "", "append every tools/call received to `FILE` (JSON Lines)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
 	conformance := fs.Bool("conformance", false, "add the tools the conformance suite's server scenarios call")
+	hugeBytes := fs.Int64("huge-bytes", 0, "huge: length of the unending answer line (default 768 MiB)")
+	pidFile := fs.String("pid-file", "", "write the process id to `FILE` once started")
 	_ = fs.Parse(args)
 	m, err := ParseMode(*mode)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		os.Exit(2)
+	}
+	if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	if m == Deaf {
+		// Deaf to everything but SIGKILL, and outlives its stdin.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		cfg := Config{Mode: Normal, CallsLog: *callsLog, HTTPAddr: *httpAddr}
+		if err := Run(context.Background(), cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
+		}
+		select {}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -35,7 +52,7 @@ func Main(args []string) {
 		time.Sleep(time.Second)
 		os.Exit(0)
 	}()
-	cfg := Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance}
+	cfg := Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance, HugeBytes: *hugeBytes}
 	if err := Run(ctx, cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		os.Exit(1)

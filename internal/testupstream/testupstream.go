@@ -40,10 +40,16 @@ const (
 	// prompt "ask" with a raw result of the resultType asked for (multiround.go),
 	// as an upstream of protocol 2026-07-28 would whatever the client speaks.
 	MultiRound Mode = "multi-round"
+	// Huge answers every tools/call over stdio with one line of HugeBytes
+	// bytes that never ends (no newline), then writes nothing more.
+	Huge Mode = "huge"
+	// Deaf serves normally but ignores SIGTERM, SIGINT and SIGHUP, and
+	// does not exit when its stdin ends: only SIGKILL ends it.
+	Deaf Mode = "deaf"
 )
 
 // Modes lists every mode, for usage text and validation.
-var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, MultiRound}
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, MultiRound, Huge, Deaf}
 
 // Exit codes of the exiting modes, so a test can tell them from a crash.
 const (
@@ -62,6 +68,8 @@ type Config struct {
 	HTTPAddr  string // "" = stdio
 	// Conformance adds the tools the conformance suite's server scenarios call.
 	Conformance bool
+	// HugeBytes is the length of Huge's unending line; 0 means 768 MiB.
+	HugeBytes int64
 	// Exit ends the process; tests may replace it. Defaults to os.Exit.
 	Exit func(code int)
 }
@@ -130,6 +138,24 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 	})
 }
 
+// writeHuge writes the start of an answer to id whose text runs n bytes
+// and never ends, in pieces, holding the writer throughout.
+func writeHuge(out *lockedWriter, id any, n int64) {
+	if n <= 0 {
+		n = 768 << 20
+	}
+	idJSON, _ := json.Marshal(id)
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	fmt.Fprintf(out.w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, idJSON)
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	for ; n > 0; n -= int64(len(chunk)) {
+		if _, err := out.w.Write(chunk[:min(int64(len(chunk)), n)]); err != nil {
+			return
+		}
+	}
+}
+
 // recorder appends every tools/call received to the calls log.
 type recorder struct {
 	mu sync.Mutex
@@ -196,6 +222,11 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 			if out != nil {
 				fmt.Fprintln(out, GarbageLine)
 				select {} // the garbage was the answer
+			}
+		case Huge:
+			if out != nil {
+				writeHuge(out, id, cfg.HugeBytes)
+				select {} // the line never ends
 			}
 		}
 	})

@@ -13,9 +13,12 @@ import (
 // Leases. For a step with at least 200 calls left, the transaction that
 // counts a call also counts the next ones (1% of what is left, at most 256)
 // as this replica's lease, in one lease record (ledger.Machine.LeaseReserve).
-// Calls inside the lease are forwarded without a transaction of their own:
-// their allow records, and the outcomes, are appended by the writer with
-// the next batch, one transaction for all that queued meanwhile. Every
+// Calls inside the lease need no transaction of their own: their allow
+// records are appended by the writer with the next batch, one transaction
+// for all that queued meanwhile, and each call is forwarded once that batch
+// committed (a failed batch refuses its calls, so no forwarded call lacks
+// its allow record). Their outcomes are posted to the next batch and
+// retried until they commit. Every
 // replica counts another's open lease as taken, so max_calls holds across
 // replicas whatever happens to the records of leased calls.
 //
@@ -65,10 +68,19 @@ const (
 	postBatch = 512
 )
 
-// post queues a change that nobody waits for (a leased call's records); the
-// writer appends it with the next transaction, within postFlush.
+// post queues a change that nobody waits for (a lease's fetch or return);
+// the writer appends it with the next transaction, within postFlush.
 func (s *Store) post(fn func(m *ledger.Machine, now time.Time) error) {
-	o := &op{fn: fn}
+	s.postOp(&op{fn: fn})
+}
+
+// postRetry posts the record of a call already forwarded (its outcome): a
+// failed transaction queues it again (op.retry).
+func (s *Store) postRetry(fn func(m *ledger.Machine, now time.Time) error) {
+	s.postOp(&op{fn: fn, retry: true})
+}
+
+func (s *Store) postOp(o *op) {
 	s.qmu.Lock()
 	if s.closed {
 		s.qmu.Unlock()
@@ -127,9 +139,10 @@ func (s *Store) prefetch(k stepKey, gr *grant, rv ledger.Reservation) {
 	s.signal() // now, not at the next flush: the lease may run out first
 }
 
-// leased forwards rv inside a lease of this replica, when it has one: ok
-// reports whether it decided (a nil error: the call may be forwarded).
-func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, bool, error) {
+// leased decides rv inside a lease of this replica, when it has one: ok
+// reports whether it decided; with a nil error the call may be forwarded
+// once o, its allow record, has committed.
+func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, *op, bool, error) {
 	now := s.now()
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
@@ -138,23 +151,33 @@ func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, bool, error) {
 		// The order rule against this replica's newest view of the chain,
 		// refreshed by every transaction.
 		if err := rv.Check(gr.prog); err != nil {
-			return ledger.Ticket{}, true, err
+			return ledger.Ticket{}, nil, true, err
 		}
 	}
 	gr, n := s.take(rv, now)
 	if gr == nil {
-		return ledger.Ticket{}, false, nil
+		return ledger.Ticket{}, nil, false, nil
 	}
 	g, c := gr.g, rv.Call
-	// Posted under lmu, so a return of this lease queues after it.
-	s.post(func(m *ledger.Machine, now time.Time) error {
+	// Queued under lmu, so a return of this lease queues after it.
+	o := &op{done: make(chan struct{}), deadline: time.Now().Add(s.timeout), fn: func(m *ledger.Machine, now time.Time) error {
 		t, err := m.RecordLeased(g, c, n, now)
 		if err == nil {
 			s.sent[callKey{g.PlanDigest, g.StepIndex, n}] = t.Seq
 		}
 		return err
-	})
-	return ledger.Ticket{PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex, Tool: rv.Tool, Used: n, At: now.UTC()}, true, nil
+	}}
+	s.qmu.Lock()
+	closed := s.closed
+	if !closed {
+		s.queue = append(s.queue, o)
+	}
+	s.qmu.Unlock()
+	if closed {
+		return ledger.Ticket{}, nil, true, ledger.ErrClosed
+	}
+	s.signal()
+	return ledger.Ticket{PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex, Tool: rv.Tool, Used: n, At: now.UTC()}, o, true, nil
 }
 
 // reserveTx decides rv in the writer's transaction: inside a lease that

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,6 +96,12 @@ type Store struct {
 	grants   map[stepKey]*grant
 	leaseOff bool
 
+	// lastFail is the newest failed transaction's error and when, for a
+	// waiter that runs out of time behind it.
+	fmu      sync.Mutex
+	lastFail error
+	failAt   time.Time
+
 	qmu     sync.Mutex
 	queue   []*op
 	closed  bool
@@ -106,7 +113,25 @@ type op struct {
 	fn   func(m *ledger.Machine, now time.Time) error
 	err  error
 	done chan struct{}
+	// retry: the record of a call already forwarded (its outcome). It is
+	// never dropped: a failed transaction queues it again, on a new
+	// connection, until it commits or the store closes.
+	retry bool
+	// deadline is when its waiter gives up (zero: nobody waits, or a
+	// retried record): the transaction that carries it ends by then.
+	deadline time.Time
+	// state: opQueued, opRunning, opDecided (its change is in the
+	// transaction, which commits or fails by the deadline) or opAbandoned
+	// (its waiter gave up before that: it is not run).
+	state atomic.Int32
 }
+
+const (
+	opQueued int32 = iota
+	opRunning
+	opDecided
+	opAbandoned
+)
 
 // Describe names the database of a URL without its password, for messages.
 func Describe(url string) string {
@@ -120,6 +145,7 @@ func Describe(url string) string {
 // sessionParams are set on every connection: a commit is durable before
 // it returns (whatever the server's default), and a transaction left open by
 // a replica cut off from the network is rolled back, releasing the head.
+// Open adds lock_timeout and statement_timeout from Options.Timeout.
 var sessionParams = map[string]string{
 	"synchronous_commit":                  "on",
 	"idle_in_transaction_session_timeout": "10000",
@@ -184,6 +210,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if s.timeout <= 0 {
 		s.timeout = 5 * time.Second
 	}
+	// Every wait inside the server is bounded, so that a lock held by
+	// someone else (a foreign session idle in a transaction on the head
+	// row) ends in an error naming it within the attempt's time, not in a
+	// client-side timeout: the lock wait at half of it (a call queued behind
+	// a blocked transaction still gets its own attempt in time), any one
+	// statement at three quarters.
+	// Each transaction sets its own lock_timeout from its deadline (runTx).
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprint(max(s.timeout/2, time.Millisecond).Milliseconds())
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(max(s.timeout, time.Millisecond).Milliseconds())
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > s.timeout {
 		cfg.ConnConfig.ConnectTimeout = s.timeout
 	}
@@ -249,13 +284,26 @@ func (s *Store) signal() {
 	}
 }
 
-// do queues one change and waits for its transaction. A ctx cancelled
-// early returns, but the change may still commit.
+// do queues one change and waits for its transaction, at most the
+// store's timeout (queueing included). A ctx cancelled early returns, but
+// the change may still commit.
 func (s *Store) do(ctx context.Context, fn func(m *ledger.Machine, now time.Time) error) error {
+	return s.doOp(ctx, &op{fn: fn, done: make(chan struct{})})
+}
+
+// doRetry is do for the record of a call already forwarded: a failed
+// transaction does not drop it (op.retry); the wait is bounded as do's.
+func (s *Store) doRetry(ctx context.Context, fn func(m *ledger.Machine, now time.Time) error) error {
+	return s.doOp(ctx, &op{fn: fn, done: make(chan struct{}), retry: true})
+}
+
+func (s *Store) doOp(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{fn: fn, done: make(chan struct{})}
+	if !o.retry {
+		o.deadline = time.Now().Add(s.timeout)
+	}
 	s.qmu.Lock()
 	if s.closed {
 		s.qmu.Unlock()
@@ -264,12 +312,52 @@ func (s *Store) do(ctx context.Context, fn func(m *ledger.Machine, now time.Time
 	s.queue = append(s.queue, o)
 	s.qmu.Unlock()
 	s.signal()
+	return s.wait(ctx, o)
+}
+
+// abandon gives o up unless its change is already decided in a
+// transaction; false when it is (that transaction ends by o's deadline).
+func (o *op) abandon() bool {
+	return o.state.CompareAndSwap(opQueued, opAbandoned) || o.state.CompareAndSwap(opRunning, opAbandoned)
+}
+
+// wait waits for o's transaction, at most the store's timeout. A change
+// not decided by then is abandoned (never run) unless it is a retried
+// record; one already decided is waited for, its transaction bounded by
+// the same deadline.
+func (s *Store) wait(ctx context.Context, o *op) error {
+	start := time.Now()
+	d := s.timeout
+	if !o.deadline.IsZero() {
+		d = time.Until(o.deadline)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
 	case <-o.done:
 		return o.err
 	case <-ctx.Done():
-		return ctx.Err()
+		if o.retry || o.abandon() {
+			return ctx.Err()
+		}
+		<-o.done
+		return o.err
+	case <-timer.C:
 	}
+	if !o.retry && !o.abandon() {
+		<-o.done
+		return o.err
+	}
+	what := "no transaction committed"
+	s.fmu.Lock()
+	if s.lastFail != nil && !s.failAt.Before(start.Add(-s.timeout)) {
+		what = s.lastFail.Error()
+	}
+	s.fmu.Unlock()
+	if o.retry {
+		return fmt.Errorf("%w: %s: not recorded within %s (%s); it stays queued and is retried", ErrUnavailable, s.where, s.timeout, what)
+	}
+	return fmt.Errorf("%w: %s: not decided within %s (%s)", ErrUnavailable, s.where, s.timeout, what)
 }
 
 func (s *Store) writer() {
@@ -307,9 +395,29 @@ func (s *Store) writer() {
 	}
 }
 
-// run decides and commits a group of changes in one transaction.
+// run decides and commits a group of changes in one transaction. The
+// records of forwarded calls (op.retry) in a transaction that failed are
+// queued again, ahead of what queued meanwhile.
 func (s *Store) run(ops []*op) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	dl := time.Now().Add(s.timeout)
+	live := ops[:0]
+	for _, o := range ops {
+		if o.state.CompareAndSwap(opQueued, opRunning) || o.retry {
+			o.state.Store(opRunning)
+			live = append(live, o)
+			if !o.deadline.IsZero() && o.deadline.Before(dl) {
+				dl = o.deadline
+			}
+		} else if o.done != nil {
+			close(o.done) // its waiter gave up: not run
+		}
+	}
+	ops = live
+	if len(ops) == 0 {
+		return
+	}
+	// A fifth of the time is kept for naming a lock's holder (lockHolder).
+	ctx, cancel := context.WithDeadline(context.Background(), dl.Add(-s.timeout/5))
 	defer cancel()
 	s.mu.Lock()
 	err := s.runTx(ctx, ops)
@@ -324,13 +432,30 @@ func (s *Store) run(ops []*op) {
 		s.lmu.Unlock()
 	}
 	s.mu.Unlock()
+	var again []*op
 	for _, o := range ops {
+		if err != nil && o.retry {
+			o.err = nil
+			o.state.Store(opQueued)
+			again = append(again, o)
+			continue
+		}
 		if err != nil && o.err == nil {
 			o.err = err
 		}
 		if o.done != nil {
 			close(o.done)
 		}
+	}
+	if err != nil {
+		s.fmu.Lock()
+		s.lastFail, s.failAt = err, time.Now()
+		s.fmu.Unlock()
+	}
+	if len(again) > 0 {
+		s.qmu.Lock()
+		s.queue = append(again, s.queue...)
+		s.qmu.Unlock()
 	}
 }
 
@@ -360,16 +485,24 @@ func (s *Store) runTx(ctx context.Context, ops []*op) error {
 	var head ledger.Head
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// The lock wait ends inside the deadline, with an error the server
+	// names, leaving time to find the holder (lockHolder).
+	lockWait := time.Until(deadline(ctx)) * 3 / 5
+	b.Queue(fmt.Sprintf("SET LOCAL lock_timeout = %d", max(lockWait.Milliseconds(), 1)))
 	b.Queue("SELECT seq, hash FROM planlock_head FOR UPDATE")
 	b.Queue("SELECT seq, line FROM planlock_audit WHERE seq > $1 ORDER BY seq", int64(s.m.Head().Seq))
 	br := conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
-		return s.unavailable("begin", err)
+		return s.lockErr(ctx, "begin", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return s.lockErr(ctx, "begin", err)
 	}
 	if err := br.QueryRow().Scan(&head.Seq, &head.Hash); err != nil {
 		br.Close()
-		return s.unavailable("lock the head", err)
+		return s.lockErr(ctx, "lock the head", err)
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -394,6 +527,10 @@ func (s *Store) runTx(ctx context.Context, ops []*op) error {
 		}
 	}
 	for _, o := range ops {
+		if !o.retry && !o.state.CompareAndSwap(opRunning, opDecided) {
+			o.err = fmt.Errorf("%w: %s: not decided within %s", ErrUnavailable, s.where, s.timeout)
+			continue // its waiter gave up
+		}
 		o.err = o.fn(s.m, now)
 	}
 	s.refreshGrants()
@@ -479,6 +616,10 @@ func (s *Store) refresh(ctx context.Context) error {
 // open reads the whole journal and checks it ends at the head row.
 func (s *Store) open(ctx context.Context) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		// Reading a whole journal may take longer than one attempt.
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return s.unavailable("read the head", err)
+		}
 		var head ledger.Head
 		if err := tx.QueryRow(ctx, "SELECT seq, hash FROM planlock_head").Scan(&head.Seq, &head.Hash); err != nil {
 			return s.unavailable("read the head", err)
@@ -516,8 +657,17 @@ func (s *Store) read(fn func(m *ledger.Machine, now time.Time)) {
 // lease that covers it (see lease.go).
 func (s *Store) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Ticket, error) {
 	if s.leasing && rv.HoldID == "" && !rv.OverLimit {
-		if t, ok, err := s.leased(rv); ok || err != nil {
-			return t, err
+		if t, o, ok, err := s.leased(rv); ok || err != nil {
+			if err == nil {
+				// Forwarded only once its allow record is committed: a
+				// failed batch then refuses the call instead of losing
+				// the record of a call that ran.
+				err = s.wait(ctx, o)
+			}
+			if err != nil {
+				return ledger.Ticket{}, err
+			}
+			return t, nil
 		}
 	}
 	var t ledger.Ticket
@@ -538,23 +688,28 @@ func (s *Store) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Tick
 
 // Complete records the upstream's outcome of a reserved call. The outcome
 // of a leased call is appended with the next batch, unless it puts the step
-// on hold, which must be committed before Complete returns.
+// on hold, which must be committed before Complete returns. The call was
+// forwarded: a failed transaction never drops its outcome, which is
+// retried (on a new connection) until it commits or the store closes.
 func (s *Store) Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome) error {
 	if t.Seq == 0 && s.leasing {
+		looked := false
 		fn := func(m *ledger.Machine, now time.Time) error {
-			k := callKey{t.PlanDigest, t.StepIndex, t.Used}
-			t.Seq = s.sent[k] // 0 (no ref) if its allow record was lost with a failed batch
-			delete(s.sent, k)
+			if !looked { // once: a retry keeps the ref found the first time
+				k := callKey{t.PlanDigest, t.StepIndex, t.Used}
+				t.Seq, looked = s.sent[k], true // its allow record committed before the call was forwarded
+				delete(s.sent, k)
+			}
 			return m.Complete(t, o, now)
 		}
 		if !o.HoldStep {
-			s.post(fn)
+			s.postRetry(fn)
 			return nil
 		}
 		s.dropGrant(stepKey{t.PlanDigest, t.StepIndex})
-		return s.do(ctx, fn)
+		return s.doRetry(ctx, fn)
 	}
-	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Complete(t, o, now) })
+	return s.doRetry(ctx, func(m *ledger.Machine, now time.Time) error { return m.Complete(t, o, now) })
 }
 
 // Block records a blocked call.
@@ -636,3 +791,68 @@ func (s *Store) Head() ledger.Head {
 
 // Where names the database, without credentials.
 func (s *Store) Where() string { return s.where }
+
+// lockErr is the error of a transaction that could not lock the head: a
+// lock wait that timed out (on the server, or the deadline while a
+// statement waited, preparing included) names the lock and its holder.
+func (s *Store) lockErr(ctx context.Context, what string, err error) error {
+	if !isLockWait(err) && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+		return s.unavailable(what, err)
+	}
+	named := s.lockHolder(ctx, err)
+	if isLockWait(err) || named != err {
+		return s.unavailable("lock wait timeout on the head row (planlock_head)", named)
+	}
+	return s.unavailable(what, err)
+}
+
+// isLockWait reports whether err ended a wait for a lock: lock_timeout, or
+// statement_timeout while the statement waited.
+func isLockWait(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "57014")
+}
+
+// lockHolder names who holds the head row, as far as the planlock role
+// may read it (pg_locks is readable by every role; pg_stat_activity shows
+// every session's pid and application_name, the rest only with
+// pg_read_all_stats): the sessions holding a lock on planlock_head that
+// are not themselves waiting for one. Without that, err as it is.
+func (s *Store) lockHolder(ctx context.Context, err error) error {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.timeout/6, 50*time.Millisecond))
+	defer cancel()
+	rows, qerr := s.pool.Query(qctx, `SELECT l.pid, coalesce(a.application_name, ''), coalesce(a.state, '')
+		FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'relation' AND l.relation = 'planlock_head'::regclass AND l.granted
+		  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND l.pid <> pg_backend_pid()
+		  AND NOT EXISTS (SELECT 1 FROM pg_locks w WHERE w.pid = l.pid AND NOT w.granted)
+		ORDER BY a.xact_start NULLS LAST, l.pid LIMIT 3`)
+	if qerr != nil {
+		return err
+	}
+	var pid int32
+	var app, state string
+	var who []string
+	_, qerr = pgx.ForEachRow(rows, []any{&pid, &app, &state}, func() error {
+		w := fmt.Sprintf("pid %d", pid)
+		if app != "" {
+			w += fmt.Sprintf(" (application_name %q)", app)
+		}
+		if state != "" {
+			w += ", " + state
+		}
+		who = append(who, w)
+		return nil
+	})
+	if qerr != nil || len(who) == 0 {
+		return err
+	}
+	return fmt.Errorf("held by %s: %v", strings.Join(who, "; "), err)
+}
+
+// deadline is ctx's deadline; ctx always has one here.
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
