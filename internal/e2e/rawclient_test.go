@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/planlock/planlock/internal/peers"
 )
@@ -92,9 +93,17 @@ func startRaw(t *testing.T, args ...string) *rawClient {
 	}
 	go c.read(stdout)
 	t.Cleanup(func() {
+		// Stdin's end lets the proxy end its upstream's process group
+		// itself; a kill at once would leave that group running.
 		c.stdin.Close()
-		_ = c.cmd.Process.Kill()
-		_ = c.cmd.Wait()
+		done := make(chan struct{})
+		go func() { _ = c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-done
+		}
 		if t.Failed() {
 			t.Logf("proxy stderr:\n%s", c.stderr.String())
 		}
