@@ -64,6 +64,13 @@ func MkdirAll(dir string, perm fs.FileMode) error {
 }
 
 func mkdirAll(dir string, perm fs.FileMode, syncDir func(string) error) error {
+	return MkdirAllFunc(dir, perm, func(made string) error { return syncDir(filepath.Dir(made)) })
+}
+
+// MkdirAllFunc is os.MkdirAll that calls made with each directory it
+// created, parents first, right after it was made; made makes it durable
+// (MkdirAll syncs its parent) and may record it.
+func MkdirAllFunc(dir string, perm fs.FileMode, made func(dir string) error) error {
 	fi, err := os.Stat(dir)
 	if err == nil {
 		if !fi.IsDir() {
@@ -74,19 +81,18 @@ func mkdirAll(dir string, perm fs.FileMode, syncDir func(string) error) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirAll(parent, perm, syncDir); err != nil {
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := MkdirAllFunc(parent, perm, made); err != nil {
 			return err
 		}
 	}
 	if err := os.Mkdir(dir, perm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil
+			return nil // made meanwhile; whoever made it makes it durable
 		}
 		return err
 	}
-	return syncDir(parent)
+	return made(dir)
 }
 
 // SyncDir makes dir's entries durable (a no-op on Windows, which cannot

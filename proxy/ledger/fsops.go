@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/planlock/planlock/internal/atomicfile"
 )
 
 // Every file-system operation a guarantee of the ledger depends on goes
@@ -78,33 +80,14 @@ func (t tracer) syncDir(dir string) error {
 // mkdirAll creates dir and its missing parents (perm 0700), each one
 // durable: its parent is synced after it was made.
 func (t tracer) mkdirAll(dir string) error {
-	fi, err := os.Stat(dir)
-	if err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: errors.New("not a directory")}
+	return atomicfile.MkdirAllFunc(dir, 0o700, func(made string) error {
+		t.emit(fsOp{kind: opMkdir, path: made})
+		parent := filepath.Dir(made)
+		if err := t.syncDir(parent); err != nil {
+			return fmt.Errorf("sync %s: %w", parent, err)
 		}
 		return nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := t.mkdirAll(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil // made meanwhile; whoever made it syncs it
-		}
-		return err
-	}
-	t.emit(fsOp{kind: opMkdir, path: dir})
-	if err := t.syncDir(parent); err != nil {
-		return fmt.Errorf("sync %s: %w", parent, err)
-	}
-	return nil
+	})
 }
 
 // create opens path through openState with flags that include O_CREATE
