@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/peers"
 )
 
 // Disk faults under a running planlock proxy, on real small file systems
@@ -49,26 +50,8 @@ plan "diskfault" {
 }
 `
 
-// lockedBuffer is a proxy's stderr, read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startProxyStderr is startProxyProcess with the proxy's stderr kept.
-func startProxyStderr(t *testing.T, stderr *lockedBuffer, args ...string) *proxyProcess {
+func startProxyStderr(t *testing.T, stderr *peers.SyncBuffer, args ...string) *proxyProcess {
 	t.Helper()
 	pp := &proxyProcess{}
 	tr := transport.NewStdioWithOptions(planlockBin, nil, args,
@@ -96,7 +79,7 @@ func startProxyStderr(t *testing.T, stderr *lockedBuffer, args ...string) *proxy
 
 // waitFor waits until the proxy's stderr says want. Not a timing
 // assertion: the bound only ends a test whose proxy never says it.
-func waitFor(t *testing.T, stderr *lockedBuffer, want string) {
+func waitFor(t *testing.T, stderr *peers.SyncBuffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for !strings.Contains(stderr.String(), want) {
@@ -282,7 +265,7 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 			root := t.TempDir()
 			state, fault, fix := df.setup(t, root)
 			callsLog := filepath.Join(root, "calls.jsonl") // not on the faulty disk
-			stderr := &lockedBuffer{}
+			stderr := &peers.SyncBuffer{}
 			args := []string{"proxy", "--plan", writePlan(t, diskFaultPlan), "--insecure-skip-verify",
 				"--state", state, "--metrics-listen", "127.0.0.1:0", "--", testUpstreamBin, "--calls-log", callsLog}
 			pp := startProxyStderr(t, stderr, args...)
@@ -345,7 +328,7 @@ func TestDiskFaultsUnderARunningProxy(t *testing.T) {
 				pp.client.Close()
 				_ = pp.cmd.Wait()
 				fix.repair()
-				stderr = &lockedBuffer{}
+				stderr = &peers.SyncBuffer{}
 				pp = startProxyStderr(t, stderr, args...)
 			} else {
 				fix.clear()
