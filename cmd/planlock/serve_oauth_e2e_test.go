@@ -106,18 +106,19 @@ func TestServeOAuth(t *testing.T) {
 		if as.TokensIssued() != issued+1 {
 			t.Fatalf("tokens issued: %d, want 1", as.TokensIssued()-issued)
 		}
-		// The audit log names the caller the token proved.
-		var found bool
-		_ = filepath.WalkDir(filepath.Join(state, "refund"), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(`"caller":"jwt:ci-agent"`)) {
-					found = true
-				}
-			}
-			return nil
-		})
-		if !found {
-			t.Fatalf("no audit record of the refund plan names jwt:ci-agent")
+		// The audit log names the caller the token proved. State
+		// directories are named for the signed path (refund.hcl-<digest>),
+		// not the plan's label.
+		logs, err := filepath.Glob(filepath.Join(state, "refund.hcl-*", "audit.jsonl"))
+		if err != nil || len(logs) != 1 {
+			t.Fatalf("refund plan's audit logs: %v %v", logs, err)
+		}
+		b, err := os.ReadFile(logs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`"caller":"jwt:ci-agent"`)) {
+			t.Fatalf("no audit record of the refund plan names jwt:ci-agent:\n%s", b)
 		}
 	})
 }
