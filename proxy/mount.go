@@ -50,6 +50,7 @@ type Mounted struct {
 	run     context.Context
 	once    sync.Once
 	started atomic.Bool
+	stop    func() // set by Start: ends the upstream and waits for it
 }
 
 // Mount prepares the proxy's endpoint at path. run bounds the upstream's
@@ -83,8 +84,19 @@ func (m *Mounted) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.
 func (m *Mounted) Start() {
 	m.once.Do(func() {
 		m.started.Store(true)
-		m.p.start(m.run)
+		m.stop = m.p.start(m.run)
 	})
+}
+
+// Stop ends the upstream, if it was started, and returns once it has exited
+// with its process group: an upstream must not outlive the endpoint. Calls
+// still in flight are answered as the upstream's end makes them; Shutdown
+// and draining come first.
+func (m *Mounted) Stop() {
+	m.once.Do(func() {}) // a Start after Stop starts nothing
+	if m.stop != nil {
+		m.stop()
+	}
 }
 
 // Started reports whether the upstream was started.

@@ -295,6 +295,7 @@ func (g *Gateway) closeEntry(e *entry) {
 	}
 	e.stop()
 	<-e.done
+	e.mount.Stop()
 	if err := e.ledger.Close(); err != nil {
 		g.log.Error("closing the plan's state", "plan", e.name, "err", err.Error())
 	}
