@@ -5,12 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -328,95 +324,4 @@ func readBytes(t *testing.T, pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// serve ends the upstream of every plan it served when it shuts down, even
-// an upstream that ignores its stdin's end and SIGTERM, child included: the
-// upstreams start on a plan's first request and must not outlive serve.
-func TestServeEndsItsUpstreamsOnShutdown(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			up, pids := deafUpstream(t)
-			dir := t.TempDir()
-			plans := filepath.Join(dir, "plans")
-			if err := os.MkdirAll(plans, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			quoted := make([]string, len(up))
-			for i, a := range up {
-				quoted[i] = strconv.Quote(a)
-			}
-			plan := strings.Replace(faultsPlan, `order = "any"`, `order = "any"
-  upstream {
-    command = [`+strings.Join(quoted, ", ")+`]
-  }`, 1)
-			if err := os.WriteFile(filepath.Join(plans, "faults.hcl"), []byte(plan), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			const token = "serve-shutdown-token"
-			sum := sha256.Sum256([]byte(token))
-			tokens := filepath.Join(dir, "tokens.txt")
-			if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" ci faults\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(planlockBin, "serve", "--insecure-skip-verify", "--plans", plans, "--state", filepath.Join(dir, "state"),
-				"--tokens", tokens, "--listen", "127.0.0.1:0")
-			cmd.Env = os.Environ()
-			stderr := &peers.SyncBuffer{}
-			cmd.Stderr = stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			rx := regexp.MustCompile(`serving plans of .* at (http://[0-9.:]+)/mcp/<plan>`)
-			var base string
-			for i := 0; base == ""; i++ {
-				if m := rx.FindStringSubmatch(stderr.String()); m != nil {
-					base = m[1]
-					break
-				}
-				if i > 6000 {
-					t.Fatalf("not serving:\n%s", stderr.String())
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			// The first request starts the plan's upstream.
-			body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-			req, _ := http.NewRequest("POST", base+"/mcp/faults", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("initialize: %s\n%s", resp.Status, stderr.String())
-			}
-			ps := pids()
-			t.Cleanup(func() {
-				for _, p := range ps {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-			})
-			_ = cmd.Process.Signal(sig)
-			waited := make(chan error, 1)
-			go func() { waited <- cmd.Wait() }()
-			select {
-			case err := <-waited:
-				if err != nil {
-					t.Fatalf("serve exited with %v:\n%s", err, stderr.String())
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatalf("serve did not exit:\n%s", stderr.String())
-			}
-			for _, p := range ps {
-				if !gone(p) {
-					t.Fatalf("upstream process %d outlived serve (pids %v)\n%s", p, ps, stderr.String())
-				}
-			}
-		})
-	}
 }
