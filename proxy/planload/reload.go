@@ -37,6 +37,8 @@ type Reloader struct {
 	Swap func(*Loaded) error
 	// Log receives one line per event; nil discards.
 	Log func(string)
+
+	beforeRead func() // tests: a write between the stable look and the read
 }
 
 // fileState is what a look at one file sees. The content hash is what
@@ -116,32 +118,43 @@ func (r *Reloader) Run(ctx context.Context, current *Loaded) {
 		}
 		cur := r.look(prev, n%rehashEvery == 0)
 		if cur == prev && cur != applied {
-			applied = cur
-			if l := r.reload(ctx, current); l != nil {
-				current = l
+			if l, settled := r.reload(ctx, current, cur); settled {
+				applied = cur
+				if l != nil {
+					current = l
+				}
 			}
 		}
 		prev = cur
 	}
 }
 
-// reload loads the plan again; it returns the new plan when it is served.
-func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
+// reload loads the plan again from the files seen stable as seen; it returns
+// the new plan when it is served. settled is false when the files changed
+// between that look and the read: what was read may be a write in progress,
+// so it is neither acted on nor reported, and the next stable look decides.
+func (r *Reloader) reload(ctx context.Context, current *Loaded, seen filesState) (_ *Loaded, settled bool) {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
-	keep := func(why error) *Loaded {
+	keep := func(why error) (*Loaded, bool) {
 		r.log(fmt.Sprintf("planlock: %s changed on disk but was NOT loaded; still serving %s: %s",
 			r.Source.File, current.short(), oneline.Of(why.Error(), 0)))
-		return nil
+		return nil, true
+	}
+	if r.beforeRead != nil {
+		r.beforeRead()
 	}
 	l, err := r.Source.Read(ctx, now())
+	if r.look(seen, true) != seen || (err == nil && digestSum(l.Plan.Digest) != seen.plan.sum) {
+		return nil, false
+	}
 	if err != nil {
 		return keep(err)
 	}
 	if l.Plan.Digest == current.Plan.Digest {
-		return nil // same bytes (touched, or re-signed): nothing to change
+		return nil, true // same bytes (touched, or re-signed): nothing to change
 	}
 	if r.Source.Policy == nil {
 		r.log(InsecureWarning(r.Source.File))
@@ -170,7 +183,7 @@ func (r *Reloader) reload(ctx context.Context, current *Loaded) *Loaded {
 		return keep(err)
 	}
 	r.log(fmt.Sprintf("planlock: reloaded %s: now serving %s; it replaces %s, whose counts do not carry over", r.Source.File, l.Describe(), current.short()))
-	return l
+	return l, true
 }
 
 // digestSum is the hash in a "sha256:<hex>" digest (zero when malformed).

@@ -241,3 +241,55 @@ func TestLookSeesContentChangesMetadataHides(t *testing.T) {
 		t.Fatal("a removed file still exists")
 	}
 }
+
+// A write that lands between the look that found the files stable and the
+// read is not acted on: without a signature a half-written plan can still
+// parse, and only a plan seen stable may replace the running one.
+func TestReloaderIgnoresAWriteDuringTheRead(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "refund.hcl")
+	replace(t, file, []byte(planV1))
+	src := Source{File: file}
+	cur, err := src.Read(context.Background(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a writer has written so far: valid on its own, wider than the
+	// plan being written.
+	partial := strings.Replace(planV2, "max_calls = 3", "max_calls = 300", 1)
+	if partial == planV2 {
+		t.Fatal("the partial plan is the plan")
+	}
+	var reads atomic.Int32
+	type swap struct {
+		l     *Loaded
+		reads int32
+	}
+	swapped := make(chan swap, 8)
+	rl := &Reloader{Source: src, State: openLedger(t, filepath.Join(dir, "state")), Interval: 5 * time.Millisecond,
+		Swap: func(n *Loaded) error { swapped <- swap{n, reads.Load()}; return nil },
+		Log:  func(string) {},
+		beforeRead: func() {
+			if reads.Add(1) == 1 {
+				replace(t, file, []byte(partial))
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rl.Run(ctx, cur) }()
+	t.Cleanup(func() { cancel(); <-done })
+	replace(t, file, []byte(planV2))
+	select {
+	case s := <-swapped:
+		// The partial plan is on disk now and stays: it is served, but
+		// only from a read after a look that saw it stable.
+		if s.l.Plan.Digest != "sha256:"+sign.Digest([]byte(partial)) {
+			t.Fatalf("swapped in %s, want the plan on disk", s.l.Describe())
+		}
+		if s.reads < 2 {
+			t.Fatalf("swapped in what the read of the first stable look found: a write in progress was acted on")
+		}
+	case <-time.After(wait):
+		t.Fatal("the reloader did not swap the plan")
+	}
+}
