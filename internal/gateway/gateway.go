@@ -84,6 +84,8 @@ type Config struct {
 	Log             *slog.Logger
 	// Now is the clock for expiry; nil means time.Now.
 	Now func() time.Time
+
+	beforeRead func(file string) // tests: a write between the scan's look and the read
 }
 
 // Gateway serves the plans. Create it with New, then Serve.

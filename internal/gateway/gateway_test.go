@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/sign"
 )
 
 // planText is a plan whose upstream is a program that does not exist: the
@@ -270,5 +272,30 @@ func TestServeReturnsWhenTheListenerFails(t *testing.T) {
 	}
 	if got := g.Plans(); len(got) != 0 {
 		t.Fatalf("plans still served after Serve returned: %v", got)
+	}
+}
+
+// A plan file written again between the scans' look and the read is not
+// served from that read: without a signature a half-written file can
+// parse, and only a file seen stable may be served.
+func TestAddIgnoresAWriteDuringTheRead(t *testing.T) {
+	plans := t.TempDir()
+	beta := filepath.Join(plans, "beta.hcl")
+	partial := strings.Replace(planText("beta", "b"), "max_calls = 2", "max_calls = 200", 1)
+	var reads atomic.Int32
+	toks := tokenFile(t, map[string]string{"tok": "ops *"})
+	r := start(t, Config{PlansDir: plans, Authenticators: []authn.Authenticator{toks},
+		beforeRead: func(file string) {
+			if file == beta && reads.Add(1) == 1 {
+				replace(t, beta, []byte(partial))
+			}
+		}})
+	replace(t, beta, []byte(planText("beta", "b")))
+	waitFor(t, "beta served", func() bool { return r.digest("beta") != "" })
+	if got, want := r.digest("beta"), "sha256:"+sign.Digest([]byte(partial)); got != want {
+		t.Fatalf("beta serves %s, want the file on disk (%s)", got, want)
+	}
+	if reads.Load() < 2 {
+		t.Fatal("beta was served from the read the write landed in")
 	}
 }

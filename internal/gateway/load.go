@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +39,15 @@ func sumFile(path string) [sha256.Size]byte {
 		return [sha256.Size]byte{}
 	}
 	return sha256.Sum256(b)
+}
+
+// sha256Of is the hash in a "sha256:<hex>" digest (zero when malformed).
+func sha256Of(digest string) [sha256.Size]byte {
+	var s [sha256.Size]byte
+	if b, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:")); err == nil && len(b) == sha256.Size {
+		copy(s[:], b)
+	}
+	return s
 }
 
 func lookFile(file string) fileSums {
@@ -153,7 +163,15 @@ func (g *Gateway) add(file string, sums fileSums) {
 	if src.Policy == nil {
 		g.log.Warn(planload.InsecureWarning(file))
 	}
+	if g.cfg.beforeRead != nil {
+		g.cfg.beforeRead(file)
+	}
 	l, err := src.Read(g.run, g.cfg.Now())
+	// What was read must be what the scans saw stable: a write that landed
+	// in between may be half done, and is left for the next scans.
+	if lookFile(file) != sums || (err == nil && sha256Of(l.Plan.Digest) != sums.plan) {
+		return
+	}
 	if err != nil {
 		refuse("", err)
 		return
