@@ -40,6 +40,8 @@ func TestServeOAuth(t *testing.T) {
 		{"expired JWT", "refund", jwtFor("alice", base, now.Add(-time.Hour)), 401, "Bearer " + metadata + `, error="invalid_token"`},
 		{"JWT for another resource", "refund", jwtFor("alice", "https://other.example.com", hour), 401, "Bearer " + metadata + `, error="invalid_token"`},
 		{"JWT of another issuer", "refund", as.Issue(t, oauthtest.Token{Subject: "alice", Audience: []string{base}, Issuer: "https://evil.example.com"}), 401, "Bearer " + metadata + `, error="invalid_token"`},
+		{"ID token (typ JWT) for the resource", "refund", as.Issue(t, oauthtest.Token{Subject: "alice", Audience: []string{base}, Type: "JWT", Expiry: hour}), 401, "Bearer " + metadata + `, error="invalid_token"`},
+		{"token without a typ header", "refund", as.Issue(t, oauthtest.Token{Subject: "alice", Audience: []string{base}, Type: oauthtest.NoType, Expiry: hour}), 401, "Bearer " + metadata + `, error="invalid_token"`},
 		{"static token, its plan", "deploy", "static-deploy-token", 200, ""},
 		{"static token, another plan", "refund", "static-deploy-token", 404, ""},
 		{"unknown static token", "refund", "guessed-token", 401, "Bearer " + metadata},
@@ -121,4 +123,29 @@ func TestServeOAuth(t *testing.T) {
 			t.Fatalf("no audit record of the refund plan names jwt:ci-agent:\n%s", b)
 		}
 	})
+}
+
+// --oauth-token-type replaces the accepted typ headers: with JWT and none
+// given, an ID-token-shaped JWT and a token without typ are accepted and an
+// at+jwt token no longer is.
+func TestServeOAuthTokenTypes(t *testing.T) {
+	as := oauthtest.New(t)
+	base, _, log := oauthServe(t, as, "--oauth-token-type", "JWT", "--oauth-token-type", "none")
+	hour := time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name, typ string
+		status    int
+	}{
+		{"typ JWT", "JWT", 200},
+		{"typ application/jwt", "application/jwt", 200},
+		{"no typ", oauthtest.NoType, 200},
+		{"typ at+jwt, not configured", "at+jwt", 401},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tok := as.Issue(t, oauthtest.Token{Subject: "alice", Audience: []string{base}, Type: c.typ, Expiry: hour})
+			if got := initialize(t, base+"/mcp/refund", tok).StatusCode; got != c.status {
+				t.Fatalf("status %d, want %d\n%s", got, c.status, log.String())
+			}
+		})
+	}
 }

@@ -26,7 +26,7 @@ import (
 // oauthServe runs planlock serve with static tokens and JWTs of the
 // stand-in authorization server in front of two plans over one HTTP
 // upstream, and returns its base URL and state directory.
-func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *peers.SyncBuffer) {
+func oauthServe(t *testing.T, as *oauthtest.Server, extra ...string) (base, state string, log *peers.SyncBuffer) {
 	t.Helper()
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	up := server.NewMCPServer("upstream", "1.0.0")
@@ -70,11 +70,11 @@ func oauthServe(t *testing.T, as *oauthtest.Server) (base, state string, log *pe
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"planlock", "serve", "--insecure-skip-verify",
+		done <- run(ctx, append([]string{"planlock", "serve", "--insecure-skip-verify",
 			"--plans", plans, "--state", state, "--listen", "127.0.0.1:0",
 			"--tokens", filepath.Join(dir, "tokens.txt"),
 			"--oauth-issuer", as.Issuer(),
-		}, streams{in: strings.NewReader(""), out: io.Discard, err: log})
+		}, extra...), streams{in: strings.NewReader(""), out: io.Discard, err: log})
 	}()
 	t.Cleanup(func() {
 		cancel()
