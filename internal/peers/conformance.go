@@ -93,7 +93,6 @@ var resultDirRE = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 func Conformance(t testing.TB, url string, scenarios ...string) map[string]ConformanceScenario {
 	t.Helper()
 	bin := filepath.Join(Dir(t), "node_modules/@modelcontextprotocol/conformance/dist/index.js")
-	out := t.TempDir()
 	runs := [][]string{nil}
 	if len(scenarios) > 0 {
 		runs = runs[:0]
@@ -101,6 +100,34 @@ func Conformance(t testing.TB, url string, scenarios ...string) map[string]Confo
 			runs = append(runs, []string{"--scenario", s})
 		}
 	}
+	res := runConformance(t, bin, url, runs)
+	for _, s := range scenarios {
+		if _, ok := res[s]; !ok {
+			t.Fatalf("peers: conformance produced no result for scenario %s", s)
+		}
+	}
+	return res
+}
+
+// Revision2026 is the MCP revision whose requirements Conformance2026 runs.
+const Revision2026 = "2026-07-28"
+
+// Conformance2026 runs the pinned 0.2 suite's server scenarios that MCP
+// 2026-07-28 requires (`conformance server --url URL --requirements
+// 2026-07-28`, the set frozen at that revision's release, extensions and
+// pending scenarios included but not scored) and returns each scenario's
+// outcome by name.
+func Conformance2026(t testing.TB, url string) map[string]ConformanceScenario {
+	t.Helper()
+	bin := filepath.Join(Dir(t), "node_modules/conformance-2026/dist/index.js")
+	return runConformance(t, bin, url, [][]string{{"--requirements", Revision2026}})
+}
+
+// runConformance runs the suite at bin once per extra argument list and
+// reads every scenario's checks from the results it writes.
+func runConformance(t testing.TB, bin, url string, runs [][]string) map[string]ConformanceScenario {
+	t.Helper()
+	out := t.TempDir()
 	for _, extra := range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		args := append([]string{bin, "server", "--url", url, "-o", out}, extra...)
@@ -135,12 +162,9 @@ func Conformance(t testing.TB, url string, scenarios ...string) map[string]Confo
 		if err := json.Unmarshal(b, &checks); err != nil {
 			t.Fatalf("peers: conformance scenario %s: parse checks: %v", m[1], err)
 		}
+		// A scenario with two result directories keeps the later
+		// one's checks (the names sort by time).
 		res[m[1]] = ConformanceScenario{Name: m[1], Checks: checks}
-	}
-	for _, s := range scenarios {
-		if _, ok := res[s]; !ok {
-			t.Fatalf("peers: conformance produced no result for scenario %s", s)
-		}
 	}
 	if len(res) == 0 {
 		t.Fatalf("peers: conformance produced no results against %s", url)

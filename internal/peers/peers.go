@@ -79,6 +79,10 @@ func Dir(t testing.TB) string {
 		"@modelcontextprotocol/server-filesystem/dist/index.js",
 		"@modelcontextprotocol/inspector/cli/build/cli.js",
 		"@modelcontextprotocol/conformance/dist/index.js",
+		"@modelcontextprotocol/client/package.json",
+		"@modelcontextprotocol/server/package.json",
+		"conformance-2026/dist/index.js",
+		"inspector-2/clients/cli/build/index.js",
 	} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", p)); err != nil {
 			t.Fatalf("peers: npm MCP peers are not installed (%v): run scripts/install-peers", err)

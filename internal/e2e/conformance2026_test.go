@@ -1,0 +1,137 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/planlock/planlock/internal/peers"
+)
+
+// conformance2026Plan allows every tool of the test upstream's conformance
+// set, so that a scenario through planlock fails only where planlock
+// changes what the upstream does.
+const conformance2026Plan = `
+plan "conformance" {
+  goal  = "the tools the conformance scenarios call"
+  order = "any"
+  step "simple" {
+    tool      = "test_simple_text"
+    max_calls = 1000
+  }
+  step "image" {
+    tool      = "test_image_content"
+    max_calls = 1000
+  }
+  step "audio" {
+    tool      = "test_audio_content"
+    max_calls = 1000
+  }
+  step "embedded" {
+    tool      = "test_embedded_resource"
+    max_calls = 1000
+  }
+  step "mixed" {
+    tool      = "test_multiple_content_types"
+    max_calls = 1000
+  }
+  step "error" {
+    tool      = "test_error_handling"
+    max_calls = 1000
+  }
+  step "progress" {
+    tool      = "test_tool_with_progress"
+    max_calls = 1000
+  }
+  step "logging" {
+    tool      = "test_tool_with_logging"
+    max_calls = 1000
+  }
+}
+`
+
+// passingOf is the sorted names of the scenarios that passed.
+func passingOf(res map[string]peers.ConformanceScenario) []string {
+	var out []string
+	for name, s := range res {
+		if s.OK() {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sameModuloRacy reports whether got is want, but for racy scenarios that
+// may be missing from got.
+func sameModuloRacy(got, want, racy []string) bool {
+	for _, w := range want {
+		if !slices.Contains(got, w) && !slices.Contains(racy, w) {
+			return false
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestConformance2026 runs the scenarios MCP 2026-07-28 requires against
+// the test upstream directly (they must be the committed baseline) and
+// through planlock proxy's HTTP front, with the upstream over HTTP and over
+// stdio: through planlock, exactly the same scenarios pass.
+func TestConformance2026(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(peers.Root(t), "test", "peers", "conformance-2026-baseline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bl struct {
+		Revision     string               `json:"revision"`
+		TestUpstream peers.ConformanceSet `json:"testupstream"`
+	}
+	if err := json.Unmarshal(b, &bl); err != nil {
+		t.Fatal(err)
+	}
+	if bl.Revision != peers.Revision2026 {
+		t.Fatalf("baseline for %q, the suite runs %q", bl.Revision, peers.Revision2026)
+	}
+	racy := bl.TestUpstream.Racy
+	direct := peers.StartHTTP(t, testUpstreamBin, "--conformance")
+	res := peers.Conformance2026(t, direct)
+	if got := passingOf(res); !sameModuloRacy(got, bl.TestUpstream.Passing, racy) {
+		t.Fatalf("directly, the passing scenarios are\n  %v\nthe baseline says\n  %v\n(update test/peers/conformance-2026-baseline.json if the suite or the upstream changed)", got, bl.TestUpstream.Passing)
+	}
+	want := passingOf(res)
+	plan := writePlan(t, conformance2026Plan)
+	fronts := []struct {
+		name     string
+		upstream []string
+	}{
+		{"HTTP upstream", []string{"--upstream-url", direct}},
+		{"stdio upstream", []string{"--", testUpstreamBin, "--conformance"}},
+	}
+	for _, f := range fronts {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"proxy", "--plan", plan, "--insecure-skip-verify", "--state", filepath.Join(t.TempDir(), "state"),
+				"--listen", "127.0.0.1:0"}, f.upstream...)
+			url := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, args...)
+			through := peers.Conformance2026(t, url)
+			if got := passingOf(through); !sameModuloRacy(got, want, racy) {
+				for _, name := range want {
+					if !through[name].OK() {
+						t.Logf("fails through planlock: %s", through[name])
+					}
+				}
+				t.Errorf("through planlock the passing scenarios are\n  %v\ndirectly\n  %v", got, want)
+			}
+		})
+	}
+}
