@@ -34,6 +34,11 @@ type Target struct {
 	// names (instead of Token).
 	OAuth *OAuthClient
 	Env   []string // extra KEY=VALUE for the agent and, over stdio, the server it starts
+	// Negotiation, when set, runs the TypeScript SDK v2 client
+	// (agent-v2.mjs) with this versionNegotiation: "legacy", "auto" or a
+	// revision to pin such as "2026-07-28". It runs the steps listTools,
+	// callTool, request and ping, without OAuth, sampling or elicitation.
+	Negotiation string
 }
 
 // OAuthClient is how the agent authenticates to the authorization server:
@@ -137,7 +142,11 @@ type Result struct {
 	LogMessages int               `json:"logMessages"` // logging notifications received during the call
 	Params      json.RawMessage   `json:"params"`      // serverRequest: the request's params
 	Server      json.RawMessage   `json:"server"`      // connect: serverInfo
-	Count       int               `json:"count"`       // parallel: number of sub-steps
+	// Era and ProtocolVersion (connect, SDK v2 agent): what the
+	// connection negotiated, "modern" or "legacy", and the revision.
+	Era             string `json:"era"`
+	ProtocolVersion string `json:"protocolVersion"`
+	Count           int    `json:"count"` // parallel: number of sub-steps
 }
 
 // RPCError is a failed request: a JSON-RPC error (Code set) or a transport
@@ -207,6 +216,12 @@ func RunAgentContext(ctx context.Context, peersDir string, target Target, script
 		return Transcript{}, fmt.Errorf("encode script: %w", err)
 	}
 	args := []string{filepath.Join(peersDir, "agent.mjs")}
+	if target.Negotiation != "" {
+		if target.OAuth != nil || script.Sampling != nil || script.Elicitation != nil {
+			return Transcript{}, fmt.Errorf("the SDK v2 agent runs without OAuth, sampling or elicitation")
+		}
+		args = []string{filepath.Join(peersDir, "agent-v2.mjs"), "--negotiation", target.Negotiation}
+	}
 	switch {
 	case target.URL != "" && len(target.Command) > 0:
 		return Transcript{}, fmt.Errorf("target has both a URL and a command")
