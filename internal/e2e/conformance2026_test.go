@@ -54,32 +54,13 @@ plan "conformance" {
 }
 `
 
-// passingOf is the sorted names of the scenarios that passed.
-func passingOf(res map[string]peers.ConformanceScenario) []string {
-	var out []string
-	for name, s := range res {
-		if s.OK() {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// sameModuloRacy reports whether got is want, but for racy scenarios that
-// may be missing from got.
+// sameModuloRacy reports whether got and want name the same scenarios
+// once the racy ones, which may pass or fail on either side, are left out.
 func sameModuloRacy(got, want, racy []string) bool {
-	for _, w := range want {
-		if !slices.Contains(got, w) && !slices.Contains(racy, w) {
-			return false
-		}
+	drop := func(s []string) []string {
+		return slices.DeleteFunc(slices.Clone(s), func(n string) bool { return slices.Contains(racy, n) })
 	}
-	for _, g := range got {
-		if !slices.Contains(want, g) {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(drop(got), drop(want))
 }
 
 // TestConformance2026 runs the scenarios MCP 2026-07-28 requires against
@@ -105,10 +86,10 @@ func TestConformance2026(t *testing.T) {
 	racy := bl.TestUpstream.Racy
 	direct := peers.StartHTTP(t, testUpstreamBin, "--conformance")
 	res := peers.Conformance2026(t, direct)
-	if got := passingOf(res); !sameModuloRacy(got, bl.TestUpstream.Passing, racy) {
+	if got := peers.PassingScenarios(res); !sameModuloRacy(got, bl.TestUpstream.Passing, racy) {
 		t.Fatalf("directly, the passing scenarios are\n  %v\nthe baseline says\n  %v\n(update test/peers/conformance-2026-baseline.json if the suite or the upstream changed)", got, bl.TestUpstream.Passing)
 	}
-	want := passingOf(res)
+	want := peers.PassingScenarios(res)
 	plan := writePlan(t, conformance2026Plan)
 	fronts := []struct {
 		name     string
@@ -124,7 +105,7 @@ func TestConformance2026(t *testing.T) {
 				"--listen", "127.0.0.1:0"}, f.upstream...)
 			url := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, args...)
 			through := peers.Conformance2026(t, url)
-			if got := passingOf(through); !sameModuloRacy(got, want, racy) {
+			if got := peers.PassingScenarios(through); !sameModuloRacy(got, want, racy) {
 				for _, name := range want {
 					if !through[name].OK() {
 						t.Logf("fails through planlock: %s", through[name])

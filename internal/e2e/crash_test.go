@@ -50,20 +50,7 @@ func startProxyProcess(t *testing.T, args ...string) *proxyProcess {
 
 func (pp *proxyProcess) call(t *testing.T, tool string, args map[string]any) (string, bool) {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	res, err := pp.client.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("call %s: %v", tool, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
+	return callText(t, pp.client, tool, args)
 }
 
 func (pp *proxyProcess) kill9(t *testing.T) {

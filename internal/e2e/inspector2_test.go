@@ -24,6 +24,34 @@ plan "echo" {
 }
 `
 
+// echoFront starts planlock in front of the test upstream (which logs the
+// calls it receives to callsLog) with inspector2Plan, and says how a client
+// reaches it.
+type echoFront struct {
+	name  string
+	start func(t *testing.T, callsLog string) peers.Target
+}
+
+// echoFronts are proxy over stdio, proxy over HTTP and serve.
+func echoFronts() []echoFront {
+	return []echoFront{
+		{"proxy stdio", func(t *testing.T, callsLog string) peers.Target {
+			return peers.Stdio(planlockBin, "proxy", "--plan", writePlan(t, inspector2Plan), "--insecure-skip-verify",
+				"--state", filepath.Join(t.TempDir(), "state"), "--", testUpstreamBin, "--calls-log", callsLog)
+		}},
+		{"proxy HTTP", func(t *testing.T, callsLog string) peers.Target {
+			url := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", writePlan(t, inspector2Plan), "--insecure-skip-verify",
+				"--state", filepath.Join(t.TempDir(), "state"), "--listen", "127.0.0.1:0", "--", testUpstreamBin, "--calls-log", callsLog)
+			return peers.HTTP(url, "")
+		}},
+		{"serve", func(t *testing.T, callsLog string) peers.Target {
+			sp := startServe(t, filepath.Join(t.TempDir(), "state"),
+				map[string]string{"echo": withUpstream(inspector2Plan, []string{testUpstreamBin, "--calls-log", callsLog})})
+			return peers.HTTP(sp.base+"/mcp/echo", sp.token)
+		}},
+	}
+}
+
 // inspector2Answer is the Inspector 2 CLI's JSON output.
 type inspector2Answer struct {
 	Result struct {
@@ -43,25 +71,7 @@ type inspector2Answer struct {
 func TestInspector2ThroughPlanlock(t *testing.T) {
 	t.Parallel()
 	peers.Node(t)
-	fronts := []struct {
-		name  string
-		start func(t *testing.T, callsLog string) peers.Target
-	}{
-		{"proxy stdio", func(t *testing.T, callsLog string) peers.Target {
-			return peers.Stdio(planlockBin, "proxy", "--plan", writePlan(t, inspector2Plan), "--insecure-skip-verify",
-				"--state", filepath.Join(t.TempDir(), "state"), "--", testUpstreamBin, "--calls-log", callsLog)
-		}},
-		{"proxy HTTP", func(t *testing.T, callsLog string) peers.Target {
-			url := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", writePlan(t, inspector2Plan), "--insecure-skip-verify",
-				"--state", filepath.Join(t.TempDir(), "state"), "--listen", "127.0.0.1:0", "--", testUpstreamBin, "--calls-log", callsLog)
-			return peers.HTTP(url, "")
-		}},
-		{"serve", func(t *testing.T, callsLog string) peers.Target {
-			sp := startServe(t, filepath.Join(t.TempDir(), "state"),
-				map[string]string{"echo": withUpstream(inspector2Plan, []string{testUpstreamBin, "--calls-log", callsLog})})
-			return peers.HTTP(sp.base+"/mcp/echo", sp.token)
-		}},
-	}
+	fronts := echoFronts()
 	for _, era := range []string{"legacy", "auto", "modern"} {
 		for _, f := range fronts {
 			t.Run(era+"/"+f.name, func(t *testing.T) {

@@ -20,25 +20,7 @@ import (
 func TestSDKv2ClientThroughPlanlock(t *testing.T) {
 	t.Parallel()
 	peers.Node(t)
-	fronts := []struct {
-		name  string
-		start func(t *testing.T, callsLog string) peers.Target
-	}{
-		{"proxy stdio", func(t *testing.T, callsLog string) peers.Target {
-			return peers.Stdio(planlockBin, "proxy", "--plan", writePlan(t, inspector2Plan), "--insecure-skip-verify",
-				"--state", filepath.Join(t.TempDir(), "state"), "--", testUpstreamBin, "--calls-log", callsLog)
-		}},
-		{"proxy HTTP", func(t *testing.T, callsLog string) peers.Target {
-			url := startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, "proxy", "--plan", writePlan(t, inspector2Plan), "--insecure-skip-verify",
-				"--state", filepath.Join(t.TempDir(), "state"), "--listen", "127.0.0.1:0", "--", testUpstreamBin, "--calls-log", callsLog)
-			return peers.HTTP(url, "")
-		}},
-		{"serve", func(t *testing.T, callsLog string) peers.Target {
-			sp := startServe(t, filepath.Join(t.TempDir(), "state"),
-				map[string]string{"echo": withUpstream(inspector2Plan, []string{testUpstreamBin, "--calls-log", callsLog})})
-			return peers.HTTP(sp.base+"/mcp/echo", sp.token)
-		}},
-	}
+	fronts := echoFronts()
 	modes := []struct{ negotiation, era, version string }{
 		{"legacy", "legacy", "2025-11-25"},
 		{"auto", "modern", "2026-07-28"},
