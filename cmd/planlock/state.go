@@ -54,8 +54,17 @@ func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, o
 			}
 			prepared, stateDir, o.localDir = d, d.Path, d.Path
 		}
+		root := ""
+		if prepared != nil {
+			root, _ = o.root() // the key must not be under the state root either
+		}
+		key, err := o.key(stateDir, root)
+		if err != nil {
+			return nil, err
+		}
 		lo := ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
 			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
+			StateKey: key, AcceptUnkeyedState: o.AcceptUnkeyedState,
 			// One stdio client waits for each record anyway; a listener's
 			// sessions share the process's Ps.
 			RawAppends: o.Listen == "",
@@ -101,8 +110,13 @@ func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, o
 		return nil, err
 	}
 	o.localDir = d.Path
+	key, err := o.key(d.Path)
+	if err != nil {
+		return nil, err
+	}
 	// --sync-each-call: every call in its own transaction, no leases.
-	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall})
+	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall,
+		StateKey: key, AcceptUnkeyedState: o.AcceptUnkeyedState})
 	if err != nil {
 		return nil, failf("%v", err)
 	}
