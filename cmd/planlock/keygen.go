@@ -27,7 +27,7 @@ Examples:
    planlock keygen --out-dir ~/.planlock --name release --type ed25519
    planlock sign --key planlock.key plans/refund.hcl
    planlock verify --key planlock.pub plans/refund.hcl
-   planlock keygen --state-key /etc/planlock/state.key
+   planlock keygen --state-key ~/.planlock/state.key
 
 With --state-key FILE it writes a state key instead: 32 random bytes (mode
 0600) that planlock proxy --state-key uses to authenticate every record of
