@@ -68,13 +68,13 @@ func ParseStateKey(b []byte) (*StateKey, error) {
 		return nil, errors.New("the state key is one byte repeated: make one with planlock keygen --state-key FILE")
 	}
 	k := &StateKey{}
-	k.pool.New = func() any { return hmac.New(sha256.New, key) }
+	k.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
 	// The id names the key in messages and the state_key record without
 	// telling anything of it.
-	h := k.get()
-	h.Write([]byte("planlock state key id"))
-	k.id = hex.EncodeToString(h.Sum(nil)[:8])
-	k.pool.Put(h)
+	m := k.get()
+	m.h.Write([]byte("planlock state key id"))
+	k.id = hex.EncodeToString(m.h.Sum(nil)[:8])
+	k.pool.Put(m)
 	return k, nil
 }
 
@@ -149,22 +149,28 @@ func insideDir(path, dir string) bool {
 // ID names the key (8 bytes of an HMAC under it, hex).
 func (k *StateKey) ID() string { return k.id }
 
-func (k *StateKey) get() hash.Hash {
-	h := k.pool.Get().(hash.Hash)
-	h.Reset()
-	return h
+// macState is one HMAC under the key and the buffer of its sum, pooled:
+// a record's MAC allocates nothing.
+type macState struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+func (k *StateKey) get() *macState {
+	m := k.pool.Get().(*macState)
+	m.h.Reset()
+	return m
 }
 
 // appendMAC appends the hex MAC of prefix to dst.
 func (k *StateKey) appendMAC(dst, prefix []byte) []byte {
-	h := k.get()
-	h.Write(prefix)
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	k.pool.Put(h)
+	m := k.get()
+	m.h.Write(prefix)
+	sum := m.h.Sum(m.sum[:0])
 	n := len(dst)
 	dst = append(dst, make([]byte, 2*sha256.Size)...)
-	hex.Encode(dst[n:], sum[:])
+	hex.Encode(dst[n:], sum)
+	k.pool.Put(m)
 	return dst
 }
 

@@ -289,3 +289,54 @@ func TestReadStateKey(t *testing.T) {
 		})
 	}
 }
+
+// TestStateKeyAcrossRotation: the segment records of a rotated journal
+// carry their MAC: the journal opens again under the key and the series
+// verifies with it; a record appended without one is refused.
+func TestStateKeyAcrossRotation(t *testing.T) {
+	dir := t.TempDir()
+	key := newKey(t)
+	o := Options{Dir: dir, RotateSize: 1, SyncEachCall: true, StateKey: key}
+	l := openT(t, o)
+	reserveCalls(t, l, 5, 10)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Stats().Rotations < 2 {
+		t.Fatalf("Rotations = %d, want several", l.Stats().Rotations)
+	}
+	files := seriesOf(t, l.AuditPath())
+	open := func() []*os.File {
+		var fs []*os.File
+		for _, p := range files {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			fs = append(fs, f)
+		}
+		return fs
+	}
+	if _, _, err := VerifyFilesWith(open(), nil, key); err != nil {
+		t.Fatalf("VerifyFilesWith: %v", err)
+	}
+	l = openT(t, o)
+	if got := l.Progress(digest).Calls(0); got != 5 {
+		t.Fatalf("calls = %d, want 5", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	i0 := 0
+	ok := true
+	forgeAppend(t, l.AuditPath(), record{Time: time.Now().UTC(), Type: typeOutcome, Plan: digest, Step: "a", StepIndex: &i0, Tool: "t", Ref: 1, OK: &ok})
+	files = seriesOf(t, l.AuditPath())
+	if _, _, err := VerifyFilesWith(open(), nil, key); err == nil || !strings.Contains(err.Error(), "has no state MAC") {
+		t.Fatalf("VerifyFilesWith after a forged record: %v", err)
+	}
+	if l, err := Open(context.Background(), o); err == nil {
+		l.Close()
+		t.Fatal("Open took the forged record")
+	}
+}
