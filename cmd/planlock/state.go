@@ -196,6 +196,7 @@ type stateCopyOptions struct {
 	From      string
 	FromAudit string
 	To        string
+	StateKey  string
 }
 
 func (o *stateCopyOptions) flags() []cli.Flag {
@@ -203,6 +204,7 @@ func (o *stateCopyOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "from", Usage: "the state `DIR` to copy", Required: true, TakesFile: true, Destination: &o.From},
 		&cli.StringFlag{Name: "from-audit", Usage: "its audit log `FILE`, when not <DIR>/audit.jsonl", TakesFile: true, Destination: &o.FromAudit},
 		&cli.StringFlag{Name: "to", Usage: "the PostgreSQL `URL` (migrated, no records)", Required: true, Destination: &o.To},
+		&cli.StringFlag{Name: "state-key", Usage: "the state key `FILE` of a state kept with one (the records are copied with their MACs)", TakesFile: true, Destination: &o.StateKey},
 	}
 }
 
@@ -235,6 +237,13 @@ func runStateCopy(ctx context.Context, o *stateCopyOptions) error {
 		return usageErrorf("state copy: --to must be a postgres:// URL")
 	}
 	lo := ledger.Options{Dir: o.From, AuditPath: o.FromAudit}
+	if o.StateKey != "" {
+		k, err := ledger.ReadStateKey(o.StateKey, o.From)
+		if err != nil {
+			return failf("state copy: --state-key: %v", err)
+		}
+		lo.StateKey = k
+	}
 	before, journal, err := settledJournal(ctx, lo)
 	if err != nil {
 		return failf("state copy: %v", err)
