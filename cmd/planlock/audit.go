@@ -79,6 +79,7 @@ type auditVerifyOptions struct {
 	Anchor       string
 	Head         string
 	MaxLineBytes int64
+	StateKey     string
 }
 
 func (o *auditVerifyOptions) flags() []cli.Flag {
@@ -87,6 +88,7 @@ func (o *auditVerifyOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "state", Usage: "verify the chain of a PostgreSQL state (postgres:// `URL`) instead of a FILE; it must also end at the database's head row", Destination: &o.State},
 		&cli.StringFlag{Name: "anchor", Usage: "a head kept elsewhere (`FILE` with a seq=N hash=H line): the log must still reach it", TakesFile: true, Destination: &o.Anchor},
 		&cli.StringFlag{Name: "head", Usage: "a record `HASH` kept elsewhere: the log must still contain it", Destination: &o.Head},
+		&cli.StringFlag{Name: "state-key", Usage: "also check every record's MAC under the state key in `FILE` (the proxy's --state-key); without it only the chain is checked", TakesFile: true, Destination: &o.StateKey},
 		&cli.Int64Flag{Name: "max-line-bytes", Value: boundedio.MaxLineBytes, Usage: "refuse a record longer than `N` bytes (raise it for a log written with a larger --max-message-bytes)", Destination: &o.MaxLineBytes},
 	}
 }
@@ -115,6 +117,13 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 	if max <= 0 {
 		return usageErrorf("audit verify: --max-line-bytes must be positive")
 	}
+	var key *ledger.StateKey
+	if o.StateKey != "" {
+		var err error
+		if key, err = ledger.ReadStateKey(o.StateKey); err != nil {
+			return failf("audit verify: --state-key: %v", err)
+		}
+	}
 	var (
 		path    string
 		f       io.ReadSeeker
@@ -134,7 +143,7 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 		}
 		defer ledger.CloseFiles(files)
 		if len(files) != 1 || len(o.Args) != 1 || files[0].Name() != o.Args[0] {
-			return runAuditVerifySeries(o, files, anchor, wantHash)
+			return runAuditVerifySeries(o, files, anchor, wantHash, key)
 		}
 		path, f, file = files[0].Name(), files[0], files[0]
 	}
@@ -143,9 +152,9 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions) error {
 	var res ledger.VerifyResult
 	var err error
 	if file != nil {
-		res, err = ledger.VerifyLive(file, lineLimit(max))
+		res, err = ledger.VerifyLiveWith(file, lineLimit(max), key)
 	} else {
-		res, err = ledger.Verify(boundedio.LineLimit(f, path, max))
+		res, err = ledger.VerifyWith(boundedio.LineLimit(f, path, max), key)
 	}
 	var ve *ledger.VerifyError
 	if err != nil && !errors.As(err, &ve) {

@@ -146,8 +146,8 @@ func runAuditExport(ctx context.Context, o *auditExportOptions) error {
 }
 
 // runAuditVerifySeries is audit verify over several files.
-func runAuditVerifySeries(o *auditVerifyOptions, files []*os.File, anchor *ledger.Head, wantHash string) error {
-	segs, res, err := ledger.VerifyFiles(files, lineLimit(o.MaxLineBytes))
+func runAuditVerifySeries(o *auditVerifyOptions, files []*os.File, anchor *ledger.Head, wantHash string, key *ledger.StateKey) error {
+	segs, res, err := ledger.VerifyFilesWith(files, lineLimit(o.MaxLineBytes), key)
 	var se *ledger.SeriesError
 	if err != nil && !errors.As(err, &se) {
 		return failf("audit verify: %v", err)

@@ -38,6 +38,7 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock plan init triage --expires 2027-06-30T23:59:59Z -- node server.js > triage.hcl`, "needs an MCP server as node server.js"},
 	{`planlock keygen`, ""},
 	{`planlock keygen --out-dir ~/.planlock --name release --type ed25519`, ""},
+	{`planlock keygen --state-key ~/.planlock/state.key`, ""},
 	{`planlock sign --key planlock.key plans/refund.hcl`, ""},
 	{`planlock verify --key planlock.pub plans/refund.hcl`, ""},
 	{`planlock sign plans/refund.hcl                     # in the sign-on-merge workflow`, "keyless: needs GitHub Actions' OIDC token and the public-good sigstore"},

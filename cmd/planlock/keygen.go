@@ -26,7 +26,12 @@ Examples:
    planlock keygen
    planlock keygen --out-dir ~/.planlock --name release --type ed25519
    planlock sign --key planlock.key plans/refund.hcl
-   planlock verify --key planlock.pub plans/refund.hcl`,
+   planlock verify --key planlock.pub plans/refund.hcl
+   planlock keygen --state-key ~/.planlock/state.key
+
+With --state-key FILE it writes a state key instead: 32 random bytes (mode
+0600) that planlock proxy --state-key uses to authenticate every record of
+its state. Keep it outside the state directory and the database.`,
 		Flags:  o.flags(),
 		Action: action(o, runKeygen),
 	}
@@ -39,6 +44,8 @@ type keygenOptions struct {
 	Name   string
 	Type   string
 	Force  bool
+	// StateKey, when set, writes a state key there instead of a key pair.
+	StateKey string
 }
 
 func (o *keygenOptions) flags() []cli.Flag {
@@ -47,12 +54,21 @@ func (o *keygenOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "name", Value: "planlock", Usage: "base file `NAME` of the keys", Destination: &o.Name},
 		&cli.StringFlag{Name: "type", Value: sign.KeyTypes[0], Usage: "key `TYPE`: " + strings.Join(sign.KeyTypes, ", "), Destination: &o.Type},
 		&cli.BoolFlag{Name: "force", Usage: "overwrite existing key files", Destination: &o.Force},
+		&cli.StringFlag{Name: "state-key", Usage: "write a state key (32 random bytes, mode 0600) to `FILE` instead of a key pair", TakesFile: true, Destination: &o.StateKey},
 	}
 }
 
 func runKeygen(_ context.Context, o *keygenOptions) error {
 	if len(o.Args) > 0 {
 		return usageErrorf("keygen: unexpected argument %q", o.Args[0])
+	}
+	if o.StateKey != "" {
+		k, err := writeStateKey(o.StateKey, o.Force)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(o.IO.out, stateKeyLine(o.StateKey, k))
+		return nil
 	}
 	name := o.Name
 	if name == "" || strings.ContainsAny(name, `/\`) {

@@ -77,6 +77,7 @@ type proxyOptions struct {
 	holdOptions
 	telemetryOptions
 	auditRotateOptions  // audit_rotate.go
+	stateKeyOptions     // statekey.go
 	ReloadInterval      time.Duration
 	Listen              string
 	AllowOrigin         cli.StringSlice
@@ -122,6 +123,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.trustOptions.flags()...)
 	flags = append(flags, o.telemetryOptions.flags()...)
 	flags = append(flags, o.auditRotateOptions.flags()...)
+	flags = append(flags, o.stateKeyOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }
 

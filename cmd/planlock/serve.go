@@ -39,6 +39,7 @@ type serveOptions struct {
 	InsecureSkipVerify, AuditRedact, SyncEachCall      bool
 	ReloadInterval, CallTimeout, DrainTimeout          time.Duration
 	MaxMessageBytes                                    int
+	stateKeyOptions                                    // statekey.go
 	oauthOptions                                       // serve_oauth.go
 	telemetryOptions                                   // telemetry.go
 }
@@ -63,7 +64,7 @@ func (o *serveOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
 		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.SyncEachCall},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.LogFormat},
-	}, slices.Concat(o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
+	}, slices.Concat(o.stateKeyOptions.flags(), o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
 }
 
 func serveCommand() *cli.Command {
@@ -197,6 +198,10 @@ func runServe(ctx context.Context, o *serveOptions) error {
 			return failf("state directory: %v", err)
 		}
 	}
+	stateKey, err := o.key(state)
+	if err != nil {
+		return err
+	}
 	plansDir, repoDir := o.Plans, o.PlansPath
 	var repoSync *planload.RepoDirSync
 	if o.Repo != "" {
@@ -230,7 +235,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		PlansDir: plansDir, RepoDir: repoDir, Policy: policy, StateDir: state,
 		Authenticators: auths, Challenge: challenge, Routes: routes,
 		HTTP: front, ReloadInterval: o.ReloadInterval, DrainTimeout: o.DrainTimeout,
-		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall, OnSync: tel.OnSync()},
+		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall, OnSync: tel.OnSync(), StateKey: stateKey, AcceptUnkeyedState: o.AcceptUnkeyedState},
 		Observer:        tel.Observer,
 		Metrics:         tel.gatewayMetrics(),
 		UpstreamStderr:  func(plan string) *slog.Logger { return log.With("plan", plan, "from", "upstream stderr") },

@@ -54,8 +54,17 @@ func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, o
 			}
 			prepared, stateDir, o.localDir = d, d.Path, d.Path
 		}
+		root := ""
+		if prepared != nil {
+			root, _ = o.root() // the key must not be under the state root either
+		}
+		key, err := o.key(stateDir, root)
+		if err != nil {
+			return nil, err
+		}
 		lo := ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
 			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
+			StateKey: key, AcceptUnkeyedState: o.AcceptUnkeyedState,
 			// One stdio client waits for each record anyway; a listener's
 			// sessions share the process's Ps.
 			RawAppends: o.Listen == "",
@@ -101,8 +110,13 @@ func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, o
 		return nil, err
 	}
 	o.localDir = d.Path
+	key, err := o.key(d.Path)
+	if err != nil {
+		return nil, err
+	}
 	// --sync-each-call: every call in its own transaction, no leases.
-	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall})
+	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall,
+		StateKey: key, AcceptUnkeyedState: o.AcceptUnkeyedState})
 	if err != nil {
 		return nil, failf("%v", err)
 	}
@@ -182,6 +196,7 @@ type stateCopyOptions struct {
 	From      string
 	FromAudit string
 	To        string
+	StateKey  string
 }
 
 func (o *stateCopyOptions) flags() []cli.Flag {
@@ -189,6 +204,7 @@ func (o *stateCopyOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "from", Usage: "the state `DIR` to copy", Required: true, TakesFile: true, Destination: &o.From},
 		&cli.StringFlag{Name: "from-audit", Usage: "its audit log `FILE`, when not <DIR>/audit.jsonl", TakesFile: true, Destination: &o.FromAudit},
 		&cli.StringFlag{Name: "to", Usage: "the PostgreSQL `URL` (migrated, no records)", Required: true, Destination: &o.To},
+		&cli.StringFlag{Name: "state-key", Usage: "the state key `FILE` of a state kept with one (the records are copied with their MACs)", TakesFile: true, Destination: &o.StateKey},
 	}
 }
 
@@ -221,6 +237,13 @@ func runStateCopy(ctx context.Context, o *stateCopyOptions) error {
 		return usageErrorf("state copy: --to must be a postgres:// URL")
 	}
 	lo := ledger.Options{Dir: o.From, AuditPath: o.FromAudit}
+	if o.StateKey != "" {
+		k, err := ledger.ReadStateKey(o.StateKey, o.From)
+		if err != nil {
+			return failf("state copy: --state-key: %v", err)
+		}
+		lo.StateKey = k
+	}
 	before, journal, err := settledJournal(ctx, lo)
 	if err != nil {
 		return failf("state copy: %v", err)

@@ -45,6 +45,17 @@ type Options struct {
 	// truncation of the journal would be hidden. For a one-time start after
 	// an upgrade or a restored backup, never as a default.
 	AcceptMissingAnchor bool
+	// StateKey, when set, makes every record written carry a MAC under it,
+	// and Open (and a recovery from a disk fault) refuse a journal with a
+	// record that lacks one after the first that has one, or whose MAC
+	// does not verify (see StateKey). Without it Open refuses a journal
+	// whose records carry MACs: a key once used is not dropped.
+	StateKey *StateKey
+	// AcceptUnkeyedState lets Open take a journal that has records but no
+	// MAC at all although StateKey is set: a state written before the key
+	// was configured. Open then writes the first record with a MAC. For
+	// the one start that introduces the key, never as a default.
+	AcceptUnkeyedState bool
 	// OnHead, when set, is called with the journal's anchored head after
 	// each checkpoint and at Close, so that it can be shipped elsewhere. It
 	// runs on the ledger's writer: it must be quick and must not call the

@@ -34,7 +34,19 @@ var reserveModes = []struct {
 	{"leases", Options{}},
 	{"leases-raw-appends", Options{RawAppends: true}},
 	{"sync-each-call", Options{SyncEachCall: true}},
+	// With a state key: one HMAC more per record.
+	{"leases-state-key", Options{StateKey: benchKey}},
+	{"sync-each-call-state-key", Options{SyncEachCall: true, StateKey: benchKey}},
 }
+
+// benchKey is a state key for the benchmarks.
+var benchKey = func() *StateKey {
+	k, err := ParseStateKey([]byte("0123456789abcdef0123456789ABCDEF"))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // BenchmarkReserve is one forwarded call at a time: Reserve then Complete,
 // as the gate does. With sync-each-call expect one fdatasync per call (the
@@ -257,4 +269,29 @@ func benchAnchor(b *testing.B) *anchor {
 	}
 	b.Cleanup(func() { a.close() })
 	return a
+}
+
+// BenchmarkAppendLine is the CPU cost of chaining one allow record of
+// benchCall, without and with a state key (its MAC): what the key adds to
+// every record, apart from the write and the sync.
+func BenchmarkAppendLine(b *testing.B) {
+	i := benchCall.StepIndex
+	body, err := encodeBody(&record{Time: time.Now().UTC(), Type: typeDecision, Decision: DecisionAllow, Plan: digest,
+		Step: benchCall.Step, StepIndex: &i, Tool: benchCall.Tool, Args: benchCall.Args, Max: 1000, Used: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		key  *StateKey
+	}{{"no-key", nil}, {"state-key", benchKey}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var buf []byte
+			head := genesis
+			b.ReportAllocs()
+			for n := 0; n < b.N; n++ {
+				buf, head = appendKeyedLine(buf[:0], uint64(n+1), head, body, tc.key)
+			}
+		})
+	}
 }

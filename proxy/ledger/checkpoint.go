@@ -35,6 +35,7 @@ type checkpoint struct {
 	Offset    int64           `json:"offset"`     // journal bytes covered
 	LastStart int64           `json:"last_start"` // offset of the checkpoint record's line
 	State     json.RawMessage `json:"state"`      // a cpState; its sha256 is in the checkpoint record
+	line      []byte          // the checkpoint record's line, as read back
 }
 
 // cpState is the derived state a checkpoint record vouches for.
@@ -128,7 +129,7 @@ func (l *Ledger) prepareCheckpointLocked() *cpPrep {
 // after it stopped, calls it. An error of the journal or the anchor fails the
 // ledger; checkpoint.json itself is a cache and its write may fail.
 func (l *Ledger) finishCheckpoint(p *cpPrep) (Head, error) {
-	line, hash := appendLine(nil, p.seq, l.head, p.body)
+	line, hash := appendKeyedLine(nil, p.seq, l.head, p.body, l.key)
 	start := l.end.size
 	if _, err := l.journal.Write(line); err != nil {
 		_ = l.journal.Truncate(l.end.size)
@@ -174,7 +175,7 @@ func (l *Ledger) checkpointed(seq uint64) {
 // checkpoint that does not match the journal f is an error naming it: its
 // checkpoint record must be where it says, byte for byte, and carry the
 // digest of its state.
-func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, *cpState, error) {
+func loadCheckpoint(dir, audit string, f *os.File, kr *keyRule) (*checkpoint, *cpState, error) {
 	path := filepath.Join(dir, checkpointName)
 	data, err := readState("checkpoint", path, maxCheckpoint)
 	if errors.Is(err, os.ErrNotExist) {
@@ -228,6 +229,12 @@ func loadCheckpoint(dir, audit string, f *os.File) (*checkpoint, *cpState, error
 	if err := json.Unmarshal(body, &rec); err != nil || (rec.Type != typeCheckpoint && rec.Type != typeSegment) {
 		return fail("record %d of the audit log is not a checkpoint record", cp.Records)
 	}
+	// The records before it are not read: under a state key, its MAC
+	// vouches for them (it covers its prev) and for the state.
+	if why := kr.clone().check(uint64(cp.Records), body[:len(body)-hashSuffixLen]); why != "" {
+		return nil, nil, &VerifyError{Line: cp.Records, Reason: why}
+	}
+	cp.line = body
 	sum := sha256.Sum256(cp.State)
 	if hex.EncodeToString(sum[:]) != rec.StateSHA {
 		return fail("its state is not the one checkpoint record %d of the audit log vouches for: it was edited", cp.Records)
@@ -276,9 +283,9 @@ type replayed struct {
 // is one; a checkpoint that disagrees with f is an error. at names a record
 // whose hash the caller wants to check (the anchor's). A torn last line comes
 // back as a *VerifyError with Torn set.
-func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
+func replayFile(dir, audit string, f *os.File, at uint64, kr *keyRule) (*replayed, error) {
 	rp := &replayed{st: newState(), res: VerifyResult{Head: genesis}, end: journalEnd{lastStart: -1}}
-	cp, cst, err := loadCheckpoint(dir, audit, f)
+	cp, cst, err := loadCheckpoint(dir, audit, f, kr)
 	if err != nil {
 		return rp, err
 	}
@@ -291,6 +298,8 @@ func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
 	}
 	rpl := &replayer{st: rp.st, whole: true}
 	if cp != nil {
+		// The key rule as of the checkpoint record (checked by loadCheckpoint).
+		_ = kr.check(uint64(cp.Records), cp.line[:len(cp.line)-hashSuffixLen])
 		first, err := fileStart(f)
 		if err != nil {
 			return rp, err
@@ -312,7 +321,7 @@ func replayFile(dir, audit string, f *os.File, at uint64) (*replayed, error) {
 		}
 		return rpl.apply(p, first)
 	}
-	res, good, last, err := scanFrom(f, rp.res, apply)
+	res, good, last, err := scanFrom(f, rp.res, kr, apply)
 	if last >= 0 {
 		rp.end.lastStart = rp.end.size + last
 	}
@@ -360,7 +369,7 @@ func rederiveFirstSegment(audit string, f *os.File, at uint64) error {
 		return fail("but %s cannot be read: %v", path, err)
 	}
 	defer prev.Close()
-	res, st, err := verifyState(ioSection(prev), nil)
+	res, st, err := verifyState(ioSection(prev), nil, nil)
 	if err != nil {
 		return fail("but %s does not verify: %v", path, err)
 	}

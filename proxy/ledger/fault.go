@@ -181,7 +181,7 @@ func (l *Ledger) reopenJournal() (Head, error) {
 	if !anchored {
 		return Head{}, fmt.Errorf("%w: the anchor of %s is missing", ErrAnchor, l.auditPath)
 	}
-	tmp := &Ledger{dir: l.dir, auditPath: l.auditPath, fs: l.fs, now: l.now, st: newState()}
+	tmp := &Ledger{dir: l.dir, auditPath: l.auditPath, fs: l.fs, now: l.now, st: newState(), key: l.key, acceptUnkeyed: true}
 	if _, err := tmp.replay(context.Background(), f, &ah); err != nil {
 		return Head{}, err
 	}
@@ -194,7 +194,7 @@ func (l *Ledger) reopenJournal() (Head, error) {
 		lastStart := 0
 		for _, e := range tmp.pending {
 			lastStart = len(buf)
-			buf, head = appendLine(buf, e.seq, head, e.body)
+			buf, head = appendKeyedLine(buf, e.seq, head, e.body, l.key)
 		}
 		if _, err := f.Write(buf); err != nil {
 			_ = f.Truncate(start)

@@ -73,6 +73,14 @@ type Ledger struct {
 	rotateHook  func(step string) error // tests: a non-nil error stops a rotation there, as a crash would
 	// acceptMissing is Options.AcceptMissingAnchor.
 	acceptMissing bool
+	// key is Options.StateKey (nil: records carry no MAC), acceptUnkeyed
+	// Options.AcceptUnkeyedState; keySwitch is set by a replay that found
+	// no record with a MAC, so Open writes the state_key record, after
+	// unkeyed records written before (their number).
+	key           *StateKey
+	acceptUnkeyed bool
+	keySwitch     bool
+	unkeyed       int
 	// fs makes the state's files durable and traces their operations
 	// (Options.trace; fsops.go).
 	fs tracer

@@ -30,6 +30,43 @@ type Machine struct {
 	lines  [][]byte // appended since TakeLines
 	// leases are the open replica leases by their record's seq (see LeaseReserve).
 	leases map[uint64]*replicaLease
+	// rule is the state key's rule over the records applied (nil: no MAC
+	// checked, see UseStateKey); key MACs the records appended.
+	rule *keyRule
+	key  *StateKey
+}
+
+// UseStateKey makes the Machine decide under a state key, before any
+// record is applied: every record it appends carries a MAC under key, and
+// Apply refuses a record as a journal file's Open does (see StateKey); a
+// nil key refuses records that carry a MAC. A Machine without it (one
+// that only reads) checks no MAC.
+func (m *Machine) UseStateKey(key *StateKey) {
+	m.rule, m.key = newKeyRule(key), key
+}
+
+// CheckStateKey is the state key's rule once the stored records are
+// applied (see Options.AcceptUnkeyedState); where names the state.
+func (m *Machine) CheckStateKey(where string, accept bool) error {
+	return m.rule.finish(where, accept)
+}
+
+// KeySwitchDue reports whether KeySwitch would append the record.
+func (m *Machine) KeySwitchDue() bool { return m.rule.needsSwitch() }
+
+// KeySwitch appends the state_key record, the first with a MAC, when the
+// Machine decides under a state key and no record applied had one; it
+// reports whether it did.
+func (m *Machine) KeySwitch(now time.Time) bool {
+	if !m.rule.needsSwitch() {
+		return false
+	}
+	body, err := m.encode(&record{Time: now.UTC(), Type: typeStateKey, Note: stateKeyNote(m.key, m.rule.unkeyed)})
+	if err != nil {
+		return false // plain data: cannot happen
+	}
+	m.append(body)
+	return true
 }
 
 // NewMachine returns the state of an empty journal; redact records the
@@ -44,7 +81,7 @@ func (m *Machine) Head() Head { return Head{Seq: m.seq, Hash: m.head} }
 // Apply checks one stored line (without its newline) against the chain
 // (next seq, prev = head, own hash) and applies it.
 func (m *Machine) Apply(line []byte) error {
-	p, hash, reason := checkLine(line, m.seq+1, m.head, true)
+	p, hash, reason := checkLine(line, m.seq+1, m.head, true, m.rule)
 	if reason != "" {
 		return &VerifyError{Line: int(m.seq + 1), Reason: reason}
 	}
@@ -79,7 +116,10 @@ func (m *Machine) TakeLines() [][]byte {
 // append chains one record body and remembers its line.
 func (m *Machine) append(body []byte) uint64 {
 	m.seq++
-	line, hash := appendLine(nil, m.seq, m.head, body)
+	line, hash := appendKeyedLine(nil, m.seq, m.head, body, m.key)
+	if m.key != nil && m.rule.keyed == 0 {
+		m.rule.keyed = m.seq // the records after it must carry a MAC
+	}
 	m.lines = append(m.lines, line[:len(line)-1])
 	m.head = hash
 	return m.seq

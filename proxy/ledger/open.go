@@ -31,6 +31,7 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 		syncKick: make(chan struct{}, 1), syncQuit: make(chan struct{}), syncStopped: make(chan struct{}),
 		checkpointEvery: 20_000, closeCheckpointMin: 1000, onHead: o.OnHead, onSync: o.OnSync,
 		rotateSize: o.RotateSize, rotateEvery: o.RotateEvery, acceptMissing: o.AcceptMissingAnchor,
+		key: o.StateKey, acceptUnkeyed: o.AcceptUnkeyedState,
 		fs: o.trace, onFault: o.OnFault, retryInterval: o.RetryInterval,
 	}
 	if l.now == nil {
@@ -54,6 +55,10 @@ func Open(ctx context.Context, o Options) (*Ledger, error) {
 	l.lane.durable = l.written // replay synced a torn tail's cut; the rest was read back from disk
 	go l.syncer()
 	go l.writer()
+	if err := l.writeKeySwitch(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
 	if err := l.settleLeases(ctx); err != nil {
 		l.Close()
 		return nil, err
@@ -229,8 +234,15 @@ func (l *Ledger) replay(ctx context.Context, f *os.File, anchor *Head) (*replaye
 	if anchor != nil {
 		at = anchor.Seq
 	}
-	rp, err := replayFile(l.dir, l.auditPath, f, at)
 	var ve *VerifyError
+	kr := newKeyRule(l.key)
+	rp, err := replayFile(l.dir, l.auditPath, f, at, kr)
+	if err == nil || errors.As(err, &ve) && ve.Torn {
+		if kerr := kr.finish(l.auditPath, l.acceptUnkeyed); kerr != nil {
+			return nil, kerr
+		}
+	}
+	l.keySwitch, l.unkeyed = kr.needsSwitch(), kr.unkeyed
 	if anchor != nil && (err == nil || errors.As(err, &ve) && ve.Torn) {
 		// Before anything is cut: a journal that does not reach its
 		// anchor is left as it is for the operator to look at.
@@ -278,5 +290,20 @@ func (l *Ledger) bind() error {
 	if err := l.fs.writeStateAtomic("state binding", l.dir, bindingName, append(data, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", bindingName, err)
 	}
+	return nil
+}
+
+// writeKeySwitch writes the state_key record, the first with a MAC, when
+// a state key is given and no record read back had one (a new state, or
+// one written before the key was configured and accepted as it is).
+func (l *Ledger) writeKeySwitch(ctx context.Context) error {
+	if !l.keySwitch {
+		return nil
+	}
+	r := record{Time: l.stamp(), Type: typeStateKey, Note: stateKeyNote(l.key, l.unkeyed)}
+	if err := l.commit(ctx, &r, true, nil); err != nil {
+		return fmt.Errorf("write the state_key record: %w", err)
+	}
+	l.keySwitch = false
 	return nil
 }

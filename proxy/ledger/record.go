@@ -90,6 +90,7 @@ type parsed struct {
 	Seq  uint64 `json:"seq"`
 	Prev string `json:"prev"`
 	record
+	MAC  string `json:"mac,omitempty"` // with a state key (statekey.go)
 	Hash string `json:"hash"`
 }
 
@@ -269,6 +270,12 @@ func appendFloat(b []byte, f float64) []byte {
 // appendLine appends one complete line (with newline) for body to dst and
 // returns it with the line's hash.
 func appendLine(dst []byte, seq uint64, prev string, body []byte) ([]byte, string) {
+	return appendKeyedLine(dst, seq, prev, body, nil)
+}
+
+// appendKeyedLine is appendLine with the MAC of key (nil: none) before
+// the hash, which covers it too.
+func appendKeyedLine(dst []byte, seq uint64, prev string, body []byte, key *StateKey) ([]byte, string) {
 	start := len(dst)
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
@@ -276,6 +283,12 @@ func appendLine(dst []byte, seq uint64, prev string, body []byte) ([]byte, strin
 	dst = append(dst, prev...)
 	dst = append(dst, `",`...)
 	dst = append(dst, body...)
+	if key != nil {
+		n := len(dst)
+		dst = append(dst, macField...)
+		dst = key.appendMAC(dst, dst[start:n])
+		dst = append(dst, '"')
+	}
 	sum := sha256.Sum256(dst[start:])
 	var h [64]byte
 	hex.Encode(h[:], sum[:])
@@ -288,8 +301,9 @@ func appendLine(dst []byte, seq uint64, prev string, body []byte) ([]byte, strin
 
 // checkLine verifies one line (without its newline) against the chain and
 // returns its hash, or the reason it is bad. The record is decoded only when
-// decode is set (replay); Verify needs just the chain header.
-func checkLine(line []byte, wantSeq uint64, prev string, decode bool) (p *parsed, hash string, reason string) {
+// decode is set (replay); Verify needs just the chain header. kr is the
+// state key's rule (nil: no MAC is checked).
+func checkLine(line []byte, wantSeq uint64, prev string, decode bool, kr *keyRule) (p *parsed, hash string, reason string) {
 	if len(line) == 0 {
 		return nil, "", "empty line"
 	}
@@ -318,6 +332,9 @@ func checkLine(line []byte, wantSeq uint64, prev string, decode bool) (p *parsed
 	}
 	if linkedPrev != prev {
 		return nil, "", "prev does not match the hash of the record before: a record was edited, removed, inserted or reordered"
+	}
+	if why := kr.check(seq, body); why != "" {
+		return nil, "", why
 	}
 	if decode {
 		p = new(parsed)

@@ -140,7 +140,7 @@ func (l *Ledger) rotate(p *cpPrep) (Head, error) {
 		f.Close()
 		return failed("created", err)
 	}
-	line, hash := appendLine(nil, p.seq, l.head, p.body)
+	line, hash := appendKeyedLine(nil, p.seq, l.head, p.body, l.key)
 	if _, err := f.Write(line); err != nil {
 		f.Close()
 		return failed("write the segment record", err)
@@ -233,7 +233,7 @@ func (l *Ledger) flushQueued(p *cpPrep) (err error) {
 	lastStart, head := 0, l.head
 	for _, e := range p.entries {
 		lastStart = len(buf)
-		buf, head = appendLine(buf, e.seq, head, e.body)
+		buf, head = appendKeyedLine(buf, e.seq, head, e.body, l.key)
 	}
 	if _, err := l.journal.Write(buf); err != nil {
 		_ = l.journal.Truncate(l.end.size) // best effort, as in the writer

@@ -62,7 +62,23 @@ func VerifySeries(paths []string, limit func(r io.Reader, path string) io.Reader
 // again a few times over 100 ms before it is reported: the file may be a
 // live journal whose record is being written.
 func VerifyFiles(files []*os.File, limit func(r io.Reader, path string) io.Reader) ([]SegmentResult, VerifyResult, error) {
-	return walkSeries(files, limit, nil, false)
+	return walkSeriesWith(files, limit, nil, false, nil)
+}
+
+// VerifyFilesWith is VerifyFiles that also checks the state MAC of every
+// record under key, as VerifyWith does, across the series as one chain.
+func VerifyFilesWith(files []*os.File, limit func(r io.Reader, path string) io.Reader, key *StateKey) ([]SegmentResult, VerifyResult, error) {
+	kr := ruleFor(key)
+	segs, res, err := walkSeriesWith(files, limit, nil, false, kr)
+	if err == nil {
+		if err = kr.finishVerify(res); err != nil && len(files) > 0 {
+			var ve *VerifyError
+			if errors.As(err, &ve) {
+				err = &SeriesError{Path: files[len(files)-1].Name(), Index: len(files) - 1, Reason: ve.Reason}
+			}
+		}
+	}
+	return segs, res, err
 }
 
 func openPaths(paths []string) ([]*os.File, error) {
@@ -82,6 +98,12 @@ func openPaths(paths []string) ([]*os.File, error) {
 // allowTorn a torn last line of the last file ends the walk without error:
 // a proxy may be writing it.
 func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool) ([]SegmentResult, VerifyResult, error) {
+	return walkSeriesWith(files, limit, fn, allowTorn, nil)
+}
+
+// walkSeriesWith is walkSeries under the state key's rule kr (nil: no MAC
+// checked), kept across the files: they are one chain.
+func walkSeriesWith(files []*os.File, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn bool, kr *keyRule) ([]SegmentResult, VerifyResult, error) {
 	if len(files) == 0 {
 		return nil, VerifyResult{}, errors.New("no audit log files given")
 	}
@@ -94,7 +116,7 @@ func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn fu
 	for i, f := range files {
 		path := f.Name()
 		last := i == len(files)-1
-		seg, err := walkFile(f, prev, st, limit, fn, allowTorn && last, last)
+		seg, err := walkFile(f, prev, st, limit, fn, allowTorn && last, last, kr)
 		if err != nil {
 			var ve *VerifyError
 			if errors.As(err, &ve) {
@@ -124,6 +146,9 @@ func walkSeries(files []*os.File, limit func(io.Reader, string) io.Reader, fn fu
 		out = append(out, seg.SegmentResult)
 		prev = &out[len(out)-1]
 		st = seg.st
+		if kr != nil {
+			*kr = *seg.kr
+		}
 	}
 	return out, all, nil
 }
@@ -133,6 +158,7 @@ type walked struct {
 	SegmentResult
 	firstPrev string
 	st        *state // the state replayed through the file's last record
+	kr        *keyRule
 }
 
 func linkReason(before SegmentResult, seg walked) string {
@@ -153,7 +179,7 @@ func linkReason(before SegmentResult, seg walked) string {
 // (nil for the first). fn sees a file's records only once its first record
 // was found to continue before. With live (and no fn) a torn last line is
 // read again before it is reported.
-func walkFile(f *os.File, before *SegmentResult, prior *state, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn, live bool) (walked, error) {
+func walkFile(f *os.File, before *SegmentResult, prior *state, limit func(io.Reader, string) io.Reader, fn func(*parsed) error, allowTorn, live bool, kr0 *keyRule) (walked, error) {
 	path := f.Name()
 	w := walked{SegmentResult: SegmentResult{Path: path}}
 	var fnErr error
@@ -186,12 +212,14 @@ func walkFile(f *os.File, before *SegmentResult, prior *state, limit func(io.Rea
 	}
 	var res VerifyResult
 	var err error
+	kr := kr0.clone()
 	if live && fn == nil {
-		res, err = verifyLiveFrom(f, limit, tornWait, func() *replayer {
+		res, err = verifyLiveFrom(f, limit, tornWait, func() (*replayer, *keyRule) {
 			rp = &replayer{st: newState(), whole: true}
-			return rp
+			kr = kr0.clone()
+			return rp, kr
 		}, apply)
-	} else if res, _, _, err = scan(fileReader(f, limit), apply); allowTorn && isTorn(err) {
+	} else if res, _, _, err = scanFrom(fileReader(f, limit), VerifyResult{Head: genesis}, kr, apply); allowTorn && isTorn(err) {
 		err = nil
 	}
 	if err != nil {
@@ -200,7 +228,7 @@ func walkFile(f *os.File, before *SegmentResult, prior *state, limit func(io.Rea
 	if fnErr != nil {
 		return w, fnErr
 	}
-	w.First, w.Records, w.Head, w.st = res.First, res.Records, res.Head, rp.st
+	w.First, w.Records, w.Head, w.st, w.kr = res.First, res.Records, res.Head, rp.st, kr
 	if res.First > 1 {
 		_ = eachLine(ioSection(f), func(_ uint64, line []byte) bool {
 			_, w.firstPrev, _ = chainHeader(line)
@@ -338,27 +366,38 @@ func ExportFiles(w io.Writer, files []*os.File, fromSeq uint64, limit func(io.Re
 // record being written is whole within microseconds; one a crash cut short
 // stays torn).
 func VerifyLive(f *os.File, limit func(io.Reader, string) io.Reader) (VerifyResult, error) {
-	return verifyLive(f, limit, tornWait)
+	return verifyLive(f, limit, tornWait, nil)
+}
+
+// VerifyLiveWith is VerifyLive that also checks every record's state MAC
+// under key, as VerifyWith does.
+func VerifyLiveWith(f *os.File, limit func(io.Reader, string) io.Reader, key *StateKey) (VerifyResult, error) {
+	return verifyLive(f, limit, tornWait, key)
 }
 
 // verifyLive is VerifyLive, calling wait before each new read.
-func verifyLive(f *os.File, limit func(io.Reader, string) io.Reader, wait func()) (VerifyResult, error) {
+func verifyLive(f *os.File, limit func(io.Reader, string) io.Reader, wait func(), key *StateKey) (VerifyResult, error) {
 	var rp *replayer
-	return verifyLiveFrom(f, limit, wait, func() *replayer {
-		rp = &replayer{st: newState(), whole: true}
-		return rp
+	var kr *keyRule
+	res, err := verifyLiveFrom(f, limit, wait, func() (*replayer, *keyRule) {
+		rp, kr = &replayer{st: newState(), whole: true}, ruleFor(key)
+		return rp, kr
 	}, func(p *parsed, first bool) string { return rp.apply(p, first) })
+	if err == nil {
+		err = kr.finishVerify(res)
+	}
+	return res, err
 }
 
 // verifyLiveFrom is verifyLive with the replay's callback; reset starts a
-// fresh replay before each read.
-func verifyLiveFrom(f *os.File, limit func(io.Reader, string) io.Reader, wait func(), reset func() *replayer, apply func(*parsed, bool) string) (VerifyResult, error) {
-	reset()
-	res, _, _, err := scan(fileReader(f, limit), apply)
+// fresh replay (and key rule) before each read.
+func verifyLiveFrom(f *os.File, limit func(io.Reader, string) io.Reader, wait func(), reset func() (*replayer, *keyRule), apply func(*parsed, bool) string) (VerifyResult, error) {
+	_, kr := reset()
+	res, _, _, err := scanFrom(fileReader(f, limit), VerifyResult{Head: genesis}, kr, apply)
 	for i := 0; i < tornRereads && isTorn(err); i++ {
 		wait()
-		reset()
-		res, _, _, err = scan(fileReader(f, limit), apply)
+		_, kr = reset()
+		res, _, _, err = scanFrom(fileReader(f, limit), VerifyResult{Head: genesis}, kr, apply)
 	}
 	return res, err
 }
@@ -394,7 +433,7 @@ func ExportJournal(w io.Writer, data []byte, fromSeq uint64) (ExportResult, erro
 		if i < 0 {
 			return out, &VerifyError{Line: int(seq + 1), Torn: true, Reason: "the last record has no newline"}
 		}
-		p, hash, reason := checkLine(data[:i], seq+1, out.Head, true)
+		p, hash, reason := checkLine(data[:i], seq+1, out.Head, true, nil)
 		if reason != "" {
 			return out, &VerifyError{Line: int(seq + 1), Reason: reason}
 		}

@@ -143,7 +143,7 @@ func TestVerifyLiveRereadsTornLine(t *testing.T) {
 	}
 	defer f.Close()
 	waits := 0
-	if _, err := verifyLive(f, nil, func() { waits++ }); !isTorn(err) || waits != tornRereads {
+	if _, err := verifyLive(f, nil, func() { waits++ }, nil); !isTorn(err) || waits != tornRereads {
 		t.Fatalf("VerifyLive of a torn journal: %v after %d waits, want torn after %d", err, waits, tornRereads)
 	}
 	// The rest of the record written while VerifyLive waits.
@@ -152,7 +152,7 @@ func TestVerifyLiveRereadsTornLine(t *testing.T) {
 		if waits++; waits == 2 {
 			appendFile(t, journal, whole[cut:])
 		}
-	})
+	}, nil)
 	if err != nil || waits != 2 || res.Head != verifyPath(t, journal).Head {
 		t.Fatalf("VerifyLive while the record is completed: %+v, %v after %d waits", res, err, waits)
 	}

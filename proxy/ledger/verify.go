@@ -19,19 +19,32 @@ import (
 // the records before it give, or a segment record anywhere but at the
 // file's start, is a *VerifyError too.
 func Verify(r io.Reader) (VerifyResult, error) {
-	res, _, err := verifyState(r, nil)
+	res, _, err := verifyState(r, nil, nil)
+	return res, err
+}
+
+// VerifyWith is Verify that also checks every record's state MAC under key
+// (see StateKey; nil: as Verify): a record that lacks one after the first
+// that has one, or whose MAC does not verify, is a *VerifyError, and so
+// is a journal with records none of which has one.
+func VerifyWith(r io.Reader, key *StateKey) (VerifyResult, error) {
+	kr := ruleFor(key)
+	res, _, err := verifyState(r, nil, kr)
+	if err == nil {
+		err = kr.finishVerify(res)
+	}
 	return res, err
 }
 
 // verifyState is Verify, continuing from prior (the state the file before
 // ended with, nil when unknown) and returning the state replayed: a file
 // that starts with a segment record must then start from exactly prior.
-func verifyState(r io.Reader, prior *state) (VerifyResult, *state, error) {
+func verifyState(r io.Reader, prior *state, kr *keyRule) (VerifyResult, *state, error) {
 	rp := &replayer{st: newState(), whole: true}
 	if prior != nil {
 		rp.st = prior
 	}
-	res, _, _, err := scan(r, func(p *parsed, first bool) string {
+	res, _, _, err := scanFrom(r, VerifyResult{Head: genesis}, kr, func(p *parsed, first bool) string {
 		if first && p.Type == typeSegment && prior != nil {
 			if why := prior.rederive(p, true); why != "" {
 				return why
@@ -45,13 +58,14 @@ func verifyState(r io.Reader, prior *state) (VerifyResult, *state, error) {
 // scan walks the journal, calling apply for each good record. It returns the
 // byte length of the good prefix, which is where a torn line starts.
 func scan(r io.Reader, apply func(p *parsed, first bool) string) (VerifyResult, int64, int64, error) {
-	return scanFrom(r, VerifyResult{Head: genesis}, apply)
+	return scanFrom(r, VerifyResult{Head: genesis}, nil, apply)
 }
 
 // scanFrom continues a scan after `from` (records already read and their
 // head); r starts at the next line. Line numbers count from the file's start.
-// It also returns the offset in r of the last good line (-1 if none).
-func scanFrom(r io.Reader, from VerifyResult, apply func(p *parsed, first bool) string) (res VerifyResult, good, last int64, err error) {
+// It also returns the offset in r of the last good line (-1 if none). kr
+// is the state key's rule (nil: no MAC is checked).
+func scanFrom(r io.Reader, from VerifyResult, kr *keyRule, apply func(p *parsed, first bool) string) (res VerifyResult, good, last int64, err error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	res, last = from, -1
 	var (
@@ -99,7 +113,7 @@ func scanFrom(r io.Reader, from VerifyResult, apply func(p *parsed, first bool) 
 			}
 			res.First = uint64(seq)
 		}
-		p, hash, reason := checkLine(line[:len(line)-1], uint64(seq), res.Head, apply != nil)
+		p, hash, reason := checkLine(line[:len(line)-1], uint64(seq), res.Head, apply != nil, kr)
 		if reason != "" {
 			return res, good, last, &VerifyError{Line: lineNo, Reason: reason}
 		}

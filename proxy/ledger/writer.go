@@ -359,7 +359,7 @@ func (l *Ledger) turn(flush, inline, waits bool) (kick, closing bool, job *syncJ
 		lastStart := 0
 		for _, e := range entries {
 			lastStart = len(buf)
-			buf, l.head = appendLine(buf, e.seq, l.head, e.body)
+			buf, l.head = appendKeyedLine(buf, e.seq, l.head, e.body, l.key)
 		}
 		w.buf = buf
 		if l.writeHook != nil {

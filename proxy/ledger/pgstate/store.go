@@ -70,6 +70,13 @@ type Options struct {
 	// Replica names this proxy in its lease records; empty means
 	// host-pid-random.
 	Replica string
+	// StateKey and AcceptUnkeyedState are ledger.Options' for the shared
+	// state: with a key every record appended carries its MAC, and a
+	// record another writer appended without one (after the first that
+	// has one), or with a MAC that does not verify, stops this replica as
+	// an edited record does. Every replica needs the same key.
+	StateKey           *ledger.StateKey
+	AcceptUnkeyedState bool
 }
 
 // Store is an open PostgreSQL state. Its methods are safe for concurrent use.
@@ -79,6 +86,7 @@ type Store struct {
 	redact  bool
 	now     func() time.Time
 	timeout time.Duration
+	key     *ledger.StateKey
 
 	mu sync.Mutex      // guards m and sent; held for a whole transaction
 	m  *ledger.Machine // nil: replay from the start at next use
@@ -194,7 +202,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	for k, v := range sessionParams {
 		cfg.ConnConfig.RuntimeParams[k] = v
 	}
-	s := &Store{where: where, redact: o.Redact, now: o.Now, timeout: o.Timeout,
+	s := &Store{where: where, redact: o.Redact, now: o.Now, timeout: o.Timeout, key: o.StateKey,
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		leasing: !o.NoLeases, replica: o.Replica, leaseTTL: o.LeaseTTL,
 		grants: map[stepKey]*grant{}, sent: map[callKey]uint64{}}
@@ -228,12 +236,24 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.mu.Lock()
 	err = s.open(ctx)
+	if err == nil {
+		err = s.m.CheckStateKey(where, o.AcceptUnkeyedState)
+	}
+	switchKey := err == nil && o.StateKey != nil && s.m.KeySwitchDue()
 	s.mu.Unlock()
 	if err != nil {
 		s.pool.Close()
 		return nil, err
 	}
 	go s.writer()
+	if switchKey {
+		// Decided again in the transaction: another replica may have
+		// written it meanwhile.
+		if err := s.do(ctx, func(m *ledger.Machine, now time.Time) error { m.KeySwitch(now); return nil }); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("write the state_key record: %w", err)
+		}
+	}
 	// Settle the leases of replicas that died (past their expiry) now
 	// rather than at the next change.
 	s.mu.Lock()
@@ -477,7 +497,7 @@ func (s *Store) runTx(ctx context.Context, ops []*op) error {
 	// reused, by the pool.
 	defer conn.Release()
 	if s.m == nil {
-		s.m = ledger.NewMachine(s.redact)
+		s.m = s.newMachine()
 	}
 	// 1: begin, lock the head, and read what other replicas appended
 	// since this one last looked (READ COMMITTED: the read runs after the
@@ -604,7 +624,7 @@ func (s *Store) checkHead(head ledger.Head) error {
 // the committed records are always a prefix of the chain. Call with mu held.
 func (s *Store) refresh(ctx context.Context) error {
 	if s.m == nil {
-		s.m = ledger.NewMachine(s.redact)
+		s.m = s.newMachine()
 	}
 	rows, err := s.pool.Query(ctx, "SELECT seq, line FROM planlock_audit WHERE seq > $1 ORDER BY seq", int64(s.m.Head().Seq))
 	if err != nil {
@@ -624,7 +644,7 @@ func (s *Store) open(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, "SELECT seq, hash FROM planlock_head").Scan(&head.Seq, &head.Hash); err != nil {
 			return s.unavailable("read the head", err)
 		}
-		s.m = ledger.NewMachine(s.redact)
+		s.m = s.newMachine()
 		rows, err := tx.Query(ctx, "SELECT seq, line FROM planlock_audit ORDER BY seq")
 		if err != nil {
 			return s.unavailable("read audit records", err)
@@ -647,7 +667,7 @@ func (s *Store) read(fn func(m *ledger.Machine, now time.Time)) {
 	_ = s.refresh(ctx)
 	m := s.m
 	if m == nil {
-		m = ledger.NewMachine(s.redact)
+		m = s.newMachine()
 	}
 	fn(m, s.now())
 }
@@ -855,4 +875,11 @@ func (s *Store) lockHolder(ctx context.Context, err error) error {
 func deadline(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
+}
+
+// newMachine is an empty state that decides under the store's state key.
+func (s *Store) newMachine() *ledger.Machine {
+	m := ledger.NewMachine(s.redact)
+	m.UseStateKey(s.key)
+	return m
 }

@@ -52,15 +52,21 @@ func Journal(ctx context.Context, url string) ([]byte, ledger.Head, error) {
 // ends at the head row: a table cut at its end, or rewritten after it, is
 // refused (ledger.ErrTruncated, ledger.ErrAnchor).
 func Verify(ctx context.Context, url string) (ledger.VerifyResult, ledger.Head, error) {
+	return VerifyWith(ctx, url, nil)
+}
+
+// VerifyWith is Verify that also checks every record's state MAC under
+// key (ledger.VerifyWith; nil: as Verify).
+func VerifyWith(ctx context.Context, url string, key *ledger.StateKey) (ledger.VerifyResult, ledger.Head, error) {
 	data, head, err := Journal(ctx, url)
 	if err != nil {
 		return ledger.VerifyResult{}, head, err
 	}
-	return verifyJournal(data, head)
+	return verifyJournal(data, head, key)
 }
 
-func verifyJournal(data []byte, head ledger.Head) (ledger.VerifyResult, ledger.Head, error) {
-	res, err := ledger.Verify(bytes.NewReader(data))
+func verifyJournal(data []byte, head ledger.Head, key *ledger.StateKey) (ledger.VerifyResult, ledger.Head, error) {
+	res, err := ledger.VerifyWith(bytes.NewReader(data), key)
 	if err != nil {
 		return res, head, err
 	}
@@ -82,7 +88,7 @@ func Export(ctx context.Context, w io.Writer, url string, fromSeq uint64) (ledge
 	if err != nil {
 		return ledger.ExportResult{}, err
 	}
-	if _, _, err := verifyJournal(data, head); err != nil {
+	if _, _, err := verifyJournal(data, head, nil); err != nil {
 		return ledger.ExportResult{}, err
 	}
 	return ledger.ExportJournal(w, data, fromSeq)
