@@ -242,22 +242,39 @@ func TestApproveThenPull(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
+		edit  bool       // the plan is on main already; the author changes it
 		merge [][]string // the reviewer's commands in the second clone
 	}{
-		{"merge commit", [][]string{{"merge", "-q", "--no-ff", "-m", "Merge approval", "origin/planlock/approve/refund-4711"}}},
-		{"squash", [][]string{{"merge", "-q", "--squash", "origin/planlock/approve/refund-4711"}, {"commit", "-q", "-m", "Approve refund-4711"}}},
-		{"fast-forward", [][]string{{"merge", "-q", "--ff-only", "origin/planlock/approve/refund-4711"}}},
+		{"edit of a plan on main", true, [][]string{{"merge", "-q", "--no-ff", "-m", "Merge approval", "origin/planlock/approve/refund-4711"}}},
+		{"merge commit", false, [][]string{{"merge", "-q", "--no-ff", "-m", "Merge approval", "origin/planlock/approve/refund-4711"}}},
+		{"squash", false, [][]string{{"merge", "-q", "--squash", "origin/planlock/approve/refund-4711"}, {"commit", "-q", "-m", "Approve refund-4711"}}},
+		{"fast-forward", false, [][]string{{"merge", "-q", "--ff-only", "origin/planlock/approve/refund-4711"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work, origin := approveRepo(t)
 			if err := os.WriteFile(filepath.Join(work, "plans", "refund_test.hcl"), tests, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			want := "A  plans/refund.hcl\nA  plans/refund_test.hcl"
+			if tc.edit {
+				gitRun(t, work, "add", "plans")
+				gitRun(t, work, "commit", "-q", "-m", "refund plan")
+				gitRun(t, work, "push", "-q", "origin", "main")
+				plan := filepath.Join(work, "plans", "refund.hcl")
+				src, err := os.ReadFile(plan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(plan, bytes.Replace(src, []byte("max_calls = 3"), []byte("max_calls = 2"), 1), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				want = "M  plans/refund.hcl"
+			}
 			if code, _, errOut := runCLI(t, "approve", filepath.Join(work, "plans", "refund.hcl")); code != 0 {
 				t.Fatalf("approve: exit %d: %s", code, errOut)
 			}
-			if st := gitRun(t, work, "status", "--porcelain"); st != "A  plans/refund.hcl\nA  plans/refund_test.hcl" {
-				t.Errorf("git status after approve = %q; want both files staged", st)
+			if st := gitRun(t, work, "status", "--porcelain"); st != want {
+				t.Errorf("git status after approve = %q; want %q (staged as committed)", st, want)
 			}
 			reviewer := filepath.Join(filepath.Dir(work), "reviewer")
 			gitRun(t, filepath.Dir(work), "clone", "-q", origin, reviewer)

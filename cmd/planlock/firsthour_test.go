@@ -207,4 +207,3 @@ func firstHourSandbox(env *testscript.Env, root string) error {
 	}
 	return os.RemoveAll(filepath.Join(home, "src"))
 }
-
