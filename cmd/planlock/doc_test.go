@@ -16,8 +16,8 @@ import (
 
 // TestDocs runs every shell command of README.md and docs/*.md, and every
 // --help example (help_run_test.go), in order, in one sandbox per document (testscript): a Git checkout of a
-// plans repository with a bare origin, a copy of examples/, HOME with a
-// ~/docs directory, and "npx" serving the filesystem server offline
+// plans repository with a bare origin, a copy of examples/, an empty HOME,
+// and "npx" serving the filesystem server offline
 // (upstreams_test.go). A command that fails fails the test. Blocks that
 // cannot run here carry a "doctest: skip REASON" comment, listed in the
 // test log; package doctest rejects a malformed one.
@@ -108,13 +108,11 @@ sed -E -i 's/^  # (step |  |\})/  \1/' "$1"
 func docSandbox(env *testscript.Env, root string) error {
 	work := env.WorkDir
 	home := work + "-home"
-	for _, d := range []string{filepath.Join(home, "docs"), filepath.Join(home, "bin"), filepath.Join(work, "plans")} {
+	// No ~/docs: a document that shares it makes it (TestFirstHour).
+	for _, d := range []string{filepath.Join(home, "bin"), filepath.Join(work, "plans")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-	}
-	if err := os.WriteFile(filepath.Join(home, "docs", "index.md"), []byte("# Docs\n"), 0o644); err != nil {
-		return err
 	}
 	if err := os.WriteFile(filepath.Join(home, "bin", "edit-plan"), []byte(editPlan), 0o755); err != nil {
 		return err
