@@ -247,8 +247,8 @@ func (e *ExitError) Error() string {
 
 // exitError is the upstream's exit once its process has exited, nil while
 // it runs. Helpers of its process group that still hold its stderr are
-// ended first (the upstream is gone, they go with it), so that its last
-// line is read.
+// asked to end first (SIGTERM; Close escalates), so that its last line is
+// read.
 func (t *stdioTransport) exitError(atStart bool) *ExitError {
 	if t.cmd == nil || t.cmd.Process == nil {
 		return nil
@@ -267,7 +267,7 @@ func (t *stdioTransport) exitError(atStart bool) *ExitError {
 		time.Sleep(time.Millisecond)
 	}
 	if canSignalGroups {
-		signalGroup(t.cmd.Process.Pid, syscall.SIGKILL)
+		signalGroup(t.cmd.Process.Pid, syscall.SIGTERM)
 	}
 	select {
 	case <-t.drained:
