@@ -77,7 +77,7 @@ func TestParseRefund(t *testing.T) {
 	if p.Step("email").Approval != ApprovalEach || p.Step("lookup").Approval != ApprovalNone {
 		t.Errorf("approval wrong")
 	}
-	if p.Upstream == nil || strings.Join(p.Upstream.Command, " ") != "node server.js" || p.Upstream.Env[0] != "WINDMILL_TOKEN" {
+	if p.Upstream == nil || strings.Join(p.Upstream.Command, " ") != "./refund-server" || p.Upstream.Env[0] != "WINDMILL_TOKEN" {
 		t.Errorf("upstream = %+v", p.Upstream)
 	}
 }

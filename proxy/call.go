@@ -378,7 +378,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 	if ok, why := p.up.Ready(); !ok {
 		// Not counted: nothing was sent.
 		note(ctx, call.Step, OutcomeNotSent, RuleUpstreamDown, 0)
-		return errorResult("upstream unavailable, the call was not forwarded and not counted: " + redactPaths(fmt.Sprint(why))), nil
+		return errorResult(upstreamDown(why, "the call was not forwarded and not counted")), nil
 	}
 	rv := ledger.Reservation{Call: call, MaxCalls: step.MaxCalls}
 	var lifted gate.Causes

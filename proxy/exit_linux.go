@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"fmt"
 	"os"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,4 +60,33 @@ func pipeUnread(w any) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// exitStatusNow is the exit status of the child pid once it has exited
+// (not reaped), worded as os.ProcessState words it; false while it runs.
+func exitStatusNow(pid int) (string, bool) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || info.Signo == 0 {
+			return "", false
+		}
+		break
+	}
+	// x/sys leaves siginfo's union unnamed: for SIGCHLD it is si_pid,
+	// si_uid, si_status, after the three ints padded to a word.
+	word := unsafe.Sizeof(uintptr(0))
+	union := (12 + word - 1) / word * word
+	status := *(*int32)(unsafe.Add(unsafe.Pointer(&info), union+8))
+	const cldExited, cldKilled, cldDumped = 1, 2, 3 // <asm-generic/siginfo.h>
+	switch info.Code {
+	case cldExited:
+		return fmt.Sprintf("exit status %d", status), true
+	case cldKilled, cldDumped:
+		return "signal: " + unix.SignalName(syscall.Signal(status)), true
+	}
+	return "exited", true
 }

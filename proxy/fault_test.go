@@ -39,7 +39,8 @@ func TestUpstreamFaults(t *testing.T) {
 		want    string // substring of the answer to the first echo
 		counted int    // calls counted by the ledger
 	}{
-		{mode: "exit-at-start", want: "upstream unavailable, the call was not forwarded and not counted", counted: 0},
+		// The cause first: that the upstream exited, how, and what it said last.
+		{mode: "exit-at-start", want: `the upstream exited at start with exit status 3; its last stderr line: "testupstream: exiting at start as asked": the call was not forwarded and not counted`, counted: 0},
 		{mode: "hang", want: "upstream unavailable, the call was not forwarded and not counted", counted: 0},
 		{mode: "garbage", want: "upstream unavailable, the call was not forwarded and not counted", counted: 0},
 		{mode: "exit-mid-call", want: `upstream connection lost: transport closed; the call was counted (step "echo", 1 of max_calls 10) and may or may not have run`, counted: 1},

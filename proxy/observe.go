@@ -153,7 +153,7 @@ func (p *Proxy) observes(d gate.Decision) bool {
 func (p *Proxy) observe(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision) *mcp.CallToolResult {
 	if ok, why := p.up.Ready(); !ok {
 		note(ctx, call.Step, OutcomeNotSent, RuleUpstreamDown, 0)
-		return errorResult("upstream unavailable, the call was not forwarded: " + redactPaths(fmt.Sprint(why)))
+		return errorResult(upstreamDown(why, "the call was not forwarded"))
 	}
 	var step *hclplan.Step
 	decision, reason := ledger.WouldAllow, ""

@@ -532,7 +532,7 @@ func expiredReason(plan *hclplan.Plan) string {
 // forwarded; exhausted means blocked, any other failure means not forwarded.
 func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledger.Call, max int, what string) (ledger.Ticket, error) {
 	if ok, why := p.up.Ready(); !ok {
-		return ledger.Ticket{}, fmt.Errorf("upstream unavailable, %s was not forwarded and not counted: %v", call.Tool, why)
+		return ledger.Ticket{}, errors.New(upstreamDown(why, call.Tool+" was not forwarded and not counted"))
 	}
 	t, err := p.cfg.State.Reserve(context.WithoutCancel(ctx), ledger.Reservation{Call: call, MaxCalls: max})
 	var ex *ledger.ExhaustedError

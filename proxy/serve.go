@@ -107,7 +107,12 @@ func (p *Proxy) start(ctx context.Context) (stop func()) {
 	}
 	p.announceExtras(upstreamCaps{}, false) // no-op when the upstream answered
 	if ok, why := p.up.Ready(); !ok {
-		fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
+		if ee := (*ExitError)(nil); errors.As(why, &ee) {
+			// The cause first: a command that cannot start says why.
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: %v; retrying with backoff, calls fail until it starts\n", ee)
+		} else {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: upstream not available yet, retrying with backoff: %v\n", why)
+		}
 	}
 	return stop
 }

@@ -48,3 +48,13 @@ func logStateError(w io.Writer, err error) {
 	}
 	fmt.Fprintf(w, "planlock proxy: audit: %v\n", err)
 }
+
+// upstreamDown is the answer to a call while no upstream is up, its cause
+// first: an upstream that exited says how and its last stderr line, paths
+// redacted (the agent reads it).
+func upstreamDown(why error, what string) string {
+	if ee := (*ExitError)(nil); errors.As(why, &ee) {
+		return redactPaths(ee.Error() + ": " + what)
+	}
+	return "upstream unavailable, " + what + ": " + redactPaths(fmt.Sprint(why))
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // stdioTransport runs the upstream command and speaks JSON-RPC lines with
@@ -44,6 +47,10 @@ type stdioTransport struct {
 
 	stdout io.ReadCloser
 	errOut io.ReadCloser
+	// lastErr keeps the command's last stderr line; drained is closed
+	// once its stderr ended. Both say why an upstream exited (exitError).
+	lastErr tailLine
+	drained chan struct{}
 	// max bounds one line from the upstream (zero: DefaultMaxMessageBytes).
 	max int
 	// onEOF, when set before Start, runs once the upstream's stdout ends.
@@ -105,7 +112,7 @@ const (
 // newStdioTransport prepares cmd (not started) whose stderr is copied to
 // stderr and whose transport warnings go to logger.
 func newStdioTransport(cmd *exec.Cmd, stderr io.Writer, logger *slog.Logger) *stdioTransport {
-	return &stdioTransport{cmd: cmd, stderr: stderr, logger: logger, pending: map[int64]*pendingCall{}}
+	return &stdioTransport{cmd: cmd, stderr: stderr, logger: logger, pending: map[int64]*pendingCall{}, drained: make(chan struct{})}
 }
 
 var (
@@ -140,7 +147,10 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 	// The command's pipes are nonblocking (exec makes them with os.Pipe):
 	// read and written with raw calls (rawpipe_linux.go).
 	t.w = rawIO[io.Writer](t.stdin)
-	go drainStderr(t.errOut, t.stderr, t.logger)
+	go func() {
+		defer close(t.drained)
+		drainStderr(t.errOut, t.stderr, t.logger, &t.lastErr)
+	}()
 	go t.readLoop(bufio.NewReaderSize(rawIO[io.Reader](t.stdout), 64<<10))
 	return nil
 }
@@ -149,7 +159,7 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 // pipe blocks the command inside write(2) and with it every answer. The copy
 // to dest goes through a small queue that drops chunks when dest is slow, so
 // a blocked destination cannot stop the drain.
-func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger) {
+func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger, last *tailLine) {
 	mirror := make(chan []byte, 8)
 	go func() {
 		for chunk := range mirror {
@@ -165,6 +175,7 @@ func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			last.write(buf[:n])
 			select {
 			case mirror <- bytes.Clone(buf[:n]):
 			default:
@@ -175,6 +186,94 @@ func drainStderr(src io.Reader, dest io.Writer, logger *slog.Logger) {
 			return
 		}
 	}
+}
+
+// tailLine keeps the last non-empty line written to it (at most
+// tailLineMax bytes of it): what an upstream said last before it exited.
+type tailLine struct {
+	mu   sync.Mutex
+	cur  []byte // the line being written
+	done string // the last complete non-empty line
+}
+
+const tailLineMax = 1 << 10
+
+func (l *tailLine) write(b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			l.cur = append(l.cur, b[:min(len(b), tailLineMax-len(l.cur))]...)
+			return
+		}
+		l.cur = append(l.cur, b[:min(i, tailLineMax-len(l.cur))]...)
+		if line := strings.TrimSpace(string(l.cur)); line != "" {
+			l.done = line
+		}
+		l.cur, b = l.cur[:0], b[i+1:]
+	}
+}
+
+// line is the last non-empty line, a final one without its newline too.
+func (l *tailLine) line() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if line := strings.TrimSpace(string(l.cur)); line != "" {
+		return line
+	}
+	return l.done
+}
+
+// ExitError says that a stdio upstream's process exited: how, and the last
+// line it wrote on its stderr, which usually says why.
+type ExitError struct {
+	AtStart bool   // before it answered initialize and tools/list
+	Status  string // "exit status 1", "signal: killed"
+	Stderr  string // its last stderr line; "" when it wrote none
+}
+
+func (e *ExitError) Error() string {
+	at := ""
+	if e.AtStart {
+		at = " at start"
+	}
+	said := "it wrote nothing on stderr"
+	if e.Stderr != "" {
+		said = fmt.Sprintf("its last stderr line: %q", oneline.Of(e.Stderr, 300))
+	}
+	return fmt.Sprintf("the upstream exited%s with %s; %s", at, e.Status, said)
+}
+
+// exitError is the upstream's exit once its process has exited, nil while
+// it runs. Helpers of its process group that still hold its stderr are
+// asked to end first (SIGTERM; Close escalates), so that its last line is
+// read.
+func (t *stdioTransport) exitError(atStart bool) *ExitError {
+	if t.cmd == nil || t.cmd.Process == nil {
+		return nil
+	}
+	// A process that closed its stdout is seen to have exited a moment
+	// later.
+	var status string
+	for i := 0; ; i++ {
+		var ok bool
+		if status, ok = exitStatusNow(t.cmd.Process.Pid); ok {
+			break
+		}
+		if i == 100 {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if canSignalGroups {
+		signalGroup(t.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	select {
+	case <-t.drained:
+	case <-time.After(2 * time.Second): // a stderr held open elsewhere
+	}
+	return &ExitError{AtStart: atStart, Status: status, Stderr: t.lastErr.line()}
 }
 
 // upMessage is every message the upstream sends, decoded once.

@@ -520,3 +520,29 @@ func TestRequestLine(t *testing.T) {
 		}
 	}
 }
+
+func TestTailLine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   string
+	}{
+		{"nothing", nil, ""},
+		{"one line", []string{"boom\n"}, "boom"},
+		{"last complete line", []string{"a\nb\n"}, "b"},
+		{"blank lines skipped", []string{"cause\n\n  \n"}, "cause"},
+		{"final line without newline", []string{"a\npart"}, "part"},
+		{"split across writes", []string{"Err", "or: x", "\n"}, "Error: x"},
+		{"long line cut", []string{strings.Repeat("x", 3*tailLineMax) + "\n"}, strings.Repeat("x", tailLineMax)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l tailLine
+			for _, w := range tc.writes {
+				l.write([]byte(w))
+			}
+			if got := l.line(); got != tc.want {
+				t.Errorf("line() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -212,7 +212,13 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	if st, ok := tr.(*stdioTransport); ok {
 		// Its stdout ended: no answer can come any more, so no call may
 		// be counted on this connection from now on.
-		st.onEOF = func() { c.kill(errors.New("the upstream closed its stdout")) }
+		st.onEOF = func() {
+			if ee := st.exitError(false); ee != nil {
+				c.kill(ee)
+				return
+			}
+			c.kill(errors.New("the upstream closed its stdout"))
+		}
 	}
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
 		if u.onNotify != nil {
@@ -237,11 +243,24 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		pid := started.Process.Pid
 		go func() {
 			if err := waitExit(pid); err == nil {
+				if st, ok := tr.(*stdioTransport); ok {
+					if ee := st.exitError(false); ee != nil {
+						c.kill(ee)
+						return
+					}
+				}
 				c.kill(fmt.Errorf("upstream process %d exited", pid))
 			}
 		}()
 	}
 	fail := func(err error) (*upConn, error) {
+		// A command that exited says why on its stderr: that is the
+		// cause, not the request it left unanswered.
+		if st, ok := tr.(*stdioTransport); ok {
+			if ee := st.exitError(true); ee != nil {
+				err = ee
+			}
+		}
 		_ = tr.Close()
 		return nil, err
 	}

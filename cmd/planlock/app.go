@@ -59,7 +59,7 @@ approved by merging a pull request and signed with sigstore.
 
   planlock plan validate refund.hcl          # check a plan
   planlock approve refund.hcl                 # open the approval pull request
-  planlock proxy --plan refund.hcl -- node server.js
+  planlock proxy --plan refund.hcl            # gate the agent's calls
 
 See https://github.com/planlock/planlock for the plan language.`,
 		Reader:                s.in,

@@ -17,7 +17,9 @@ func approveCommand() *cli.Command {
 		Usage:     "open (or update) the pull request that approves a plan",
 		ArgsUsage: "PATH",
 		Description: `Validates the plan, commits it on branch planlock/approve/<plan name> (made
-from the base branch; your work tree and index are not touched), pushes it
+from the base branch; your work tree and current branch are not touched,
+and the plan is staged as committed so that git pull after the merge
+fast-forwards), pushes it
 and opens the pull request. Its body is the "planlock plan show" summary
 and, when the base branch has an approved version of the file, what the
 change gives the agent more or less power to do. Running it again updates
@@ -111,6 +113,15 @@ func runApprove(ctx context.Context, o *approveOptions) error {
 	res, err := gitapprove.Approve(ctx, req)
 	if err != nil {
 		return failf("approve: %v", err)
+	}
+	// The author's clone pulls the reviewer's merge next: stage the files
+	// as committed, so that the pull is not refused over them.
+	staged := map[string][]byte{rel: src}
+	if req.TestsPath != "" {
+		staged[req.TestsPath] = req.Tests
+	}
+	if _, err := repo.StageFiles(staged); err != nil {
+		o.errw(fmt.Sprintf("planlock: warning: could not stage %s in your checkout (%v): run git add on it before you git pull the merge", rel, err))
 	}
 	if res.Restarted != "" {
 		fmt.Fprintf(o.IO.err, "planlock: branch %s started again from %s: %s\n", res.Branch, res.Base, res.Restarted)

@@ -100,8 +100,8 @@ func TestApproveCommand(t *testing.T) {
 	if body := gh.Pull(1).Body; !strings.Contains(body, "## Plan `refund-4711`") {
 		t.Errorf("PR body:\n%s", body)
 	}
-	// The user's work tree is left as it was: the plan is still untracked.
-	if st := gitRun(t, work, "status", "--porcelain"); st != "?? plans/" {
+	// The plan is staged as committed, ready for the pull of the merge.
+	if st := gitRun(t, work, "status", "--porcelain"); st != "A  plans/refund.hcl" {
 		t.Errorf("git status = %q", st)
 	}
 }
@@ -225,5 +225,70 @@ func TestApproveRefusesTokenOverHTTP(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Fatalf("%d requests reached %s; want none", n, srv.URL)
+	}
+}
+
+// After approve, the reviewer's merge on the remote and a plain "git pull"
+// in the author's clone succeed (with the real git and a bare origin): the
+// approved files are staged in the author's index with the bytes that were
+// committed, so the pull does not stop at "untracked working tree files
+// would be overwritten".
+func TestApproveThenPull(t *testing.T) {
+	t.Setenv("GH_TOKEN", "")
+	t.Setenv("GITHUB_TOKEN", "")
+	tests, err := os.ReadFile(filepath.Join("..", "..", "examples", "refund", "refund_test.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  bool       // the plan is on main already; the author changes it
+		merge [][]string // the reviewer's commands in the second clone
+	}{
+		{"edit of a plan on main", true, [][]string{{"merge", "-q", "--no-ff", "-m", "Merge approval", "origin/planlock/approve/refund-4711"}}},
+		{"merge commit", false, [][]string{{"merge", "-q", "--no-ff", "-m", "Merge approval", "origin/planlock/approve/refund-4711"}}},
+		{"squash", false, [][]string{{"merge", "-q", "--squash", "origin/planlock/approve/refund-4711"}, {"commit", "-q", "-m", "Approve refund-4711"}}},
+		{"fast-forward", false, [][]string{{"merge", "-q", "--ff-only", "origin/planlock/approve/refund-4711"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work, origin := approveRepo(t)
+			if err := os.WriteFile(filepath.Join(work, "plans", "refund_test.hcl"), tests, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := "A  plans/refund.hcl\nA  plans/refund_test.hcl"
+			if tc.edit {
+				gitRun(t, work, "add", "plans")
+				gitRun(t, work, "commit", "-q", "-m", "refund plan")
+				gitRun(t, work, "push", "-q", "origin", "main")
+				plan := filepath.Join(work, "plans", "refund.hcl")
+				src, err := os.ReadFile(plan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(plan, bytes.Replace(src, []byte("max_calls = 3"), []byte("max_calls = 2"), 1), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				want = "M  plans/refund.hcl"
+			}
+			if code, _, errOut := runCLI(t, "approve", filepath.Join(work, "plans", "refund.hcl")); code != 0 {
+				t.Fatalf("approve: exit %d: %s", code, errOut)
+			}
+			if st := gitRun(t, work, "status", "--porcelain"); st != want {
+				t.Errorf("git status after approve = %q; want %q (staged as committed)", st, want)
+			}
+			reviewer := filepath.Join(filepath.Dir(work), "reviewer")
+			gitRun(t, filepath.Dir(work), "clone", "-q", origin, reviewer)
+			for _, args := range tc.merge {
+				gitRun(t, reviewer, args...)
+			}
+			gitRun(t, reviewer, "push", "-q", "origin", "main")
+			gitRun(t, work, "pull", "-q", "--no-rebase")
+			if st := gitRun(t, work, "status", "--porcelain"); st != "" {
+				t.Errorf("git status after pull = %q; want a clean tree", st)
+			}
+			if head, merged := gitRun(t, work, "rev-parse", "HEAD"), gitRun(t, reviewer, "rev-parse", "HEAD"); head != merged {
+				t.Errorf("author's HEAD %s, reviewer's merge %s", head, merged)
+			}
+		})
 	}
 }

@@ -48,8 +48,8 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock sign --fulcio-url https://fulcio.example --rekor-url https://rekor.example plans/*.hcl`, "needs a private sigstore"},
 	{`planlock verify plans/refund.hcl  --certificate-identity https://github.com/acme/plans/.github/workflows/sign.yml@refs/heads/main  --certificate-oidc-issuer https://token.actions.githubusercontent.com`, "needs a bundle signed in GitHub Actions and the public-good sigstore root (network)"},
 	{`planlock verify --json --trusted-root trusted_root.json  --certificate-identity-regexp 'https://github\.com/acme/plans/\.github/workflows/sign\.yml@refs/heads/.+'  --certificate-oidc-issuer https://token.actions.githubusercontent.com  --certificate-github-workflow-ref refs/heads/main plans/*.hcl`, "needs a private sigstore's trusted root and keyless bundles"},
-	{`planlock proxy --plan plans/refund.hcl --key planlock.pub`, "serves until stopped; needs the refund server as node server.js"},
-	{`PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`, "serves until stopped; needs the refund server as node server.js"},
+	{`planlock proxy --plan plans/refund.hcl --key planlock.pub`, "serves until stopped; needs the refund server (examples/refund: go build -o refund-server ./server)"},
+	{`PLANLOCK_LISTEN_TOKEN=s3cret planlock proxy --plan plans/refund.hcl --key planlock.pub --listen 127.0.0.1:3001`, "serves until stopped; needs the refund server (examples/refund: go build -o refund-server ./server)"},
 	{`planlock serve --plans plans --key planlock.pub --tokens tokens.txt --listen 127.0.0.1:8080`, "serves until stopped; needs a token file and plans with upstream blocks"},
 	{`planlock mcp-config --client claude-code --plan plans/read-docs.hcl --key plan-signing.pub`, "needs plans/read-docs.hcl and its key (docs/getting-started.md runs the same command)"},
 	{`planlock mcp-config --client vscode --write --plan plans/read-docs.hcl`, "writes into .vscode/mcp.json and needs a trust policy in the config file"},
@@ -76,7 +76,7 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock approve refund.hcl                 # open the approval pull request`, ""},
 	{`planlock approve --base release plans/refund.hcl`, "needs a release branch"},
 	{`GH_HOST=ghe.example.com planlock approve plans/refund.hcl`, "needs a GitHub Enterprise host"},
-	{`planlock proxy --plan refund.hcl -- node server.js`, "serves until stopped; needs node server.js"},
+	{`planlock proxy --plan refund.hcl            # gate the agent's calls`, "serves until stopped; the first-hour test (TestFirstHour) runs it in examples/refund"},
 	{`planlock holds list`, "needs the state of a proxy that ran"},
 	{`planlock holds list --state /var/lib/planlock --json`, "reads a system state directory"},
 	{`planlock holds show 6f1c0d2a9b8e7f60`, "needs a hold"},
@@ -120,6 +120,8 @@ func TestHelpExampleList(t *testing.T) {
 func helpExampleScript(t *testing.T) string {
 	var script strings.Builder
 	var files []string
+	// The examples share ~/docs, which a reader of --help already has.
+	script.WriteString("mkdir $HOME/docs\n")
 	for i, r := range helpExampleRuns {
 		if r.skip != "" {
 			t.Logf("help example skipped (%s): %s", r.skip, r.ex)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -82,6 +83,10 @@ func (o *proxyOptions) holdApprovals(ctx context.Context, l proxyState) (holdGat
 				return nil, failf("--plans-repo %s: %v", dir, err)
 			}
 			remote = u
+			if why := o.noHoldSigner(repo.Root()); u != "" && !explicit && why != "" {
+				errw("planlock: holds are approved with planlock holds approve (kept in the state only): " + why + " (give --plans-repo or --git-remote to make them pull requests anyway)")
+				return o.localApprovals(ctx, l)
+			}
 		}
 	} else if explicit {
 		return nil, failf("--plans-repo: %v", err)
@@ -129,6 +134,22 @@ func (o *proxyOptions) holdApprovals(ctx context.Context, l proxyState) (holdGat
 		_, _ = checkProtection(ctx, gh, base, errw)
 	}
 	return a, nil
+}
+
+// noHoldSigner says why a hold merged in the checkout at root could never
+// run, "" when it could: the checkout's planlock workflow (planlock init
+// github) signs what is merged keyless, and the proxy trusts a --key. That
+// is a plan run from a checkout that is not its plans repository, such as
+// an example in planlock's own source: its holds stay on this machine
+// instead of becoming pull requests on that clone's origin.
+func (o *proxyOptions) noHoldSigner(root string) string {
+	if o.Key == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(gitapprove.WorkflowPath))); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("the checkout %s signs merged holds keyless (%s), and the trust policy is --key %s", root, gitapprove.WorkflowPath, o.Key)
 }
 
 // redactURL drops any user information from a remote URL before it is logged.

@@ -53,6 +53,12 @@ func npxMain(args []string) int {
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		args = args[1:]
 	}
+	// A pinned version (the examples' PACKAGE@VERSION) is the same stand-in.
+	if len(args) > 0 {
+		if name, _, ok := strings.Cut(strings.TrimPrefix(args[0], "@"), "@"); ok {
+			args[0] = "@" + name
+		}
+	}
 	if len(args) == 0 || args[0] != filesystemPackage {
 		fmt.Fprintf(os.Stderr, "npx (test stand-in): only %s is available offline, not %q\n", filesystemPackage, args)
 		return 1

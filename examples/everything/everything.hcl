@@ -6,7 +6,7 @@ plan "everything-docs" {
   order = "any"
 
   upstream {
-    command = ["npx", "-y", "@modelcontextprotocol/server-everything"]
+    command = ["npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31"]
   }
 
   resource "architecture" {

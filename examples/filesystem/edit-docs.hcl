@@ -6,7 +6,7 @@ plan "edit-docs" {
   order = "any"
 
   upstream {
-    command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]
+    command = ["npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/srv/docs"]
   }
 
   step "read" {

@@ -5,7 +5,7 @@ plan "triage-acme-app" {
   order = "any"
 
   upstream {
-    command = ["npx", "-y", "@modelcontextprotocol/server-github"]
+    command = ["npx", "-y", "@modelcontextprotocol/server-github@2025.4.8"]
     env     = ["GITHUB_PERSONAL_ACCESS_TOKEN"]
   }
 

@@ -3,8 +3,8 @@ plan "refund-4711" {
   order        = "sequential" # "sequential" (default) or "any"
   on_violation = "block"      # "block" (default) or "hold": ask a human via PR
 
-  upstream {                        # optional; the CLI may give it instead (see proxy)
-    command = ["node", "server.js"] # stdio upstream ...
+  upstream {                      # optional; the CLI may give it instead (see proxy)
+    command = ["./refund-server"] # stdio upstream (go build -o refund-server ./server) ...
     # url   = "http://127.0.0.1:8000/mcp"   # ... or streamable HTTP, exactly one of the two
     env = ["WINDMILL_TOKEN"] # variables passed to a stdio upstream; no others
   }

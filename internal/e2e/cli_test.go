@@ -46,10 +46,10 @@ func TestToolsCommand(t *testing.T) {
 	if out, err := exec.Command(planlockBin, "plan", "validate", "--tools", toolsFile, plan).CombinedOutput(); err != nil {
 		t.Fatalf("plan validate --tools: %v\n%s", err, out)
 	}
-	// A dead upstream is a clear failure (exit 1).
+	// A dead upstream is a clear failure (exit 1), its cause first.
 	cmd := exec.Command(planlockBin, "tools", "--", testUpstreamBin, "--mode", "exit-at-start")
 	out, err = cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "planlock: initialize upstream: ") {
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `planlock: the upstream exited at start with exit status 3; its last stderr line: "testupstream: exiting at start as asked"`) {
 		t.Fatalf("dead upstream: %v\n%s", err, out)
 	}
 }
