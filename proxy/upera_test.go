@@ -1,0 +1,365 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/proxy/ledger"
+)
+
+// eraPlan allows echo twice, with a message of at most 10 characters.
+const eraPlan = `
+plan "eras" {
+  goal  = "echo through upstreams of either protocol era"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 2
+    arg "message" { max_length = 10 }
+  }
+}`
+
+// eraProxy is a proxy of planText in front of the upstream up, with a
+// ledger of its own.
+func eraProxy(t *testing.T, planText string, up UpstreamConfig) *Proxy {
+	t.Helper()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(planText))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	l, err := ledger.Open(context.Background(), ledger.Options{Dir: filepath.Join(t.TempDir(), "state"), Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if up.URL == "" {
+		up.Env, _ = UpstreamEnv(nil, os.LookupEnv)
+	}
+	up.Stderr = testWriter{t}
+	up.ClientName, up.ClientVersion = "planlock", "test"
+	p, err := New(Config{Plan: plan, State: l, Now: fixedNow, CallTimeout: 30 * time.Second, Upstream: up, Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// eraClient connects mcp-go v1.2.1's client (protocol version pinned, or
+// "" for its default, 2026-07-28), which declares elicitation and
+// sampling, to p over stdio.
+func eraClient(t *testing.T, p *Proxy, version string) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := p.ServeStdio(ctx, cr, cw); err != nil {
+			t.Logf("serve: %v", err)
+		}
+	}()
+	h := &askedHandlers{}
+	c := client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))),
+		client.WithElicitationHandler(h), client.WithSamplingHandler(h))
+	t.Cleanup(func() {
+		c.Close()
+		pr.Close()
+		pw.Close()
+		cancel()
+		<-served
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	if err := p.WaitUpstream(wctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = version
+	init.Params.ClientInfo = mcp.Implementation{Name: "agent", Version: "1"}
+	if _, err := c.Initialize(wctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// seenRequest is what an in-process upstream saw of one POST.
+type seenRequest struct {
+	body                           string // the body's method
+	method, name, session, version string // headers
+	meta                           map[string]json.RawMessage
+}
+
+// upRecorder wraps an upstream handler and keeps every POST's standard
+// headers and _meta.
+type upRecorder struct {
+	mu   sync.Mutex
+	seen []seenRequest
+	next http.Handler
+}
+
+func (r *upRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPost {
+		b, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(b, &m)
+		r.mu.Lock()
+		r.seen = append(r.seen, seenRequest{body: m.Method, method: req.Header.Get(mcp.HeaderMethod), name: req.Header.Get(mcp.HeaderName),
+			session: req.Header.Get(server.HeaderKeySessionID), version: req.Header.Get(mcp.HeaderProtocolVersion), meta: m.Params.Meta})
+		r.mu.Unlock()
+	}
+	r.next.ServeHTTP(w, req)
+}
+
+func (r *upRecorder) calls() []seenRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []seenRequest
+	for _, s := range r.seen {
+		if s.body == "tools/call" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// mcpgoUpstream serves an mcp-go v1.2.1 server with echo over streamable
+// HTTP in process, stateless, offering only versions (all it implements
+// when none).
+func mcpgoUpstream(t *testing.T, versions ...string) (string, *upRecorder) {
+	t.Helper()
+	s := server.NewMCPServer("mcpgo", "1.2.1", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("message", mcp.Required())),
+		func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(r.GetString("message", "")), nil
+		})
+	opts := []server.StreamableHTTPOption{server.WithStateLess(true)}
+	if len(versions) > 0 {
+		opts = append(opts, server.WithStreamableHTTPProtocolVersions(versions...))
+	}
+	rec := &upRecorder{next: server.NewStreamableHTTPServer(s, opts...)}
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp", rec
+}
+
+// refused reports whether a call was refused (by the gate or anyone).
+func refused(res *mcp.CallToolResult, err error) bool { return err != nil || res.IsError }
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestUpstreamOfEitherEra: an upstream that speaks only protocol
+// 2026-07-28 (the TypeScript SDK v2 server with legacy rejected, over
+// stdio and HTTP; mcp-go v1.2.1's stateless server restricted to it), a
+// dual-era one (mcp-go v1.2.1 stateless, spoken to in its legacy era) and
+// a legacy one (server-everything, over stdio and HTTP) are all proxied, to a modern
+// and a legacy client, with the plan enforced: echo within its bounds
+// reaches the upstream, a too-long message and a third call do not. A
+// modern upstream gets per-request _meta with planlock's own (empty)
+// client capabilities, never the agent's, and over HTTP the Mcp-Method and
+// Mcp-Name headers and no session id.
+func TestUpstreamOfEitherEra(t *testing.T) {
+	type upstream struct {
+		name   string
+		start  func(t *testing.T) (UpstreamConfig, func() int, *upRecorder)
+		modern bool
+	}
+	callsLog := func(t *testing.T) (string, func() int) {
+		f := filepath.Join(t.TempDir(), "calls.jsonl")
+		return f, func() int { return len(peers.ReadCalls(t, f)) }
+	}
+	ups := []upstream{
+		{"ts-v2-modern-only-stdio", func(t *testing.T) (UpstreamConfig, func() int, *upRecorder) {
+			f, n := callsLog(t)
+			return UpstreamConfig{Command: peers.ModernStdio(t, "--calls-log", f)}, n, nil
+		}, true},
+		{"ts-v2-modern-only-http", func(t *testing.T) (UpstreamConfig, func() int, *upRecorder) {
+			f, n := callsLog(t)
+			return UpstreamConfig{URL: peers.StartModernHTTP(t, "--calls-log", f)}, n, nil
+		}, true},
+		{"mcpgo-modern-only-http", func(t *testing.T) (UpstreamConfig, func() int, *upRecorder) {
+			url, rec := mcpgoUpstream(t, mcp.ProtocolVersion20260728)
+			return UpstreamConfig{URL: url}, func() int { return len(rec.calls()) }, rec
+		}, true},
+		{"mcpgo-dual-era-http", func(t *testing.T) (UpstreamConfig, func() int, *upRecorder) {
+			url, rec := mcpgoUpstream(t)
+			return UpstreamConfig{URL: url}, func() int { return len(rec.calls()) }, rec
+		}, false},
+		{"everything-legacy-stdio", func(t *testing.T) (UpstreamConfig, func() int, *upRecorder) {
+			return UpstreamConfig{Command: peers.EverythingStdio(t)}, nil, nil
+		}, false},
+		{"everything-legacy-http", func(t *testing.T) (UpstreamConfig, func() int, *upRecorder) {
+			return UpstreamConfig{URL: peers.StartEverythingHTTP(t)}, nil, nil
+		}, false},
+	}
+	for _, u := range ups {
+		for _, version := range []string{"", mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+			clientEra := "modern-client"
+			if version != "" {
+				clientEra = "legacy-client"
+			}
+			t.Run(u.name+"/"+clientEra, func(t *testing.T) {
+				cfg, upstreamCalls, rec := u.start(t)
+				p := eraProxy(t, eraPlan, cfg)
+				c := eraClient(t, p, version)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, tool := range tools.Tools {
+					names = append(names, tool.Name)
+				}
+				if !strings.Contains(" "+strings.Join(names, " ")+" ", " echo ") {
+					t.Fatalf("tools/list = %v, want echo among them", names)
+				}
+				call := func(msg string) (*mcp.CallToolResult, error) {
+					return callTool(ctx, c, "echo", map[string]any{"message": msg})
+				}
+				res, err := call("hi")
+				if refused(res, err) {
+					t.Fatalf("echo hi: %v %+v", err, res)
+				}
+				if !strings.Contains(resultText(res), "hi") {
+					t.Fatalf("echo hi answered %q", resultText(res))
+				}
+				if res, err := call("far longer than ten"); !refused(res, err) {
+					t.Fatalf("a message over max_length was relayed: %+v", res)
+				}
+				if res, err := call("again"); refused(res, err) {
+					t.Fatalf("second echo: %v %+v", err, res)
+				}
+				if res, err := call("third"); !refused(res, err) {
+					t.Fatalf("a call past max_calls = 2 was relayed: %+v", res)
+				}
+				if upstreamCalls != nil {
+					if n := upstreamCalls(); n != 2 {
+						t.Fatalf("the upstream got %d tools/call, want 2", n)
+					}
+				}
+				if rec != nil {
+					for _, s := range rec.calls() {
+						if !u.modern {
+							if s.method != "" || s.version != mcp.LATEST_LEGACY_PROTOCOL_VERSION || s.meta[mcp.MetaKeyProtocolVersion] != nil {
+								t.Errorf("a dual-era upstream is spoken to in its legacy era: Mcp-Method %q, MCP-Protocol-Version %q, _meta %v", s.method, s.version, s.meta)
+							}
+							continue
+						}
+						if s.method != "tools/call" || s.name != "echo" || s.session != "" || s.version != mcp.ProtocolVersion20260728 {
+							t.Errorf("tools/call headers: Mcp-Method %q, Mcp-Name %q, Mcp-Session-Id %q, MCP-Protocol-Version %q", s.method, s.name, s.session, s.version)
+						}
+						if string(s.meta[mcp.MetaKeyProtocolVersion]) != `"2026-07-28"` || string(s.meta[mcp.MetaKeyClientCapabilities]) != `{}` {
+							t.Errorf("tools/call _meta = %s", fmt.Sprint(s.meta))
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// refusingStdio is a stdio upstream (node) that answers every request with
+// -32022 naming only supported.
+func refusingStdio(t *testing.T, supported string) []string {
+	t.Helper()
+	script := `const rl = require("readline").createInterface({input: process.stdin});
+rl.on("line", (l) => { let m; try { m = JSON.parse(l); } catch { return; }
+  if (m.id === undefined) return;
+  process.stdout.write(JSON.stringify({jsonrpc: "2.0", id: m.id, error: {code: -32022, message: "Unsupported protocol version",
+    data: {supported: [` + supported + `], requested: "x"}}}) + "\n"); });`
+	return []string{peers.Node(t), "-e", script}
+}
+
+// TestUpstreamWithNoVersionInCommon: an upstream that speaks no protocol
+// version planlock speaks (-32022 naming only 2099-01-01, over stdio and
+// HTTP) is a definite refusal: the supervisor stops instead of retrying,
+// the proxy does not start, and the reason is one line naming the upstream
+// and the versions on both sides.
+func TestUpstreamWithNoVersionInCommon(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2099-01-01"]}}}`, m.ID)
+	}))
+	defer ts.Close()
+	for _, tc := range []struct {
+		name string
+		up   UpstreamConfig
+		want string
+	}{
+		{"stdio", UpstreamConfig{Command: refusingStdio(t, `"2099-01-01"`)}, "node -e"},
+		{"http", UpstreamConfig{URL: ts.URL}, ts.URL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := eraProxy(t, eraPlan, tc.up)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			ran := make(chan struct{})
+			go func() { defer close(ran); p.Run(ctx) }()
+			select {
+			case <-ran:
+			case <-ctx.Done():
+				t.Fatal("the upstream is retried after a definite refusal")
+			}
+			err := p.WaitUpstream(ctx)
+			if !errors.Is(err, ErrStartRefused) {
+				t.Fatalf("WaitUpstream = %v, want ErrStartRefused", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{tc.want, "2099-01-01", "planlock speaks 2026-07-28, 2025-11-25"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("reason %q does not name %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("reason spans lines: %q", msg)
+			}
+			serr := p.ServeStdio(ctx, strings.NewReader(""), io.Discard)
+			if !errors.Is(serr, ErrStartRefused) {
+				t.Fatalf("ServeStdio = %v, want the refusal", serr)
+			}
+		})
+	}
+}
