@@ -155,7 +155,7 @@ func (u *Upstream) probe(ctx context.Context, c *upConn) (negotiated, error) {
 		case u.cfg.URL != "" && (httpRefusedStatus(err) || errors.Is(err, transport.ErrSessionTerminated)):
 			return negotiated{legacy: mcp.LATEST_LEGACY_PROTOCOL_VERSION}, nil // a 4xx without a JSON-RPC body
 		}
-		return negotiated{}, fmt.Errorf("server/discover: %w", err)
+		return negotiated{}, fmt.Errorf("initialize upstream: server/discover: %w", err)
 	}
 	return negotiated{}, u.refusal("it refused every protocol version it named")
 }
