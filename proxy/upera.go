@@ -222,9 +222,35 @@ func (u *Upstream) modernParams(params json.RawMessage, version string) (json.Ra
 	return json.Marshal(fields)
 }
 
-// modernRequest turns req into a modern one for version: _meta in its
-// params and, for HTTP, the standard headers derived from that body.
-func (u *Upstream) modernRequest(req *transport.JSONRPCRequest, version string) error {
+// rememberHeaderTools keeps, for a modern HTTP connection, the listed
+// tools whose input schema asks for Mcp-Param-* headers (x-mcp-header), so
+// that a call of one carries them. A tool whose annotations break the
+// rules gets none: the upstream refuses its calls (HeaderMismatch).
+func (u *Upstream) rememberHeaderTools(c *upConn, raw []json.RawMessage) {
+	if c.version == "" || u.cfg.URL == "" {
+		return
+	}
+	m := map[string]*mcp.Tool{}
+	for _, r := range raw {
+		if !bytes.Contains(r, []byte("x-mcp-header")) {
+			continue
+		}
+		var tool mcp.Tool
+		if json.Unmarshal(r, &tool) != nil || mcp.ValidateParamHeaderAnnotations(&tool) != nil {
+			continue
+		}
+		if len(mcp.ExtractParamHeaderBindings(&tool)) > 0 {
+			m[tool.Name] = &tool
+		}
+	}
+	c.headerTools.Store(&m)
+}
+
+// modernRequest turns req into a modern one for c's version: _meta in
+// its params and, for HTTP, the standard headers (and a tool's
+// Mcp-Param-* headers) derived from that body, never from the client's.
+func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest) error {
+	version := c.version
 	var raw json.RawMessage
 	switch p := req.Params.(type) {
 	case nil:
@@ -246,6 +272,18 @@ func (u *Upstream) modernRequest(req *transport.JSONRPCRequest, version string) 
 		h := http.Header{}
 		for k, v := range mcp.StandardHeaders(version, mcp.MCPMethod(req.Method), params) {
 			h.Set(k, v)
+		}
+		if tools := c.headerTools.Load(); tools != nil && req.Method == string(mcp.MethodToolsCall) {
+			var call struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(params, &call) == nil {
+				if tool := (*tools)[call.Name]; tool != nil {
+					for k, v := range mcp.GenerateParamHeaders(tool, params) {
+						h.Set(k, v)
+					}
+				}
+			}
 		}
 		req.Header = h
 	}

@@ -363,3 +363,52 @@ func TestUpstreamWithNoVersionInCommon(t *testing.T) {
 		})
 	}
 }
+
+// TestModernUpstreamGetsParamHeaders: a tool of a modern HTTP upstream
+// (mcp-go v1.2.1, 2026-07-28 only) whose input schema mirrors an argument
+// in a header (x-mcp-header) is callable through planlock: the call carries
+// Mcp-Param-Region with the value of the body planlock sends, which mcp-go's
+// server checks against that body.
+func TestModernUpstreamGetsParamHeaders(t *testing.T) {
+	s := server.NewMCPServer("mcpgo", "1.2.1", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewToolWithRawSchema("route", "route by region",
+		json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)),
+		func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("routed to " + r.GetString("region", "")), nil
+		})
+	var mu sync.Mutex
+	var regions []string
+	rec := &upRecorder{next: server.NewStreamableHTTPServer(s, server.WithStateLess(true),
+		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728))}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(mcp.HeaderMethod) == "tools/call" {
+			mu.Lock()
+			regions = append(regions, r.Header.Get("Mcp-Param-Region"))
+			mu.Unlock()
+		}
+		rec.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	p := eraProxy(t, `
+plan "route" {
+  goal  = "route"
+  order = "any"
+  step "route" {
+    tool      = "route"
+    max_calls = 1
+    arg "region" { max_length = 20 }
+  }
+}`, UpstreamConfig{URL: ts.URL + "/mcp"})
+	c := eraClient(t, p, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := callTool(ctx, c, "route", map[string]any{"region": "eu-west"})
+	if refused(res, err) || resultText(res) != "routed to eu-west" {
+		t.Fatalf("route: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(regions) != 1 || regions[0] != "eu-west" {
+		t.Fatalf("Mcp-Param-Region of the calls = %q, want [eu-west]", regions)
+	}
+}

@@ -78,6 +78,9 @@ type upConn struct {
 	// connection declares (upera.go); "" on a legacy connection, which
 	// was initialised instead. Set before the connection is shared.
 	version string
+	// headerTools are the tools of a modern HTTP upstream whose
+	// arguments are mirrored in Mcp-Param-* headers, by name (upera.go).
+	headerTools atomic.Pointer[map[string]*mcp.Tool]
 }
 
 func (c *upConn) kill(why error) {
@@ -389,6 +392,7 @@ func (u *Upstream) listTools(ctx context.Context, c *upConn) ([]json.RawMessage,
 		}
 		all = append(all, r.Tools...)
 		if r.NextCursor == "" {
+			u.rememberHeaderTools(c, all)
 			return all, nil
 		}
 		params = map[string]any{"cursor": r.NextCursor}
@@ -431,7 +435,7 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 func (u *Upstream) sendID(ctx context.Context, c *upConn, id int64, method string, params any) (json.RawMessage, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params}
 	if c.version != "" {
-		if err := u.modernRequest(&req, c.version); err != nil {
+		if err := u.modernRequest(c, &req); err != nil {
 			return nil, err
 		}
 	}
