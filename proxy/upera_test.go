@@ -412,3 +412,93 @@ plan "route" {
 		t.Fatalf("Mcp-Param-Region of the calls = %q, want [eu-west]", regions)
 	}
 }
+
+// BenchmarkUpstreamRequestByEra: one tools/call through Upstream.Request to
+// mcp-go v1.2.1's stateless HTTP server in process, spoken to in its legacy
+// era (dual-era server) and in 2026-07-28 (modern-only server): what the
+// per-request _meta and headers cost.
+func BenchmarkUpstreamRequestByEra(b *testing.B) {
+	for _, era := range []struct {
+		name     string
+		versions []string
+	}{{"legacy", nil}, {"modern", []string{mcp.ProtocolVersion20260728}}} {
+		b.Run(era.name, func(b *testing.B) {
+			s := server.NewMCPServer("mcpgo", "1.2.1", server.WithToolCapabilities(true))
+			s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(r.GetString("message", "")), nil
+			})
+			opts := []server.StreamableHTTPOption{server.WithStateLess(true)}
+			if era.versions != nil {
+				opts = append(opts, server.WithStreamableHTTPProtocolVersions(era.versions...))
+			}
+			ts := httptest.NewServer(server.NewStreamableHTTPServer(s, opts...))
+			defer ts.Close()
+			u := newUpstream(UpstreamConfig{URL: ts.URL + "/mcp", ClientName: "planlock", ClientVersion: "bench"}, nil, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go u.Run(ctx)
+			if err := u.WaitReady(ctx); err != nil {
+				b.Fatal(err)
+			}
+			params := json.RawMessage(`{"name":"echo","arguments":{"message":"hi"},"_meta":{"progressToken":1}}`)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := u.Request(ctx, "tools/call", params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkModernParams: planlock's own share of a modern request, the
+// _meta merged into a call's params.
+func BenchmarkModernParams(b *testing.B) {
+	u := newUpstream(UpstreamConfig{ClientName: "planlock", ClientVersion: "bench"}, nil, nil)
+	for _, tc := range []struct{ name, params string }{
+		{"no client meta", `{"name":"echo","arguments":{"message":"hi"}}`},
+		{"client meta", `{"name":"echo","arguments":{"message":"hi"},"_meta":{"progressToken":1}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := u.modernParams(json.RawMessage(tc.params), mcp.ProtocolVersion20260728); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestModernParams: planlock's _meta replaces the client's protocol keys
+// and log level and keeps the rest, on both of modernParams' paths (with
+// and without a _meta of the client's); what is not an object is refused.
+func TestModernParams(t *testing.T) {
+	u := newUpstream(UpstreamConfig{ClientName: "planlock", ClientVersion: "1"}, nil, nil)
+	const ours = `"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"planlock","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	for _, tt := range []struct{ in, want string }{
+		{``, `{"_meta":{` + ours + `}}`},
+		{`null`, `{"_meta":{` + ours + `}}`},
+		{` { } `, `{"_meta":{` + ours + `}}`},
+		{`{"name":"echo","arguments":{"message":"hi"}}`, `{"_meta":{` + ours + `},"arguments":{"message":"hi"},"name":"echo"}`},
+		{`{"name":"echo","_meta":{"progressToken":7,"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/logLevel":"debug"}}`,
+			`{"_meta":{` + ours + `,"progressToken":7},"name":"echo"}`},
+		{`{"name":"\u005fmeta"}`, `{"_meta":{` + ours + `},"name":"_meta"}`},
+		{`{"\u005fmeta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`, `{"_meta":{` + ours + `}}`},
+	} {
+		got, err := u.modernParams(json.RawMessage(tt.in), mcp.ProtocolVersion20260728)
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal([]byte(tt.want), &b) != nil || fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%s: got %s, want %s", tt.in, got, tt.want)
+		}
+	}
+	for _, in := range []string{`[1]`, `"x"`, `{"_meta":[1]}`} {
+		if got, err := u.modernParams(json.RawMessage(in), mcp.ProtocolVersion20260728); err == nil {
+			t.Errorf("%s: got %s, want an error", in, got)
+		}
+	}
+}

@@ -50,6 +50,8 @@ type Upstream struct {
 	// the requests' ids, which keep counting from 1 as they did before
 	// planlock probed.
 	probeID atomic.Int64
+	// metaCache is the _meta of modern requests (upera.go).
+	metaCache atomic.Pointer[cachedMeta]
 
 	// onNotify receives the upstream's notifications; onReady the raw
 	// tools/list entries after each (re)initialisation.
