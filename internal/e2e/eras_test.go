@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/peers"
 )
 
 // TestHTTPProxyThatCannotStartAnswersWhy: planlock proxy --listen in front
@@ -88,5 +90,55 @@ func TestHTTPProxyThatCannotStartAnswersWhy(t *testing.T) {
 		exited <- err // for the cleanup
 	case <-ctx.Done():
 		t.Fatalf("the proxy did not exit\n%s", stderr.String())
+	}
+}
+
+// modernOnlyPlan allows echo twice, with a message of at most 10 characters.
+const modernOnlyPlan = `
+plan "modern-only" {
+  goal  = "echo through an upstream of protocol 2026-07-28 only"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 2
+    arg "message" { max_length = 10 }
+  }
+}`
+
+// TestSDKAgentThroughProxyToAModernOnlyServer: the official SDK's agent,
+// through planlock proxy over stdio, uses the TypeScript SDK v2 server with
+// legacy requests rejected (protocol 2026-07-28 only), over stdio and
+// HTTP, with the plan enforced: two echoes reach it, a too-long one, a
+// tool outside the plan and a third echo do not.
+func TestSDKAgentThroughProxyToAModernOnlyServer(t *testing.T) {
+	for _, over := range []string{"stdio", "http"} {
+		t.Run(over, func(t *testing.T) {
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls.jsonl")
+			server := []string{"node", filepath.Join(peersDir(t), "modern-server.mjs"), "--calls-log", calls}
+			args := []string{"--", planlockBin, "proxy", "--plan", writePlan(t, modernOnlyPlan), "--insecure-skip-verify",
+				"--state", filepath.Join(dir, "state")}
+			if over == "stdio" {
+				args = append(append(args, "--"), server...)
+			} else {
+				args = append(args, "--upstream-url", peers.StartListening(t, append(server, "--http"), nil))
+			}
+			lines := runAgent(t, nil, `[
+ {"op":"listTools"},
+ {"op":"callTool","name":"echo","arguments":{"message":"hello"}},
+ {"op":"callTool","name":"echo","arguments":{"message":"far longer than ten"}},
+ {"op":"callTool","name":"add","arguments":{"a":2,"b":3}},
+ {"op":"callTool","name":"echo","arguments":{"message":"again"}},
+ {"op":"callTool","name":"echo","arguments":{"message":"third"}}
+]`, args...)
+			wantText(t, lines, "1", false, "hello")
+			wantText(t, lines, "2", true, `more than the maximum length 10`)
+			wantText(t, lines, "3", true, `add`)
+			wantText(t, lines, "4", false, "again")
+			wantText(t, lines, "5", true, `max_calls`)
+			if got := peers.ReadCalls(t, calls); len(got) != 2 {
+				t.Fatalf("the upstream got %d tools/call, want 2: %+v", len(got), got)
+			}
+		})
 	}
 }
