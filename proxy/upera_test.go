@@ -502,3 +502,86 @@ func TestModernParams(t *testing.T) {
 		}
 	}
 }
+
+// eraScripted is a stdio upstream (node) that answers server/discover
+// with discover (a JSON-RPC error or result member, raw), initialize of
+// version 2025-06-18 with its result and any other initialize with -32022
+// naming only 2025-06-18, and tools/list with one tool; it logs each
+// method it receives, with the version it declares, to log.
+func eraScripted(t *testing.T, discover, log string) []string {
+	t.Helper()
+	script := `const fs = require("fs"); const rl = require("readline").createInterface({input: process.stdin});
+const say = (m) => process.stdout.write(JSON.stringify(Object.assign({jsonrpc: "2.0"}, m)) + "\n");
+rl.on("line", (l) => { let m; try { m = JSON.parse(l); } catch { return; }
+  const p = m.params || {};
+  fs.appendFileSync(process.env.LOG, m.method + " " + (p.protocolVersion || (p._meta || {})["io.modelcontextprotocol/protocolVersion"] || "") + "\n");
+  if (m.id === undefined) return;
+  if (m.method === "server/discover") return say(Object.assign({id: m.id}, ` + discover + `));
+  if (m.method === "initialize") {
+    if (p.protocolVersion !== "2025-06-18") return say({id: m.id, error: {code: -32022, message: "Unsupported protocol version", data: {supported: ["2025-06-18"]}}});
+    return say({id: m.id, result: {protocolVersion: "2025-06-18", capabilities: {tools: {}}, serverInfo: {name: "s", version: "1"}}});
+  }
+  if (m.method === "tools/list") return say({id: m.id, result: {tools: [{name: "echo", inputSchema: {type: "object"}}]}});
+  say({id: m.id, error: {code: -32601, message: "no"}}); });`
+	return []string{peers.Node(t), "-e", script}
+}
+
+// TestUpstreamVersionNegotiation: how the probe's answer and initialize's
+// -32022 choose the version, read from what the upstream received.
+func TestUpstreamVersionNegotiation(t *testing.T) {
+	for _, tt := range []struct {
+		name, discover string
+		want           string // methods received, with versions
+		refused        string // the refusal's text, when it is one
+	}{
+		{"method not found: legacy, then the version initialize names",
+			`{error: {code: -32601, message: "Method not found"}}`,
+			"server/discover 2026-07-28\ninitialize 2025-11-25\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", ""},
+		{"-32022 naming a legacy version: initialize in it",
+			`{error: {code: -32022, message: "Unsupported", data: {supported: ["2025-06-18"]}}}`,
+			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", ""},
+		{"discover naming legacy versions (dual-era): initialize in the newest both speak",
+			`{result: {supportedVersions: ["2026-07-28", "2025-06-18"], capabilities: {}}}`,
+			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", ""},
+		{"discover naming only 2026-07-28: modern, no initialize",
+			`{result: {supportedVersions: ["2026-07-28"], capabilities: {tools: {}}}}`,
+			"server/discover 2026-07-28\ntools/list 2026-07-28\n", ""},
+		{"discover naming nothing in common: refused",
+			`{result: {supportedVersions: ["2099-01-01"], capabilities: {}}}`,
+			"server/discover 2026-07-28\n", "server/discover names protocol versions 2099-01-01; planlock speaks 2026-07-28"},
+		{"-32022 naming nothing in common: refused",
+			`{error: {code: -32022, message: "Unsupported", data: {supported: ["2099-01-01"]}}}`,
+			"server/discover 2026-07-28\n", "it refused protocol version 2026-07-28 and supports 2099-01-01"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "log")
+			env, _ := UpstreamEnv(nil, os.LookupEnv)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			tools, err := FetchTools(ctx, UpstreamConfig{Command: eraScripted(t, tt.discover, log), Env: append(env, "LOG="+log), Stderr: testWriter{t}})
+			if tt.refused != "" {
+				if !errors.Is(err, ErrStartRefused) || !strings.Contains(err.Error(), tt.refused) {
+					t.Fatalf("FetchTools = %v, want the refusal %q", err, tt.refused)
+				}
+			} else if err != nil || len(tools) != 1 {
+				t.Fatalf("FetchTools = %d tools, %v", len(tools), err)
+			}
+			got := ""
+			if eventually(func() bool { got = readString(log); return got == tt.want }) {
+				return
+			}
+			t.Fatalf("the upstream received\n%s\nwant\n%s", got, tt.want)
+		})
+	}
+}
+
+// eventually polls cond for up to a minute: what a process appends to a
+// file after answering may land a little later.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
