@@ -31,6 +31,9 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	sw := &syncWriter{w: out}
 	out = progressCounter{w: sw, n: &p.stdioProg.written}
 	defer p.start(ctx)()
+	if err := p.up.Refused(); err != nil {
+		return err // nothing was read: the caller answers the client with it
+	}
 	err := p.serveLines(ctx, limitLines(ctx, in, sw, p.maxMessageBytes(), p.cfg.Log), out)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
@@ -65,6 +68,9 @@ func (p *Proxy) ServeListenerWith(ctx context.Context, ln net.Listener, o HTTPOp
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer p.start(ctx)() // after the HTTP server's shutdown below
+	if err := p.up.Refused(); err != nil {
+		return err // the listener is left open: the caller answers on it
+	}
 	ids := &sessionIDs{}
 	h := server.NewStreamableHTTPServer(p.srv, server.WithEndpointPath("/mcp"), server.WithSessionIdManagerResolver(ids))
 	mux := http.NewServeMux()

@@ -53,7 +53,8 @@ func testUpstream(t *testing.T, mode string, extra ...string) *Upstream {
 // scriptedUpstream runs a shell script as the upstream: a faithful stand-in
 // for a server that answers exactly what the script prints, for the answers
 // a real MCP server does not give (no result nor error, answers after a
-// cancellation). It answers initialize (id 1) and tools/list (id 2) first,
+// cancellation). It answers the server/discover probe (id -1) as a legacy
+// server does, initialize (id 1) and tools/list (id 2) first,
 // so the Upstream's own requests start at id 3; then it runs body, in which
 // `take` reads one line and appends it to the file $LOG. It returns the
 // Upstream and the log's path.
@@ -61,6 +62,7 @@ func scriptedUpstream(t *testing.T, body string) (*Upstream, string) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "received.jsonl")
 	script := `take() { IFS= read -r l || exit 0; printf '%s\n' "$l" >> "$LOG"; }
+take; echo '{"jsonrpc":"2.0","id":-1,"error":{"code":-32601,"message":"Method not found"}}'
 take; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}'
 take
 take; echo '{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}'
@@ -347,16 +349,16 @@ take; echo '{"jsonrpc":"2.0","id":4,"result":{"n":4}}'`)
 			t.Fatalf("done of a stopped request ran %d times", n)
 		}
 		lines := strings.Split(strings.TrimSpace(readString(log)), "\n")
-		if len(lines) != 6 {
-			t.Fatalf("upstream received %d lines, want 6:\n%s", len(lines), strings.Join(lines, "\n"))
+		if len(lines) != 7 {
+			t.Fatalf("upstream received %d lines, want 7 (the server/discover probe first):\n%s", len(lines), strings.Join(lines, "\n"))
 		}
 		var n mcp.JSONRPCNotification
-		if err := json.Unmarshal([]byte(lines[4]), &n); err != nil {
+		if err := json.Unmarshal([]byte(lines[5]), &n); err != nil {
 			t.Fatal(err)
 		}
 		if n.Method != "notifications/cancelled" || fmt.Sprint(n.Params.AdditionalFields["requestId"]) != "3" ||
 			n.Params.AdditionalFields["reason"] != "request timed out" {
-			t.Fatalf("upstream received %s, want the cancellation of request 3", lines[4])
+			t.Fatalf("upstream received %s, want the cancellation of request 3", lines[5])
 		}
 	})
 	t.Run("after the answer", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // UpstreamConfig says how to reach the MCP server behind the proxy: a
@@ -43,6 +46,12 @@ type UpstreamConfig struct {
 type Upstream struct {
 	cfg    UpstreamConfig
 	nextID atomic.Int64
+	// probeID numbers the server/discover probes -1, -2, …: apart from
+	// the requests' ids, which keep counting from 1 as they did before
+	// planlock probed.
+	probeID atomic.Int64
+	// metaCache is the _meta of modern requests (upera.go).
+	metaCache atomic.Pointer[cachedMeta]
 
 	// onNotify receives the upstream's notifications; onReady the raw
 	// tools/list entries after each (re)initialisation.
@@ -67,6 +76,13 @@ type upConn struct {
 	dead chan struct{}
 	once sync.Once
 	why  error
+	// version is the modern protocol version every request on this
+	// connection declares (upera.go); "" on a legacy connection, which
+	// was initialised instead. Set before the connection is shared.
+	version string
+	// headerTools are the tools of a modern HTTP upstream whose
+	// arguments are mirrored in Mcp-Param-* headers, by name (upera.go).
+	headerTools atomic.Pointer[map[string]*mcp.Tool]
 }
 
 func (c *upConn) kill(why error) {
@@ -83,6 +99,7 @@ var ErrUnavailable = errors.New("upstream unavailable")
 type RPCError struct {
 	Code    int
 	Message string
+	Data    json.RawMessage // the error's data, when any
 }
 
 func (e *RPCError) Error() string { return fmt.Sprintf("upstream error %d: %s", e.Code, e.Message) }
@@ -105,6 +122,12 @@ func (u *Upstream) Run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		c, err := u.connect(ctx)
+		if errors.Is(err, ErrStartRefused) {
+			// No protocol version in common: a restart would be refused
+			// the same way, so none is tried.
+			u.setConn(nil, err)
+			return
+		}
 		if err != nil {
 			u.setConn(nil, err)
 			select {
@@ -170,6 +193,9 @@ func (u *Upstream) WaitReady(ctx context.Context) error {
 				return nil
 			}
 		}
+		if errors.Is(last, ErrStartRefused) {
+			return fmt.Errorf("%w: %w", ErrUnavailable, last) // never retried
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %v", ErrUnavailable, last)
@@ -179,21 +205,85 @@ func (u *Upstream) WaitReady(ctx context.Context) error {
 }
 
 func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
+	// The probe goes out on a transport without the legacy GET stream: a
+	// modern upstream has none (405), and the era is not known yet.
+	c, err := u.open(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*upConn, error) {
+		// A command that exited says why on its stderr: that is the
+		// cause, not the request it left unanswered.
+		if st, ok := c.tr.(*stdioTransport); ok {
+			if ee := st.exitError(true); ee != nil {
+				err = ee
+			}
+		}
+		_ = c.tr.Close()
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, u.cfg.InitTimeout)
+	defer cancel()
+	n, err := u.probe(ictx, c)
+	if err != nil {
+		return fail(err)
+	}
+	var caps upstreamCaps
+	if n.version != "" {
+		c.version = n.version
+		if h, ok := c.tr.(transport.HTTPConnection); ok {
+			h.SetProtocolVersion(n.version)
+		}
+		caps = parseCaps(n.caps)
+		// resources/subscribe is gone in 2026-07-28 (subscriptions/listen
+		// replaced it, which planlock does not relay yet): offer none.
+		caps.Subscribe = false
+	} else {
+		if u.cfg.URL != "" {
+			// A legacy HTTP upstream sends its notifications (such as
+			// tools/list_changed, which the proxy relays and re-checks the
+			// plan against) on the standalone GET stream: a transport that
+			// keeps one open replaces the probe's.
+			_ = c.tr.Close()
+			if c, err = u.open(ctx, true); err != nil {
+				return nil, err
+			}
+		}
+		if caps, err = u.initialize(ictx, c, n.legacy); err != nil {
+			return fail(err)
+		}
+	}
+	tools, err := u.listTools(ictx, c)
+	if err != nil {
+		return fail(err)
+	}
+	if u.onConnect != nil {
+		u.onConnect(ictx, func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+			return u.send(ctx, c, method, params)
+		}, caps)
+	}
+	if u.onReady != nil {
+		u.onReady(tools)
+	}
+	return c, nil
+}
+
+// open starts a transport to the upstream: the program (stdio) or the URL
+// (HTTP, with the legacy standalone GET stream when listen is set).
+func (u *Upstream) open(ctx context.Context, listen bool) (*upConn, error) {
 	var tr transport.Interface
 	var started *exec.Cmd
 	if u.cfg.URL != "" {
-		// The standalone GET stream is how an upstream on a protocol
-		// version before 2026-07-28 (all that planlock proxies today) sends
-		// notifications outside a request, such as tools/list_changed,
-		// which the proxy relays and re-checks the plan against. mcp-go
-		// deprecates the option because 2026-07-28 replaced the stream with
-		// subscriptions/listen (Client.Listen); enabling it keeps the
-		// connection on the legacy version, which is the one these upstreams
-		// speak. Move to Client.Listen when upstreams speak 2026-07-28.
 		client := &http.Client{Transport: limitBodies(http.DefaultTransport, u.maxMessageBytes())}
-		//lint:ignore SA1019 needed for notifications from pre-2026-07-28 upstreams (see above)
-		h, err := transport.NewStreamableHTTP(u.cfg.URL, transport.WithContinuousListening(), transport.WithHTTPLogger(u.logger()),
-			transport.WithHTTPBasicClient(client))
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(u.logger()), transport.WithHTTPBasicClient(client)}
+		if listen {
+			// mcp-go deprecates the option because 2026-07-28 replaced
+			// the stream with subscriptions/listen; it is only used for
+			// legacy upstreams, which have no other.
+			//lint:ignore SA1019 needed for notifications from pre-2026-07-28 upstreams (see above)
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		h, err := transport.NewStreamableHTTP(u.cfg.URL, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.cfg.URL, err)
 		}
@@ -253,55 +343,52 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 			}
 		}()
 	}
-	fail := func(err error) (*upConn, error) {
-		// A command that exited says why on its stderr: that is the
-		// cause, not the request it left unanswered.
-		if st, ok := tr.(*stdioTransport); ok {
-			if ee := st.exitError(true); ee != nil {
-				err = ee
-			}
+	return c, nil
+}
+
+// initialize runs the legacy handshake asking for version. A -32022 whose
+// data names a legacy version planlock speaks is retried once with it; one
+// that names none is a refusal.
+func (u *Upstream) initialize(ctx context.Context, c *upConn, version string) (upstreamCaps, error) {
+	var res json.RawMessage
+	var err error
+	for attempt := 0; ; attempt++ {
+		res, err = u.send(ctx, c, "initialize", map[string]any{
+			"protocolVersion": version,
+			"capabilities":    map[string]any{},
+			"clientInfo":      map[string]any{"name": u.cfg.ClientName, "version": u.cfg.ClientVersion},
+		})
+		supported, refused := unsupportedVersions(err)
+		if !refused {
+			break
 		}
-		_ = tr.Close()
-		return nil, err
+		if v := mutual(supported, false); v != "" && v != version && attempt == 0 {
+			version = v
+			continue
+		}
+		return upstreamCaps{}, u.refusal("it refused initialize with protocol version %s and supports %s", version, quoteList(supported))
 	}
-	ictx, cancel := context.WithTimeout(ctx, u.cfg.InitTimeout)
-	defer cancel()
-	res, err := u.send(ictx, c, "initialize", map[string]any{
-		"protocolVersion": mcp.LATEST_LEGACY_PROTOCOL_VERSION,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": u.cfg.ClientName, "version": u.cfg.ClientVersion},
-	})
 	if err != nil {
-		return fail(fmt.Errorf("initialize upstream: %w", err))
+		return upstreamCaps{}, fmt.Errorf("initialize upstream: %w", err)
 	}
 	var init struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &init); err != nil {
-		return fail(fmt.Errorf("initialize upstream: bad result: %w", err))
+		return upstreamCaps{}, fmt.Errorf("initialize upstream: bad result: %w", err)
 	}
-	caps := parseCaps(init.Capabilities)
-	if h, ok := tr.(transport.HTTPConnection); ok && init.ProtocolVersion != "" {
+	if !slices.Contains(ourVersions, init.ProtocolVersion) || mcp.IsModernProtocol(init.ProtocolVersion) {
+		return upstreamCaps{}, u.refusal("initialize answered protocol version %q", oneline.Of(init.ProtocolVersion, 40))
+	}
+	if h, ok := c.tr.(transport.HTTPConnection); ok {
 		h.SetProtocolVersion(init.ProtocolVersion)
 	}
-	if err := tr.SendNotification(ictx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+	if err := c.tr.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: string(mcp.MethodNotificationInitialized)}}); err != nil {
-		return fail(fmt.Errorf("initialize upstream: %w", err))
+		return upstreamCaps{}, fmt.Errorf("initialize upstream: %w", err)
 	}
-	tools, err := u.listTools(ictx, c)
-	if err != nil {
-		return fail(err)
-	}
-	if u.onConnect != nil {
-		u.onConnect(ictx, func(ctx context.Context, method string, params any) (json.RawMessage, error) {
-			return u.send(ctx, c, method, params)
-		}, caps)
-	}
-	if u.onReady != nil {
-		u.onReady(tools)
-	}
-	return c, nil
+	return parseCaps(init.Capabilities), nil
 }
 
 // listTools reads tools/list raw, following nextCursor, so that no schema
@@ -326,6 +413,7 @@ func (u *Upstream) listTools(ctx context.Context, c *upConn) ([]json.RawMessage,
 		}
 		all = append(all, r.Tools...)
 		if r.NextCursor == "" {
+			u.rememberHeaderTools(c, all)
 			return all, nil
 		}
 		params = map[string]any{"cursor": r.NextCursor}
@@ -361,9 +449,23 @@ func (u *Upstream) Request(ctx context.Context, method string, params any) (json
 }
 
 func (u *Upstream) send(ctx context.Context, c *upConn, method string, params any) (json.RawMessage, error) {
-	id := u.nextID.Add(1)
+	return u.sendID(ctx, c, u.nextID.Add(1), method, params)
+}
+
+// sendID is send with the request id given.
+func (u *Upstream) sendID(ctx context.Context, c *upConn, id int64, method string, params any) (json.RawMessage, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params}
+	if c.version != "" {
+		if err := u.modernRequest(c, &req); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := c.tr.SendRequest(ctx, req)
+	if err != nil && c.version != "" && errors.Is(err, transport.ErrSessionTerminated) {
+		// A modern server has no sessions: its 404 answers a method it
+		// does not implement (mcp-go drops that body).
+		return nil, &RPCError{Code: mcp.METHOD_NOT_FOUND, Message: "Method not found: " + method}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Tell the upstream to stop working on it; best effort.
@@ -383,7 +485,15 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 		return nil, err
 	}
 	if resp.Error != nil {
-		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+		e := &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+		if resp.Error.Data != nil {
+			if raw, ok := resp.Error.Data.(json.RawMessage); ok {
+				e.Data = raw
+			} else if b, err := json.Marshal(resp.Error.Data); err == nil {
+				e.Data = b
+			}
+		}
+		return nil, e
 	}
 	if len(resp.Result) == 0 {
 		return nil, errors.New("upstream answered with neither result nor error")
@@ -426,6 +536,11 @@ func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawM
 	tr, ok := c.tr.(*stdioTransport)
 	if !ok {
 		return nil, ErrNoAsync
+	}
+	if c.version != "" {
+		if params, err = u.modernParams(params, c.version); err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
 	}
 	id := u.nextID.Add(1)
 	line, err := requestLine(id, method, params)

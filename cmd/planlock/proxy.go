@@ -94,6 +94,9 @@ type proxyOptions struct {
 	MaxMessageBytes     int
 	// localDir is the plan's directory under the state root, once known.
 	localDir string
+	// startLn is the listener a start failure is answered on, when it was
+	// open already (else --listen is bound again).
+	startLn net.Listener
 }
 
 func (o *proxyOptions) flags() []cli.Flag {
@@ -277,7 +280,11 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		if err != nil {
 			return failf("listen: %v", err)
 		}
-		defer ln.Close()
+		defer func() {
+			if o.startLn != ln { // kept for the start failure's answers
+				ln.Close()
+			}
+		}()
 	} else if len(o.AllowOrigin.Value()) > 0 || o.InsecureNoAuth {
 		return usageErrorf("--allow-origin and --insecure-no-auth apply to --listen only")
 	}
@@ -336,6 +343,13 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		err = p.ServeListenerWith(ctx, ln, front)
 	} else {
 		err = p.ServeStdio(ctx, o.IO.in, o.IO.out)
+	}
+	if errors.Is(err, proxy.ErrStartRefused) {
+		// The upstream refused for good before the client was served: a
+		// start failure, answered to the client as any other (on the
+		// listener clients already know, which nothing served yet).
+		*started = false
+		o.startLn = ln
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return failf("%v", err)

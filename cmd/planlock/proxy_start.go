@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/internal/statedir"
+	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/planlock/planlock/proxy/planload"
@@ -119,9 +123,126 @@ func reportStartFailure(o *proxyOptions, err error) {
 		logPath = ""
 	}
 	if o.Listen != "" {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == exitUsage {
+			return // the command line is wrong: nobody to answer
+		}
+		answerHTTP(o, "planlock proxy cannot start: "+reason, logPath, initializeWait)
 		return
 	}
 	answerInitialize(o.IO.in, o.IO.out, "planlock proxy cannot start: "+reason, logPath, initializeWait)
+}
+
+// answerHTTP is answerInitialize over streamable HTTP: it listens on
+// --listen again (the failed start closed it) and answers each POST to
+// /mcp, whatever its method or era, with a JSON-RPC error carrying msg; it
+// stops wait after it began listening, or a tenth of it after the last
+// answer. A configured listen token is still required, and a browser's
+// Origin must still be allowed: the reason is for the proxy's own clients.
+// When the address cannot be bound (the failure may be that) nothing is
+// answered.
+func answerHTTP(o *proxyOptions, msg, logPath string, wait time.Duration) {
+	ln := o.startLn
+	host, port, err := net.SplitHostPort(o.Listen)
+	if ln == nil && (err != nil || port == "0") {
+		return // no address a client could know
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	token, err := o.listenToken()
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return // no token to check: better no answer than one to anyone
+	}
+	allowed := map[string]bool{}
+	for _, origin := range o.AllowOrigin.Value() {
+		if n, err := proxy.NormalizeOrigin(origin); err == nil {
+			allowed[n] = true
+		}
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, port)); err != nil {
+			return
+		}
+	}
+	serveStartFailure(ln, token, allowed, msg, logPath, wait)
+}
+
+// serveStartFailure serves answerHTTP's answers on ln until it is idle for
+// wait (then a tenth of it after each answer), and closes ln.
+func serveStartFailure(ln net.Listener, token string, allowed map[string]bool, msg, logPath string, wait time.Duration) {
+	answered := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" {
+			if n, err := proxy.NormalizeOrigin(origin); err != nil || !allowed[n] {
+				http.Error(w, "planlock: origin not allowed", http.StatusForbidden)
+				return
+			}
+		}
+		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "planlock: missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path != "/mcp" {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, msg, http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			http.Error(w, msg, http.StatusBadRequest)
+			return
+		}
+		if len(req.ID) == 0 || string(req.ID) == "null" {
+			w.WriteHeader(http.StatusAccepted) // a notification: the request may follow
+			return
+		}
+		e := map[string]any{"code": -32603, "message": msg}
+		if logPath != "" {
+			e["data"] = map[string]string{"log": logPath}
+		}
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": e})
+		if err != nil {
+			http.Error(w, msg, http.StatusInternalServerError)
+			return
+		}
+		// 200: every client era reads a JSON-RPC error in a 200 body; a
+		// legacy client would take a 4xx for "legacy SSE server".
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+		select {
+		case answered <- struct{}{}:
+		default:
+		}
+	})
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: wait}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hs.Serve(ln) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-answered:
+			t.Reset(wait / 10)
+			continue
+		case <-t.C:
+		}
+		break
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = hs.Shutdown(ctx)
+	<-done
 }
 
 // maxStartLines bounds how many notifications a proxy that cannot start

@@ -104,3 +104,19 @@ func (r *Refund) Calls(t testing.TB) []CallRecord {
 	t.Helper()
 	return ReadCalls(t, r.CallsLog)
 }
+
+// ModernStdio is the command line of test/peers/modern-server.mjs over
+// stdio: a server of protocol 2026-07-28 only (the TypeScript SDK v2 with
+// legacy traffic rejected), with its extra args (--calls-log FILE).
+func ModernStdio(t testing.TB, args ...string) []string {
+	t.Helper()
+	return append([]string{Node(t), filepath.Join(Dir(t), "modern-server.mjs")}, args...)
+}
+
+// StartModernHTTP starts test/peers/modern-server.mjs over streamable HTTP
+// on a free loopback port and returns its endpoint URL. The server is
+// stopped when the test ends.
+func StartModernHTTP(t testing.TB, args ...string) string {
+	t.Helper()
+	return StartListening(t, append(ModernStdio(t, "--http"), args...), nil)
+}

@@ -36,6 +36,10 @@ const (
 	GarbageStart Mode = "garbage-start" // print non-JSON lines first, then serve normally
 	GarbageCall  Mode = "garbage-call"  // serve normally but answer tools/call with non-JSON text
 	Flood        Mode = "flood"         // every tools/call streams log notifications without end
+	// RefuseVersions answers every request with -32022 (unsupported
+	// protocol version) naming only RefusedVersionSupported, over HTTP
+	// with a 400, as a server of a protocol planlock does not speak.
+	RefuseVersions Mode = "refuse-versions"
 	// MultiRound answers the tool "ask", the resource test://ask/… and the
 	// prompt "ask" with a raw result of the resultType asked for (multiround.go),
 	// as an upstream of protocol 2026-07-28 would whatever the client speaks.
@@ -49,7 +53,7 @@ const (
 )
 
 // Modes lists every mode, for usage text and validation.
-var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, MultiRound, Huge, Deaf}
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, RefuseVersions, MultiRound, Huge, Deaf}
 
 // Exit codes of the exiting modes, so a test can tell them from a crash.
 const (
@@ -110,6 +114,10 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 	case Garbage:
 		if cfg.HTTPAddr == "" {
 			return answerGarbage(stdin, stdout)
+		}
+	case RefuseVersions:
+		if cfg.HTTPAddr == "" {
+			return answerRefusals(stdin, stdout)
 		}
 	}
 
@@ -424,10 +432,50 @@ func answerGarbage(stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
+// RefusedVersionSupported is the only protocol version RefuseVersions names.
+const RefusedVersionSupported = "2099-01-01"
+
+// refusal is the -32022 answer to a request of id.
+func refusal(id json.RawMessage) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		"message": "Unsupported protocol version", "data": map[string]any{"supported": []string{RefusedVersionSupported}}}})
+	return b
+}
+
+// answerRefusals answers each request line on stdin with refusal.
+func answerRefusals(stdin io.Reader, stdout io.Writer) error {
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	for sc.Scan() {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+			continue // a notification
+		}
+		if _, err := fmt.Fprintf(stdout, "%s\n", refusal(m.ID)); err != nil {
+			return fmt.Errorf("write refusal: %w", err)
+		}
+	}
+	return nil
+}
+
 // httpFaults plays the wire-level modes over HTTP.
 func httpFaults(mode Mode, h http.Handler, rec *recorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch mode {
+		case RefuseVersions:
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil || len(m.ID) == 0 {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write(refusal(m.ID))
+			return
 		case Hang:
 			<-r.Context().Done()
 			return

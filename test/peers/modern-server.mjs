@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+// An MCP server of protocol 2026-07-28 only, built on the TypeScript SDK v2
+// (@modelcontextprotocol/server) with legacy traffic rejected: initialize
+// and other 2025-era requests get the unsupported-protocol-version error.
+//
+//   node modern-server.mjs            stdio
+//   node modern-server.mjs --http     streamable HTTP on a free loopback port;
+//                                     prints "listening on http://127.0.0.1:PORT/mcp" on stderr
+//
+// Tools: echo {message} answers the message; add {a, b} answers the sum.
+// --calls-log FILE appends every tools/call as a JSON line {time, tool, arguments}.
+import { appendFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { McpServer, createMcpHandler } from "@modelcontextprotocol/server";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import * as z from "zod/v4";
+
+const args = process.argv.slice(2);
+const callsLog = args.includes("--calls-log") ? args[args.indexOf("--calls-log") + 1] : "";
+
+function logCall(tool, args) {
+  if (callsLog) {
+    appendFileSync(callsLog, JSON.stringify({ time: new Date().toISOString(), tool, arguments: args }) + "\n");
+  }
+}
+
+function factory() {
+  const server = new McpServer({ name: "modern-only", version: "2.4.0" }, { capabilities: { tools: {} } });
+  server.registerTool("echo", { description: "Echo the message", inputSchema: z.object({ message: z.string() }) },
+    async ({ message }) => { logCall("echo", { message }); return { content: [{ type: "text", text: message }] }; });
+  server.registerTool("add", { description: "Add two numbers", inputSchema: z.object({ a: z.number(), b: z.number() }) },
+    async ({ a, b }) => { logCall("add", { a, b }); return { content: [{ type: "text", text: String(a + b) }] }; });
+  return server;
+}
+
+if (!args.includes("--http")) {
+  serveStdio(factory, { legacy: "reject" });
+} else {
+  const handler = createMcpHandler(factory, { legacy: "reject" });
+  // node:http in front of the web-standard handler (Node 20 has no
+  // toNodeHandler without @modelcontextprotocol/node).
+  const http = createServer(async (req, res) => {
+    try {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const body = Buffer.concat(chunks);
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) {
+        if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
+        else if (v !== undefined) headers.set(k, v);
+      }
+      const ac = new AbortController();
+      res.on("close", () => ac.abort());
+      const request = new Request(`http://${req.headers.host}${req.url}`, {
+        method: req.method, headers, body: ["GET", "HEAD"].includes(req.method) ? undefined : body, signal: ac.signal,
+      });
+      const response = await handler.fetch(request);
+      res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
+      if (response.body) {
+        for await (const chunk of response.body) res.write(chunk);
+      }
+      res.end();
+    } catch (e) {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(e));
+    }
+  });
+  http.listen(0, "127.0.0.1", () => {
+    process.stderr.write(`listening on http://127.0.0.1:${http.address().port}/mcp\n`);
+  });
+}
