@@ -249,3 +249,20 @@ func readString(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// A legacy stdio server that exits on a request before initialize (as
+// servers built on some SDKs do) dies on the server/discover probe: it is a
+// legacy server, started again and spoken to with initialize at once.
+func TestUpstreamThatExitsOnTheProbeIsLegacy(t *testing.T) {
+	h := faultHarness(t, "exit-on-discover", 10*time.Second)
+	if err := h.proxy.WaitUpstream(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := h.call("echo", `{"message":"hi"}`)
+	if isErr || text != "hi" {
+		t.Fatalf("got %v %q, want the call through a legacy upstream", isErr, text)
+	}
+	if got := h.upstreamCalls()["echo"]; got != 1 {
+		t.Fatalf("upstream received %d calls, want 1", got)
+	}
+}

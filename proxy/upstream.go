@@ -225,6 +225,16 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	ictx, cancel := context.WithTimeout(ctx, u.cfg.InitTimeout)
 	defer cancel()
 	n, err := u.probe(ictx, c)
+	if st, ok := c.tr.(*stdioTransport); ok && err != nil && ctx.Err() == nil && st.exitError(false) != nil {
+		// A legacy server built on an SDK that ends on any request
+		// before initialize died on the probe: it is a legacy server.
+		// Started again, it is spoken to with initialize at once.
+		_ = c.tr.Close()
+		if c, err = u.open(ctx, false); err != nil {
+			return nil, err
+		}
+		n = negotiated{legacy: mcp.LATEST_LEGACY_PROTOCOL_VERSION}
+	}
 	if err != nil {
 		return fail(err)
 	}

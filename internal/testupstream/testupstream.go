@@ -6,6 +6,7 @@ package testupstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,15 +51,20 @@ const (
 	// Deaf serves normally but ignores SIGTERM, SIGINT and SIGHUP, and
 	// does not exit when its stdin ends: only SIGKILL ends it.
 	Deaf Mode = "deaf"
+	// ExitOnDiscover (stdio) exits with ExitCodeOnDiscover when its first
+	// request is server/discover, as legacy servers built on SDKs that end
+	// on any request before initialize do; otherwise it serves normally.
+	ExitOnDiscover Mode = "exit-on-discover"
 )
 
 // Modes lists every mode, for usage text and validation.
-var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, RefuseVersions, MultiRound, Huge, Deaf}
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, RefuseVersions, MultiRound, Huge, Deaf, ExitOnDiscover}
 
 // Exit codes of the exiting modes, so a test can tell them from a crash.
 const (
-	ExitCodeAtStart = 3
-	ExitCodeMidCall = 4
+	ExitCodeAtStart    = 3
+	ExitCodeMidCall    = 4
+	ExitCodeOnDiscover = 5
 )
 
 // GarbageLine is what the garbage modes print instead of JSON-RPC.
@@ -118,6 +124,23 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 	case RefuseVersions:
 		if cfg.HTTPAddr == "" {
 			return answerRefusals(stdin, stdout)
+		}
+	case ExitOnDiscover:
+		if cfg.HTTPAddr == "" {
+			br := bufio.NewReader(stdin)
+			first, err := br.ReadBytes('\n')
+			var m struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(first, &m) == nil && m.Method == string(mcp.MethodServerDiscover) {
+				fmt.Fprintln(stderr, "testupstream: unknown request before initialize; exiting")
+				cfg.Exit(ExitCodeOnDiscover)
+				return nil
+			}
+			if err != nil && len(first) == 0 {
+				return nil // stdin ended
+			}
+			stdin = io.MultiReader(bytes.NewReader(first), br)
 		}
 	}
 
