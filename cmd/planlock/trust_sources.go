@@ -42,8 +42,13 @@ var keylessFlags = []string{
 	"certificate-github-workflow-name",
 }
 
-// verifyingFlags are what --insecure-skip-verify would ignore.
-var verifyingFlags = append([]string{"key", "trusted-root", "tuf-cache", "bundle", "path"}, keylessFlags...)
+// verifyingFlags are what --insecure-skip-verify contradicts.
+var verifyingFlags = append([]string{"key", "bundle", "path"}, keylessFlags...)
+
+// auxiliaryFlags say where to verify against, not whom to trust: set
+// anywhere but on the command line they are simply unused by an unverified
+// run, never a contradiction.
+var auxiliaryFlags = []string{"trusted-root", "tuf-cache"}
 
 type trustResolver struct {
 	c     *cli.Context
@@ -59,7 +64,7 @@ func resolveTrust(c *cli.Context) error {
 	}
 	// An empty value (PLANLOCK_KEY=) sets nothing: it neither contradicts
 	// another setting nor counts as a trust policy.
-	for _, n := range verifyingFlags {
+	for _, n := range append(verifyingFlags, auxiliaryFlags...) {
 		if v, ok := destination(r.flags[n]).(*string); ok && *v == "" && c.IsSet(n) {
 			r.markDropped(n)
 		}
@@ -74,6 +79,9 @@ func resolveTrust(c *cli.Context) error {
 	if r.has("insecure-skip-verify") && r.on("insecure-skip-verify") {
 		if err := r.oneOf([]string{"insecure-skip-verify"}, verifyingFlags, "--insecure-skip-verify does not verify, so the other would be ignored"); err != nil {
 			return err
+		}
+		if r.on("insecure-skip-verify") {
+			r.drop(auxiliaryFlags, originFlag) // typed ones are the command's to refuse
 		}
 	}
 	return nil
