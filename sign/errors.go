@@ -39,4 +39,7 @@ var (
 	// ErrSignatureInvalid: any other cryptographic failure (bad signature,
 	// untrusted certificate chain, bad log entry, untrusted timestamp).
 	ErrSignatureInvalid = errors.New("signature does not verify")
+	// ErrTrustedRootUnavailable: the trusted root to verify against could
+	// not be loaded (the public-good root through TUF, offline).
+	ErrTrustedRootUnavailable = errors.New("trusted root unavailable")
 )

@@ -53,7 +53,7 @@ func loadTUFRoot(ctx context.Context, base *tuf.Options, cacheDir string, validi
 		cached.WithCachePath(cacheDir).WithForceCache().WithContext(ctx)
 		var cerr error
 		if client, cerr = tuf.New(&cached); cerr != nil {
-			return nil, fmt.Errorf("public-good trusted root via TUF (cache %s): %w", cacheDir, err)
+			return nil, fmt.Errorf("the public-good sigstore trusted root could not be fetched through TUF (cache %s): %w", cacheDir, err)
 		}
 	}
 	tr, err := root.GetTrustedRoot(client)

@@ -50,10 +50,14 @@ type PolicyOptions struct {
 	// checks the transparency log entries and RFC 3161 timestamps a
 	// key-signed bundle carries.
 	TrustedMaterial root.TrustedMaterial
-	// LoadTrustedMaterial, with PublicKey and no TrustedMaterial, is called
-	// once, on the first key-signed bundle that carries log entries or
-	// timestamps (e.g. the public-good root through TUF), so a policy for
-	// bundles without them needs no network.
+	// LoadTrustedMaterial, without TrustedMaterial, loads it on first use
+	// (e.g. the public-good root through TUF), so that what can be checked
+	// locally (a missing or malformed bundle, a digest) is reported before
+	// any network fetch. With PublicKey it is called on the first bundle
+	// that carries log entries or timestamps, so a policy for bundles
+	// without them needs no network; keyless, on the first bundle that
+	// passes the local checks. A failed load is not kept: the next bundle
+	// tries again.
 	LoadTrustedMaterial func(context.Context) (root.TrustedMaterial, error)
 }
 
@@ -74,6 +78,10 @@ type Policy struct {
 	keyMaterial root.TrustedMaterial
 	rootMu      sync.Mutex
 	logRoot     root.TrustedMaterial
+
+	// Keyless with LoadTrustedMaterial: the verifier, built on first use
+	// under verifierMu.
+	verifierMu sync.Mutex
 }
 
 // VerifyInput is one file to verify.
@@ -162,7 +170,7 @@ func NewPolicy(opts PolicyOptions) (*Policy, error) {
 		return nil, errors.New("--certificate-identity or --certificate-identity-regexp is required with an OIDC issuer")
 	case !issGiven:
 		return nil, errors.New("--certificate-oidc-issuer or --certificate-oidc-issuer-regexp is required with a certificate identity")
-	case opts.TrustedMaterial == nil:
+	case opts.TrustedMaterial == nil && opts.LoadTrustedMaterial == nil:
 		return nil, errors.New("keyless verification needs trusted material (a trusted root)")
 	}
 	return p.initKeyless()
@@ -218,17 +226,53 @@ func (p *Policy) initKeyless() (*Policy, error) {
 		return nil, fmt.Errorf("certificate identity: %w", err)
 	}
 	p.identity = verify.WithCertificateIdentity(id)
+	if o.TrustedMaterial == nil {
+		return p, nil // built on first use (keylessVerifier)
+	}
+	if p.verifier, err = newKeylessVerifier(o.TrustedMaterial); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func newKeylessVerifier(tm root.TrustedMaterial) (*verify.Verifier, error) {
 	vopts := []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1)}
 	// Public-good and real private instances publish CT logs: then every
 	// certificate must carry an SCT, as cosign requires.
-	if len(o.TrustedMaterial.CTLogs()) > 0 {
+	if len(tm.CTLogs()) > 0 {
 		vopts = append(vopts, verify.WithSignedCertificateTimestamps(1))
 	}
-	p.verifier, err = verify.NewVerifier(o.TrustedMaterial, vopts...)
+	v, err := verify.NewVerifier(tm, vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("keyless verifier: %w", err)
 	}
-	return p, nil
+	return v, nil
+}
+
+// keylessVerifier is the keyless verifier, loading the trusted material
+// on first use (PolicyOptions.LoadTrustedMaterial).
+func (p *Policy) keylessVerifier(ctx context.Context, path string) (*verify.Verifier, error) {
+	p.verifierMu.Lock()
+	defer p.verifierMu.Unlock()
+	if p.verifier != nil {
+		return p.verifier, nil
+	}
+	tm, err := p.opts.LoadTrustedMaterial(ctx)
+	if err != nil {
+		return nil, refuse(ErrTrustedRootUnavailable, "%s: %s", path, trustedRootHint(err))
+	}
+	v, err := newKeylessVerifier(tm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	p.verifier = v
+	return v, nil
+}
+
+// trustedRootHint says on one line which trusted root could not be loaded
+// and how to verify without fetching it.
+func trustedRootHint(err error) string {
+	return oneline.Of(err.Error(), 0) + "; to verify offline or against a private sigstore, give --trusted-root FILE (a sigstore trusted_root.json)"
 }
 
 // Fingerprint names whom the policy trusts, for keying what is kept per
@@ -386,12 +430,15 @@ func (p *Policy) verifySigstore(ctx context.Context, b *bundle.Bundle, path, alg
 	if err := p.checkSignerMaterial(b, path); err != nil {
 		return nil, err
 	}
-	v := p.verifier
-	if !p.keyless {
-		var err error
-		if v, err = p.keyLogVerifier(ctx, b, path); err != nil {
-			return nil, err
-		}
+	var v *verify.Verifier
+	var err error
+	if p.keyless {
+		v, err = p.keylessVerifier(ctx, path)
+	} else {
+		v, err = p.keyLogVerifier(ctx, b, path)
+	}
+	if err != nil {
+		return nil, err
 	}
 	res, err := v.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(alg, digest), p.identity))
 	if err != nil {
@@ -416,7 +463,7 @@ func (p *Policy) keyLogVerifier(ctx context.Context, b *bundle.Bundle, path stri
 	what := describeLogMaterial(len(entries), len(stamps))
 	tm, err := p.trustedRoot(ctx)
 	if err != nil {
-		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, and the trusted root to check it could not be loaded: %s", path, what, oneline.Of(err.Error(), 0))
+		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, and the trusted root to check it could not be loaded: %s", path, what, trustedRootHint(err))
 	}
 	if tm == nil {
 		return nil, refuse(ErrSignatureInvalid, "%s: signature does not verify: the bundle carries %s, but the policy has no trusted root to check it (give --trusted-root)", path, what)

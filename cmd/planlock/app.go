@@ -124,6 +124,8 @@ func run(ctx context.Context, args []string, s streams) int {
 	app := newApp(s)
 	cl, err := normalizeArgs(app, args) // args.go: flags anywhere
 	if err == nil {
+		// Which flags were typed, to tell them from PLANLOCK_* variables.
+		app.Metadata = map[string]any{argsKey: cl.args}
 		err = app.RunContext(ctx, cl.args)
 	}
 	if err != nil {

@@ -155,6 +155,9 @@ func (st *settings) wrap(next cli.ActionFunc) cli.ActionFunc {
 		if st.show != nil {
 			return showSettings(c, cfg, sources, st.show.args)
 		}
+		if err := resolveTrust(c); err != nil { // trust_sources.go
+			return err
+		}
 		return next(c)
 	}
 }

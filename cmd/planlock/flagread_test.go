@@ -25,9 +25,10 @@ var flagGetters = map[string]bool{
 // code works on every flag of every command generically (the config file,
 // config show).
 var flagReadAllowed = map[string]string{
-	"config.go":     "applies the config file to whatever flags a command has",
-	"config_cmd.go": "prints every flag of a command with its source",
-	"options.go":    "cmdline.given checks the name before asking",
+	"config.go":        "applies the config file to whatever flags a command has",
+	"config_cmd.go":    "prints every flag of a command with its source",
+	"options.go":       "cmdline.given checks the name before asking",
+	"trust_sources.go": "settles contradicting trust settings of whatever flags a command has",
 }
 
 // TestNoFlagReadByName fails when a command reads a flag by string key

@@ -16,6 +16,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/catalog"
+	"github.com/planlock/planlock/sign"
 )
 
 // mcpConfigOptions are the flags of planlock mcp-config.
@@ -156,6 +157,16 @@ func runMCPConfig(_ context.Context, o *mcpConfigOptions) error {
 			return err
 		}
 		extra = append(extra, args...)
+		// The entry is written either way (the plan may be signed later),
+		// but a client that starts it now gets a refusal.
+		bundle := o.Bundle
+		if bundle == "" {
+			bundle = sign.BundlePath(planPath)
+		}
+		if _, err := os.Stat(bundle); err != nil {
+			abs, _ := filepath.Abs(bundle)
+			errw(fmt.Sprintf("planlock: WARNING: %s has no bundle (no %s): the proxy this entry starts refuses the plan until it is signed (planlock sign)", o.Plan, abs))
+		}
 	}
 	for _, f := range []struct{ name, dir string }{{"state", o.State}, {"state-root", o.StateRoot}} {
 		if d := f.dir; d != "" && o.typed(f.name) {

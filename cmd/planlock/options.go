@@ -67,11 +67,12 @@ func (cl *cmdline) bind(c *cli.Context) {
 func (cl *cmdline) errw(s string) { fmt.Fprintln(cl.IO.err, s) }
 
 // given reports whether a flag was set on the command line, in the
-// environment or by the config file (urfave's IsSet). name must be a flag of
-// the command: a misspelt name panics, in tests, instead of reading false.
+// environment or by the config file (urfave's IsSet), and not overridden by
+// a nearer source (trust_sources.go). name must be a flag of the command: a
+// misspelt name panics, in tests, instead of reading false.
 func (cl *cmdline) given(name string) bool {
 	cl.mustHave(name)
-	return cl.c.IsSet(name)
+	return cl.c.IsSet(name) && !dropped(cl.c, name)
 }
 
 // typed reports whether a flag was set on the command line or in the

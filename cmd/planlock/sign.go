@@ -45,7 +45,7 @@ within a day is signed with a warning.
 
 Examples:
    planlock sign plans/refund.hcl                     # in the sign-on-merge workflow
-   planlock sign --key planlock.key plans/refund.hcl
+   planlock sign --key ~/.config/planlock/planlock.key plans/refund.hcl
    planlock sign --key planlock.key --trusted-root trusted_root.json plans/refund.hcl   # logged in its Rekor
    VAULT_ADDR=https://vault.example:8200 planlock sign --key hashivault://planlock-ci plans/refund.hcl
    planlock sign --key planlock.key --kind hold --pr 18 holds/refund-4711/h1.hcl

@@ -114,11 +114,20 @@ func (o *trustOptions) policy(ctx context.Context) (*sign.Policy, error) {
 		if opts.CertificateOIDCIssuer == "" && opts.CertificateOIDCIssuerRegexp == "" {
 			return nil, usageErrorf("--certificate-oidc-issuer or --certificate-oidc-issuer-regexp is required")
 		}
-		tm, err := sign.LoadTrustedRoot(ctx, o.TrustedRoot, o.TUFCache)
-		if err != nil {
-			return nil, failf("%v", err)
+		if file := o.TrustedRoot; file != "" {
+			tm, err := sign.LoadTrustedRoot(ctx, file, "")
+			if err != nil {
+				return nil, failf("%v", err)
+			}
+			opts.TrustedMaterial = tm
+		} else {
+			// Through TUF on the first bundle that passes the local
+			// checks: a missing bundle is reported before any fetch.
+			cache := o.TUFCache
+			opts.LoadTrustedMaterial = func(ctx context.Context) (root.TrustedMaterial, error) {
+				return sign.LoadTrustedRoot(ctx, "", cache)
+			}
 		}
-		opts.TrustedMaterial = tm
 	} else {
 		return nil, usageErrorf("no trust policy: give --key PUBLIC_KEY, or --certificate-identity (or -regexp) with --certificate-oidc-issuer")
 	}

@@ -47,7 +47,7 @@ the repository, and be of the expected --kind. A plan must also not have
 expired: the proxy refuses it then, and so does verify.
 
 Examples:
-   planlock verify --key planlock.pub plans/refund.hcl
+   planlock verify --key ~/.config/planlock/planlock.pub plans/refund.hcl
    planlock verify plans/refund.hcl \
      --certificate-identity https://github.com/acme/plans/.github/workflows/sign.yml@refs/heads/main \
      --certificate-oidc-issuer https://token.actions.githubusercontent.com

@@ -85,7 +85,7 @@ func TestProxyLoadsOnlyVerifiedPlansAndRefusesADowngrade(t *testing.T) {
 	}{
 		{plan: v2, ok: true, want: "verified: signed by key sha256:"},
 		{plan: v2, ok: true, want: "verified"}, // the same plan again
-		{plan: v1, want: `plan "refund-4711" (signed path plans/refund.hcl) signed at 2026-11-01T00:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T01:00:00Z); refusing a downgrade`},
+		{plan: v1, want: `plan "refund-4711" (signed path plans/refund.hcl) signed at 2026-11-01T00:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T01:00:00Z); refusing a downgrade (state directory ` + state + ` remembers the newer plan): sign this plan again, or give --state DIR to keep its state elsewhere`},
 		{plan: relabelled, want: `plan "refund-any" (signed path plans/refund.hcl) signed at 2026-11-01T00:00:00Z is older`},
 		{plan: other, ok: true, want: "verified"}, // one label, another signed path: its own mark
 		{plan: forged, want: "key mismatch"},

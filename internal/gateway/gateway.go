@@ -253,7 +253,29 @@ func (g *Gateway) reportPlans() {
 // logLoaded says once what is served after the first load.
 func (g *Gateway) logLoaded() {
 	names := g.Plans()
-	g.log.Info("plans loaded", "served", len(names), "plans", strings.Join(names, ","), "refused", len(g.Refused()))
+	refused := g.Refused()
+	g.log.Info("plans loaded", "served", len(names), "plans", strings.Join(names, ","), "refused", len(refused))
+	if len(names) > 0 {
+		return
+	}
+	// Nothing to serve: say why in one line, with the way out, since the
+	// per-file lines may be far above and /readyz only says 503.
+	if len(refused) == 0 {
+		g.log.Warn(fmt.Sprintf("no plan served: no plan file (*.hcl) in %s; /readyz answers 503 until a plan is served", g.cfg.PlansDir),
+			"state", g.cfg.StateDir)
+		return
+	}
+	files := make([]string, 0, len(refused))
+	for f := range refused {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	whys := make([]string, 0, len(files))
+	for _, f := range files {
+		whys = append(whys, f+": "+refused[f])
+	}
+	g.log.Warn(fmt.Sprintf("no plan served: every plan file was refused (%s); /readyz answers 503 until a plan is served. State is kept under %s: a plan refused as a downgrade (a plan signed earlier for the same path was already served from there) runs with another state root: give --state DIR",
+		strings.Join(whys, "; "), g.cfg.StateDir), "state", g.cfg.StateDir)
 }
 
 // Plans are the names of the plans served, sorted.

@@ -208,5 +208,14 @@ func Admit(ctx context.Context, a Admitter, l *Loaded) error {
 	if err != nil && !errors.Is(err, ledger.ErrDowngrade) {
 		return fmt.Errorf("record the plan load: %w", err)
 	}
-	return err // a DowngradeError says it all
+	if err != nil {
+		// The way out: a user who reuses a signed path (two walkthroughs,
+		// one file name) needs to know where the mark is kept.
+		where := "the state remembers the newer plan"
+		if led, ok := a.(*ledger.Ledger); ok { // not a PostgreSQL state
+			where = "state directory " + led.Dir() + " remembers the newer plan"
+		}
+		return fmt.Errorf("%w (%s): sign this plan again, or give --state DIR to keep its state elsewhere", err, where)
+	}
+	return nil
 }

@@ -186,7 +186,7 @@ func TestAdmitRefusesADowngradeDurably(t *testing.T) {
 	}
 	err := Admit(context.Background(), l, v1)
 	var dg *ledger.DowngradeError
-	if !errors.As(err, &dg) || err.Error() != `plan "refund" (signed path plans/refund.hcl) signed at 2026-11-01T10:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T11:00:00Z); refusing a downgrade` {
+	if !errors.As(err, &dg) || err.Error() != `plan "refund" (signed path plans/refund.hcl) signed at 2026-11-01T10:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T11:00:00Z); refusing a downgrade (state directory `+state+` remembers the newer plan): sign this plan again, or give --state DIR to keep its state elsewhere` {
 		t.Fatalf("v1 after v2: %v", err)
 	}
 	if err := Admit(context.Background(), l, v2); err != nil {
@@ -224,7 +224,7 @@ func TestAdmitRefusesADowngradeUnderAnotherLabel(t *testing.T) {
 	if err := Admit(context.Background(), l, v2); err != nil {
 		t.Fatal(err)
 	}
-	want := `plan "refund-v1" (signed path plans/refund.hcl) signed at 2026-11-01T10:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T11:00:00Z); refusing a downgrade`
+	want := `plan "refund-v1" (signed path plans/refund.hcl) signed at 2026-11-01T10:00:00Z is older than a plan already loaded from the same path (signed at 2026-11-01T11:00:00Z); refusing a downgrade (state directory ` + state + ` remembers the newer plan): sign this plan again, or give --state DIR to keep its state elsewhere`
 	if err := Admit(context.Background(), l, relabeled); !errors.Is(err, ledger.ErrDowngrade) || err.Error() != want {
 		t.Fatalf("older plan under another label: %v", err)
 	}
