@@ -111,7 +111,7 @@ func (p *Proxy) settle(tc *toolCall, n int, d gate.Decision) *mcp.CallToolResult
 func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any) gate.Input {
 	prog := p.cfg.State.Progress(call.PlanDigest)
 	in := gate.Input{Now: p.cfg.Now(), Tool: call.Tool, Args: args, Progress: ledgerProgress{&prog},
-		OnErrorHeld: st.heldWhy}
+		OnErrorHeld: st.heldWhy, ToolChanged: p.toolChanged(st.plan)}
 	in.Hold = func() *gate.BoundHold {
 		h, ok := p.holds().Bound(call)
 		if !ok {
