@@ -53,3 +53,25 @@ func (d *decoder) agreeToolPins(steps []*Step) {
 		}
 	}
 }
+
+// checkToolPin checks a step's tool_pin against the upstream's definition
+// of its tool (plan validate --tools).
+func (d *decoder) checkToolPin(s *Step, t Tool) {
+	tp := s.ToolPin
+	if tp == nil {
+		return
+	}
+	if len(t.Raw) == 0 {
+		d.errorf(tp.DeclRange, "Tool definition unknown", "The tool list gives no definition of %q to check the tool_pin against.", s.Tool)
+		return
+	}
+	got, err := toolpin.Digest(t.Raw)
+	switch {
+	case err != nil:
+		d.errorf(tp.DigestRange, "Tool definition unreadable", "The upstream's definition of %q has no digest: %s.", s.Tool, err)
+	case got != tp.Digest:
+		d.errorf(tp.DigestRange, "Tool definition changed", "The upstream's definition of %q has digest %s; the plan pins %s. Review the new definition (planlock tools --pins) before pinning it.", s.Tool, got, tp.Digest)
+	case tp.Description != nil && *tp.Description != t.Description:
+		d.errorf(tp.DeclRange, "Pinned description differs", "The upstream's description of %q is not the pinned description (the digest matches, so the pinned text is wrong).", s.Tool)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/planlock/planlock/hclplan/toolpin"
 )
 
 const pinDigest = "sha256:7d3062b52db9bc4815515731dea68826cd15082d404255e10e9ae60c70bf7619"
@@ -108,5 +110,35 @@ func TestDocsToolPinExampleParses(t *testing.T) {
 	}
 	if tp := p.Steps[0].ToolPin; tp == nil || tp.Description == nil {
 		t.Fatalf("example parsed to %+v", p.Steps[0])
+	}
+}
+
+func TestCheckToolsToolPin(t *testing.T) {
+	def := `{"name":"refund_customer","description":"Refund an order.","inputSchema":{"type":"object"}}`
+	p, diags := Parse("p.hcl", []byte(toolPinPlan("block", "    tool_pin {\n      digest      = \"sha256:e0cbb5f1e25c4b8f0d2a0e6d0bdf3d0d5e1f1a0b7f3e2c4d5a6b7c8d9e0f1a2b\"\n      description = \"Refund an order.\"\n    }\n")))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	tools, err := ParseToolList([]byte(`{"tools":[` + def + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := CheckTools(p, tools).Error(); !strings.Contains(got, "Tool definition changed") || !strings.Contains(got, "p.hcl:7,21-94") {
+		t.Fatalf("a wrong digest: %s", got)
+	}
+	digest, _ := toolpin.Digest([]byte(def))
+	p.Steps[0].ToolPin.Digest = digest
+	if diags := CheckTools(p, tools); diags.HasErrors() {
+		t.Fatalf("the right digest: %s", diags.Error())
+	}
+	other := "Refund any order."
+	p.Steps[0].ToolPin.Description = &other
+	if got := CheckTools(p, tools).Error(); !strings.Contains(got, "Pinned description differs") {
+		t.Fatalf("a wrong pinned description: %s", got)
+	}
+	p.Steps[0].ToolPin.Description = nil
+	tools[0].Raw = nil
+	if got := CheckTools(p, tools).Error(); !strings.Contains(got, "Tool definition unknown") {
+		t.Fatalf("no definition: %s", got)
 	}
 }
