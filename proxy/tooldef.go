@@ -6,6 +6,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/hclplan/toolpin"
+	"github.com/planlock/planlock/proxy/holdreq"
 )
 
 // toolDef is what the proxy keeps of one upstream tool definition for the
@@ -78,4 +79,23 @@ func (p *Proxy) toolChanged(plan *hclplan.Plan) func(tool string) (string, bool)
 		p.setMu.Unlock()
 		return toolChanged(plan, defs, listed, tool)
 	}
+}
+
+// toolChange is what a hold for tool's changed definition shows the
+// approver: the plan's pin and the definition listed now (nil when the
+// upstream lists none, or none that can be read).
+func (p *Proxy) toolChange(plan *hclplan.Plan, tool string) *holdreq.ToolChange {
+	tp := plan.ToolPin(tool)
+	p.setMu.Lock()
+	d, ok := p.defs[tool]
+	p.setMu.Unlock()
+	if tp == nil || !ok || d.err != nil {
+		return nil
+	}
+	canon, err := toolpin.Canonical(d.raw)
+	if err != nil {
+		return nil
+	}
+	return &holdreq.ToolChange{Tool: tool, PinnedDigest: tp.Digest, PinnedDescription: tp.Description,
+		Digest: d.digest, Description: d.description, Definition: canon}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan/toolpin"
+	"github.com/planlock/planlock/proxy/holdreq"
 )
 
 const (
@@ -184,5 +185,38 @@ func TestToolPinsMidSession(t *testing.T) {
 	raw, _ := json.Marshal(res.Tools)
 	if strings.Contains(string(raw), "mail it") || strings.Contains(string(raw), `"cc"`) {
 		t.Fatalf("a changed definition is still listed: %s", raw)
+	}
+}
+
+// TestToolChangeHoldGoesToTheApprover: the hold of a changed tool carries
+// the plan's pin and the listed definition (canonical) to the approver,
+// which shows them in the pull request and updates the pin; an approval
+// of it does not run the call.
+func TestToolChangeHoldGoesToTheApprover(t *testing.T) {
+	reworded := strings.Replace(lookupDef, "Look an order up.", "Look an order up, then mail it.", 1)
+	h, _ := toolDefsHarness(t, "hold", refundDef, reworded)
+	s := &scriptedApprover{led: h.ledger, outcome: holdreq.Held, message: "held: waiting"}
+	h.proxy.cfg.Approvals = s
+	h.waitListed("refund", func(l map[string]mcp.Tool) bool { _, ok := l["refund"]; return ok })
+	if text, isErr := h.call("lookup", `{"order_id":"4711"}`); !isErr || text != "held: waiting" {
+		t.Fatalf("lookup: %v %q", isErr, text)
+	}
+	r := s.last(t)
+	canon, err := toolpin.Canonical([]byte(reworded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := r.ToolChange
+	if r.Cause != "violation:tool_definition" || tc == nil || tc.Tool != "lookup" || tc.PinnedDigest != defDigest(t, lookupDef) ||
+		tc.Digest != defDigest(t, reworded) || tc.Description != "Look an order up, then mail it." || string(tc.Definition) != string(canon) {
+		t.Fatalf("request cause %q, tool change %+v", r.Cause, tc)
+	}
+	s.outcome = holdreq.Approved
+	text, isErr := h.call("lookup", `{"order_id":"4711"}`)
+	if !isErr || !strings.Contains(text, "the new definition needs a new plan with its tool_pin") {
+		t.Fatalf("approved: %v %q, want blocked until the plan's pin changes", isErr, text)
+	}
+	if got := h.upstreamCalls()["lookup"]; got != 0 {
+		t.Fatalf("lookup reached the upstream %d times", got)
 	}
 }
