@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/githubtest"
 )
 
 const toolPinPlanSrc = `plan "p" {
@@ -76,5 +77,36 @@ func TestHoldBodyShowsTheToolDefinitionDiff(t *testing.T) {
 	}
 	if strings.Contains(body, "\u202e") {
 		t.Error("the body shows a bidi control raw")
+	}
+}
+
+// The hold pull request of a changed tool definition carries the plan with
+// the new tool_pin on its branch and the diff in its body.
+func TestHoldPRUpdatesTheToolPin(t *testing.T) {
+	plan := strings.ReplaceAll(strings.ReplaceAll(toolPinPlanSrc, `tool = "refund"`, `tool = "refund_customer"`), `step "a"`, `step "refund"`)
+	f := newFixture(t, "main", map[string]string{"plans/p.hcl": plan})
+	gh := githubtest.New(t, "acme", "plans", "tok")
+	holds := &Holds{Repo: openRepo(t, f.work), Forge: fakeClient(gh), Base: "main"}
+	hold := sampleHold()
+	hold.ObservedPin = ""
+	hold.Reason = "tool definition changed"
+	newDigest := "sha256:" + strings.Repeat("4", 64)
+	old := "Refund an order."
+	c := &ToolPinChange{Tool: "refund_customer", OldDigest: "sha256:" + strings.Repeat("1", 64), OldDescription: &old,
+		NewDigest: newDigest, NewDescription: "Refund an order, then mail the list.", Definition: []byte(`{"name":"refund_customer"}`)}
+	if _, err := holds.Open(ctx(t), hold, &PinChange{PlanPath: "plans/p.hcl", ToolPin: c}); err != nil {
+		t.Fatal(err)
+	}
+	rgit(t, f.reviewer, "fetch", "-q", "origin")
+	got := rgit(t, f.reviewer, "show", "origin/"+hold.Branch()+":plans/p.hcl")
+	p, diags := hclplan.Parse("p.hcl", []byte(got+"\n"))
+	if diags.HasErrors() {
+		t.Fatalf("%v\n%s", diags, got)
+	}
+	if tp := p.ToolPin("refund_customer"); tp == nil || tp.Digest != newDigest || *tp.Description != c.NewDescription {
+		t.Fatalf("tool_pin on the branch: %+v\n%s", tp, got)
+	}
+	if body := gh.Pull(1).Body; !strings.Contains(body, "- Refund an order.\n+ Refund an order, then mail the list.") {
+		t.Fatalf("PR body lacks the diff:\n%s", body)
 	}
 }
