@@ -82,6 +82,8 @@ func (p HoldPR) URL() string {
 // value, so merging it approves the new value for later calls too.
 type PinChange struct {
 	PlanPath string // the plan file's path in the repository
+	// ToolPin, when set, also updates a tool_pin to a changed definition.
+	ToolPin *ToolPinChange
 }
 
 // Open writes the hold file on branch planlock/hold/<plan>/<id>, pushes it
@@ -121,6 +123,26 @@ func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, bra
 		}
 		files[pin.PlanPath] = updated
 	}
+	if pin != nil && pin.ToolPin != nil {
+		plan, ok := files[pin.PlanPath]
+		if !ok {
+			if err := h.Repo.Fetch(ctx); err != nil {
+				return HoldPR{}, err
+			}
+			var err error
+			if plan, ok, err = h.Repo.ReadFile(base, pin.PlanPath); err != nil {
+				return HoldPR{}, err
+			}
+			if !ok {
+				return HoldPR{}, fmt.Errorf("plan %s not found on %s", pin.PlanPath, base)
+			}
+		}
+		updated, err := UpdateToolPin(plan, pin.ToolPin.Tool, pin.ToolPin.NewDigest, pin.ToolPin.NewDescription)
+		if err != nil {
+			return HoldPR{}, fmt.Errorf("update tool_pin in %s: %w", pin.PlanPath, err)
+		}
+		files[pin.PlanPath] = updated
+	}
 	title := fmt.Sprintf("planlock hold: %s / %s calls %s", hold.PlanName, hold.Step, hold.Tool)
 	p, err := Propose(ctx, h.Repo, h.Forge, Proposal{
 		Branch: branch, Base: base, Files: files,
@@ -156,6 +178,9 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 			fmt.Fprintf(&b, "- Merging also updates the pin in %s to this value.\n", mdCode(pin.PlanPath))
 		}
 	}
+	if pin != nil && pin.ToolPin != nil {
+		b.WriteString(toolPinSection(pin.ToolPin, pin.PlanPath))
+	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, hold.Args, "", "  "); err != nil {
 		pretty.Reset()
@@ -163,7 +188,10 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	}
 	fence := strings.Repeat("`", max(3, longestRun(pretty.String(), '`')+1))
 	args := fmt.Sprintf("\nArguments, exactly as the call will be made:\n\n%sjson\n%s\n%s\n", fence, pretty.String(), fence)
-	const tail = "\nMerge to approve this single call; close without merging to refuse it.\n"
+	tail := "\nMerge to approve this single call; close without merging to refuse it.\n"
+	if pin != nil && pin.ToolPin != nil {
+		tail = "\nMerge to approve the new tool definition (the plan's tool_pin is updated; the call is repeated under the new plan); close without merging to refuse it.\n"
+	}
 	if runes(b.String())+runes(args)+runes(tail) > MaxPRBody {
 		args = fmt.Sprintf("\nThe arguments (%d bytes) are too long for a pull request description: read them in %s in this pull request's changes, exactly as the call will be made (the `arguments` attribute).\n",
 			len(hold.Args), mdCode(hold.Path()))

@@ -45,6 +45,7 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "arg", LabelNames: []string{"name"}},
 			{Type: "pin"},
+			{Type: "tool_pin"},
 			{Type: "check"},
 		},
 	}
@@ -183,6 +184,7 @@ func (d *decoder) plan(b *hcl.Block) *Plan {
 			p.Steps = append(p.Steps, s)
 		}
 	}
+	d.agreeToolPins(p.Steps)
 	p.Resources = d.resources(c.Blocks.OfType("resource"))
 	p.Prompts = d.prompts(c.Blocks.OfType("prompt"))
 	if len(seen) == 0 && len(p.Resources) == 0 && len(p.Prompts) == 0 {
@@ -310,6 +312,13 @@ func (d *decoder) step(b *hcl.Block) *Step {
 	}
 	if len(pins) > 0 {
 		s.Pin = d.pin(pins[0])
+	}
+	tps := c.Blocks.OfType("tool_pin")
+	for _, extra := range tps[min(1, len(tps)):] {
+		d.errorf(extra.DefRange, "Duplicate tool_pin block", "A step has at most one tool_pin; the first is at %s.", tps[0].DefRange)
+	}
+	if len(tps) > 0 {
+		s.ToolPin = d.toolPin(tps[0])
 	}
 	for _, cb := range c.Blocks.OfType("check") {
 		if e := d.check(cb, s); e != nil {

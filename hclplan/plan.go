@@ -99,9 +99,10 @@ type Step struct {
 	MaxCalls int
 	OnError  OnError
 	Approval Approval
-	Args     []*Arg  // in file order
-	Pin      *Pin    // nil when the step has no pin
-	Checks   []*Expr // step-level CEL checks over all arguments (v2), in file order
+	Args     []*Arg   // in file order
+	Pin      *Pin     // nil when the step has no pin
+	ToolPin  *ToolPin // nil when the step does not pin its tool's definition
+	Checks   []*Expr  // step-level CEL checks over all arguments (v2), in file order
 
 	DeclRange hcl.Range
 	ToolRange hcl.Range
@@ -142,6 +143,31 @@ type Pin struct {
 	Eq    Value
 
 	DeclRange hcl.Range
+}
+
+// ToolPin approves the exact definition of a step's tool (hclplan/toolpin):
+// the proxy shows the tool and forwards its calls only while the upstream's
+// definition has this digest.
+type ToolPin struct {
+	Digest string // "sha256:<hex>" of the canonical definition
+	// Description is the pinned description text, for the reviewer to read
+	// in the pull request; nil when the pin gives only the digest.
+	Description *string
+
+	DeclRange   hcl.Range
+	DigestRange hcl.Range
+}
+
+// ToolPin returns the pin of tool's definition (the first step of the tool
+// that has one), or nil when no step pins it. Steps of one tool that pin it
+// agree (Parse checks it).
+func (p *Plan) ToolPin(tool string) *ToolPin {
+	for _, s := range p.Steps {
+		if s.Tool == tool && s.ToolPin != nil {
+			return s.ToolPin
+		}
+	}
+	return nil
 }
 
 // Arg returns the step's declared argument named name, or nil.

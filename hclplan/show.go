@@ -70,6 +70,13 @@ func Summary(p *Plan) string {
 			fmt.Fprintf(&b, "   - Pinned: before each call, %s must return %s = %s, or the call is held.\n",
 				MarkdownCode(s.Pin.Tool+"("+s.Pin.Args.String()+")"), MarkdownCode(s.Pin.Field), MarkdownCode(s.Pin.Eq.String()))
 		}
+		if tp := s.ToolPin; tp != nil {
+			fmt.Fprintf(&b, "   - Tool definition pinned: %s; a changed definition is not shown to the agent and its calls are %s.\n",
+				MarkdownCode(tp.Digest), map[bool]string{true: "held", false: "blocked"}[p.OnViolation == ViolationHold])
+			if tp.Description != nil {
+				fmt.Fprintf(&b, "     - Pinned description: %s\n", MarkdownCode(*tp.Description))
+			}
+		}
 	}
 	writeResourcesAndPrompts(&b, p)
 	b.WriteString("\nAny other tool, argument or call is blocked.\n")
@@ -168,14 +175,15 @@ type jsonUpstream struct {
 }
 
 type jsonStep struct {
-	Name     string     `json:"name"`
-	Tool     string     `json:"tool"`
-	MaxCalls int        `json:"max_calls"`
-	OnError  OnError    `json:"on_error"`
-	Approval Approval   `json:"approval"`
-	Args     []jsonArg  `json:"args"`
-	Pin      *jsonPin   `json:"pin"`
-	Checks   []jsonExpr `json:"checks,omitempty"`
+	Name     string       `json:"name"`
+	Tool     string       `json:"tool"`
+	MaxCalls int          `json:"max_calls"`
+	OnError  OnError      `json:"on_error"`
+	Approval Approval     `json:"approval"`
+	Args     []jsonArg    `json:"args"`
+	Pin      *jsonPin     `json:"pin"`
+	ToolPin  *jsonToolPin `json:"tool_pin,omitempty"`
+	Checks   []jsonExpr   `json:"checks,omitempty"`
 }
 
 type jsonArg struct {
@@ -206,6 +214,11 @@ type jsonConstraints struct {
 type jsonExpr struct {
 	Source  string `json:"expr"`
 	Message string `json:"message,omitempty"`
+}
+
+type jsonToolPin struct {
+	Digest      string  `json:"digest"`
+	Description *string `json:"description,omitempty"`
 }
 
 type jsonPin struct {
@@ -240,6 +253,9 @@ func JSON(p *Plan) ([]byte, error) {
 		}
 		if pin := s.Pin; pin != nil {
 			js.Pin = &jsonPin{Tool: pin.Tool, Args: pin.Args, Field: pin.Field, Eq: pin.Eq}
+		}
+		if tp := s.ToolPin; tp != nil {
+			js.ToolPin = &jsonToolPin{Digest: tp.Digest, Description: tp.Description}
 		}
 		for _, c := range s.Checks {
 			js.Checks = append(js.Checks, jsonExpr{Source: c.Source, Message: c.Message})

@@ -20,33 +20,50 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Raw is the whole entry as the upstream sent it (ParseToolList keeps
+	// it), for the tool_pin check; nil when unknown.
+	Raw json.RawMessage `json:"-"`
+}
+
+// withRaw decodes raw entries keeping each one's bytes.
+func withRaw(raws []json.RawMessage) ([]Tool, error) {
+	tools := make([]Tool, 0, len(raws))
+	for _, r := range raws {
+		var t Tool
+		if err := json.Unmarshal(r, &t); err != nil {
+			return nil, fmt.Errorf("read tool list: %w", err)
+		}
+		t.Raw = r
+		tools = append(tools, t)
+	}
+	return tools, nil
 }
 
 // ParseToolList reads a tools/list result ({"tools": [...]}), a whole
 // JSON-RPC response carrying one, or a bare array of tools.
 func ParseToolList(data []byte) ([]Tool, error) {
 	var probe struct {
-		Tools  []Tool `json:"tools"`
+		Tools  []json.RawMessage `json:"tools"`
 		Result *struct {
-			Tools []Tool `json:"tools"`
+			Tools []json.RawMessage `json:"tools"`
 		} `json:"result"`
 	}
 	trimmed := strings.TrimSpace(string(data))
 	if strings.HasPrefix(trimmed, "[") {
-		var tools []Tool
-		if err := json.Unmarshal(data, &tools); err != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(data, &raws); err != nil {
 			return nil, fmt.Errorf("read tool list: %w", err)
 		}
-		return tools, nil
+		return withRaw(raws)
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("read tool list: %w", err)
 	}
 	switch {
 	case probe.Tools != nil:
-		return probe.Tools, nil
+		return withRaw(probe.Tools)
 	case probe.Result != nil && probe.Result.Tools != nil:
-		return probe.Result.Tools, nil
+		return withRaw(probe.Result.Tools)
 	}
 	return nil, fmt.Errorf("read tool list: no \"tools\" array (want the result of tools/list)")
 }
@@ -67,6 +84,7 @@ func CheckTools(p *Plan, tools []Tool) hcl.Diagnostics {
 			d.errorf(s.ToolRange, "Unknown tool", "The upstream has no tool %q.%s", s.Tool, suggest(s.Tool, byName))
 			continue
 		}
+		d.checkToolPin(s, t)
 		if s.Pin != nil {
 			if _, ok := byName[s.Pin.Tool]; !ok {
 				d.errorf(s.Pin.DeclRange, "Unknown pin tool", "The upstream has no tool %q to read the pin with.%s", s.Pin.Tool, suggest(s.Pin.Tool, byName))

@@ -16,6 +16,7 @@ import (
 	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/gate"
+	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -111,7 +112,7 @@ func (p *Proxy) settle(tc *toolCall, n int, d gate.Decision) *mcp.CallToolResult
 func (p *Proxy) decideInput(st *planState, call ledger.Call, args map[string]any) gate.Input {
 	prog := p.cfg.State.Progress(call.PlanDigest)
 	in := gate.Input{Now: p.cfg.Now(), Tool: call.Tool, Args: args, Progress: ledgerProgress{&prog},
-		OnErrorHeld: st.heldWhy}
+		OnErrorHeld: st.heldWhy, ToolChanged: p.toolChanged(st.plan)}
 	in.Hold = func() *gate.BoundHold {
 		h, ok := p.holds().Bound(call)
 		if !ok {
@@ -231,7 +232,11 @@ func (p *Proxy) hold(ctx context.Context, st *planState, call ledger.Call, d gat
 		}
 	}
 	spec.Cause = causes.String()
-	a := p.holds().Request(ctx, st.plan.Name, call, spec)
+	var tc *holdreq.ToolChange
+	if causes.Has(gate.ViolationCause(gate.RuleToolDefinition)) {
+		tc = p.toolChange(st.plan, call.Tool)
+	}
+	a := p.holds().Request(ctx, st.plan.Name, call, spec, tc)
 	switch a.outcome {
 	case holdApproved:
 		return nil, &redecide{reason: fmt.Sprintf("%s; the approval of this call could not be used now, repeat exactly the same call", d.Reason)}
@@ -261,7 +266,7 @@ func (p *Proxy) rejectedAgain(ctx context.Context, st *planState, call ledger.Ca
 		return nil, &redecide{reason: fmt.Sprintf("%s; the hold of this call changed while it was decided, repeat exactly the same call", d.Reason)}
 	}
 	spec := ledger.HoldSpec{Reason: d.Reason, Cause: h.Cause, ObservedPin: h.ObservedPin, Expires: p.cfg.Now().Add(p.cfg.HoldTTL)}
-	a := keeper.Request(ctx, st.plan.Name, call, spec)
+	a := keeper.Request(ctx, st.plan.Name, call, spec, nil)
 	switch a.outcome {
 	case holdWaiting:
 		note(ctx, call.Step, OutcomeHeld, string(gate.RuleRejected), 0)

@@ -24,7 +24,7 @@ type holdKeeper interface {
 	Bound(call ledger.Call) (ledger.Hold, bool)
 	// Request records a hold for the call, or finds the same one again, and
 	// says what to answer.
-	Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) holdAnswer
+	Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec, tc *holdreq.ToolChange) holdAnswer
 }
 
 // holdOutcome is what a hold request came to.
@@ -56,7 +56,7 @@ type stateHolds struct{ state State }
 
 func (s stateHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
 
-func (s stateHolds) Request(ctx context.Context, _ string, call ledger.Call, spec ledger.HoldSpec) holdAnswer {
+func (s stateHolds) Request(ctx context.Context, _ string, call ledger.Call, spec ledger.HoldSpec, _ *holdreq.ToolChange) holdAnswer {
 	h, err := s.state.NewHold(context.WithoutCancel(ctx), call, spec)
 	if err != nil {
 		return holdAnswer{outcome: holdWaiting, message: fmt.Sprintf("held: %s; but planlock could not record the hold (%s); the call was not forwarded", spec.Reason, stateError(err))}
@@ -83,7 +83,7 @@ type prHolds struct {
 
 func (s prHolds) Bound(call ledger.Call) (ledger.Hold, bool) { return s.state.FindHold(call) }
 
-func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec) holdAnswer {
+func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call, spec ledger.HoldSpec, tc *holdreq.ToolChange) holdAnswer {
 	d := s.approver.Decide(ctx, holdreq.Request{
 		PlanName:    planName,
 		Call:        call,
@@ -91,6 +91,7 @@ func (s prHolds) Request(ctx context.Context, planName string, call ledger.Call,
 		Cause:       spec.Cause,
 		ObservedPin: spec.ObservedPin,
 		Expires:     spec.Expires,
+		ToolChange:  tc,
 	})
 	switch d.Outcome {
 	case holdreq.Approved:

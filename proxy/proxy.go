@@ -94,6 +94,7 @@ type Proxy struct {
 	setMu  sync.Mutex
 	raw    []json.RawMessage
 	listed bool
+	defs   map[string]toolDef // raw by name, for the tool_pin check (tooldef.go)
 
 	toolsMu sync.Mutex
 	tools   map[string]bool // tools the upstream reported at its last initialisation; nil before
@@ -228,7 +229,7 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 	p.setMu.Lock()
 	defer p.setMu.Unlock()
 	if fromUpstream {
-		p.raw, p.listed = raw, true
+		p.raw, p.listed, p.defs = raw, true, readDefs(raw)
 	} else {
 		raw = p.raw
 	}
@@ -245,6 +246,14 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: skipping an upstream tool: %v\n", err)
 			continue
 		}
+		if why, changed := toolChanged(st.plan, p.defs, true, t.Name); changed {
+			// Registered, so that a call reaches the gate (held or
+			// blocked there), but never listed: the agent does not read a
+			// definition the plan did not approve.
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: %s; the tool is hidden from the agent\n", why)
+			tools = append(tools, server.ServerTool{Tool: t, Handler: p.handleCall})
+			continue
+		}
 		names[t.Name] = true
 		if st.gate.Planned(t.Name) {
 			if t.Description != "" {
@@ -255,7 +264,7 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 		tools = append(tools, server.ServerTool{Tool: t, Handler: p.handleCall})
 	}
 	for _, name := range st.plan.Tools() {
-		if !names[name] {
+		if _, upstream := p.defs[name]; !names[name] && !upstream {
 			// Not listed, but a call still reaches the gate and, if the plan
 			// allows it, the upstream, which answers as it does.
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: warning: the plan's tool %q is not offered by the upstream\n", name)

@@ -73,6 +73,7 @@ type harnessOpts struct {
 	now         func() time.Time
 	callTimeout time.Duration
 	command     []string // replaces the refund server
+	url         string   // a streamable HTTP upstream instead of a command
 	observe     Observe
 	observer    CallObserver
 }
@@ -107,7 +108,7 @@ func newHarness(t *testing.T, planSrc string, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	p, err := New(Config{Plan: plan, State: l, Now: o.now, CallTimeout: o.callTimeout, Observe: o.observe, Observer: o.observer,
-		Upstream: UpstreamConfig{Command: cmd, Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
+		Upstream: upstreamOf(o.url, cmd, env, testWriter{t}), Log: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +147,14 @@ func newHarness(t *testing.T, planSrc string, o harnessOpts) *harness {
 		l.Close()
 	})
 	return h
+}
+
+// upstreamOf is the harness's upstream: url when given, else cmd.
+func upstreamOf(url string, cmd, env []string, stderr io.Writer) UpstreamConfig {
+	if url != "" {
+		return UpstreamConfig{URL: url}
+	}
+	return UpstreamConfig{Command: cmd, Env: env, Stderr: stderr}
 }
 
 type testWriter struct{ t *testing.T }

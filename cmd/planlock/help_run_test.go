@@ -33,6 +33,7 @@ var helpExampleRuns = []struct{ ex, skip string }{
 	{`planlock plan validate --tools tools.json refund.hcl`, "needs the tools.json of the example before"},
 	{`planlock tools -- npx -y @modelcontextprotocol/server-filesystem ~/docs`, ""},
 	{`planlock tools --json --upstream-url http://127.0.0.1:3001/mcp > tools.json`, "needs an MCP server on port 3001"},
+	{`planlock tools --pins -- npx -y @modelcontextprotocol/server-filesystem ~/docs`, ""},
 	{`planlock plan init read-docs -o plans/read-docs.hcl -- npx -y @modelcontextprotocol/server-filesystem ~/docs`, ""},
 	{`planlock plan init refund --expires 7d --upstream-url http://127.0.0.1:3001/mcp`, "needs an MCP server on port 3001"},
 	{`planlock plan init triage --expires 2027-06-30T23:59:59Z -- node server.js > triage.hcl`, "needs an MCP server as node server.js"},

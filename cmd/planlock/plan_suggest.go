@@ -12,6 +12,8 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/hclplan/plandiff"
+	"github.com/planlock/planlock/hclplan/toolpin"
+	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/plantest"
 	"github.com/planlock/planlock/internal/suggest"
 )
@@ -32,7 +34,9 @@ numbers; max_length from strings; max_calls from the most calls in one run
 (per plan digest) plus --margin; order "sequential" when every run called
 the tools in one order, else "any". A pattern comes only from --pattern,
 never guessed. Every line carries a comment saying what it was learned from.
-A redacted log (--audit-redact) cannot be learned from.
+A redacted log (--audit-redact) cannot be learned from. The log records
+calls, not tool definitions: --tools FILE (from planlock tools --json) pins
+each step's tool to its definition in FILE.
 
 With --plan, the plan's name and goal are kept and the power diff against
 it is printed: what the suggestion allows that the plan did not, and the
@@ -58,6 +62,7 @@ type planSuggestOptions struct {
 	Name      string
 	Output    string
 	Pattern   cli.StringSlice
+	Tools     string
 }
 
 func (o *planSuggestOptions) flags() []cli.Flag {
@@ -67,6 +72,7 @@ func (o *planSuggestOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "margin", Value: "0%", Usage: "add `N%` to each observed max_calls (rounded up)", Destination: &o.Margin},
 		&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: --plan's, else \"suggested\")", Destination: &o.Name},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` (default NAME.hcl, or PLAN.suggested.hcl with --plan); its tests go beside it", Destination: &o.Output},
+		&cli.StringFlag{Name: "tools", Usage: "a tools/list result `FILE` (planlock tools --json): pin each step's tool definition to it (the audit log records no definitions)", TakesFile: true, Destination: &o.Tools},
 		&cli.StringSliceFlag{Name: "pattern", Usage: "a pattern hint `TOOL.ARG=REGEX` (repeatable); every observed value must match it", Destination: &o.Pattern},
 	}
 }
@@ -88,6 +94,13 @@ func runPlanSuggest(_ context.Context, opts *planSuggestOptions) error {
 		hints[k] = re
 	}
 	o := suggest.Options{MarginPercent: margin, Patterns: hints, Source: filepath.Base(opts.FromAudit)}
+	if path := opts.Tools; path != "" {
+		pins, err := readToolPins(path)
+		if err != nil {
+			return failf("plan suggest: --tools: %v", err)
+		}
+		o.ToolPins, o.ToolsSource = pins, filepath.Base(path)
+	}
 	var current *hclplan.Plan
 	if path := opts.Plan; path != "" {
 		p, diags := readPlanFile(path, sources{})
@@ -152,6 +165,27 @@ func runPlanSuggest(_ context.Context, opts *planSuggestOptions) error {
 		fmt.Fprint(opts.IO.out, plandiff.Format(opts.Plan, plandiff.Diff(current, res.Parsed)))
 	}
 	return nil
+}
+
+// readToolPins reads a tools/list result and the tool_pin of each tool.
+func readToolPins(path string) (map[string]suggest.ToolPin, error) {
+	data, err := boundedio.ReadFile(path, boundedio.MaxToolsBytes)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := hclplan.ParseToolList(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	pins := make(map[string]suggest.ToolPin, len(tools))
+	for _, t := range tools {
+		d, err := toolpin.Digest(t.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		pins[t.Name] = suggest.ToolPin{Digest: d, Description: t.Description}
+	}
+	return pins, nil
 }
 
 // parseMargin reads "20%" or "20".

@@ -124,11 +124,13 @@ type toolsOptions struct {
 	cmdline
 	upstreamOptions
 	JSON bool
+	Pins bool
 }
 
 func (o *toolsOptions) flags() []cli.Flag {
 	return append(o.upstreamOptions.flags(),
-		&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)", Destination: &o.JSON})
+		&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)", Destination: &o.JSON},
+		&cli.BoolFlag{Name: "pins", Usage: "print a tool_pin block (digest and description) for every tool, to paste into a plan's steps", Destination: &o.Pins})
 }
 
 func toolsCommand() *cli.Command {
@@ -141,9 +143,13 @@ func toolsCommand() *cli.Command {
 their arguments and stops it. While the upstream starts, stderr shows
 "starting upstream… N s" every few seconds; it is given --timeout.
 
+With --pins it prints, for every tool, the tool_pin block that approves its
+definition as listed now (docs/plan-language.md, Tool definition pins).
+
 Examples:
    planlock tools -- npx -y @modelcontextprotocol/server-filesystem ~/docs
-   planlock tools --json --upstream-url http://127.0.0.1:3001/mcp > tools.json`,
+   planlock tools --json --upstream-url http://127.0.0.1:3001/mcp > tools.json
+   planlock tools --pins -- npx -y @modelcontextprotocol/server-filesystem ~/docs`,
 		Flags:  o.flags(),
 		Action: action(o, runTools),
 	}
@@ -154,12 +160,19 @@ func runTools(ctx context.Context, o *toolsOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.JSON && o.Pins {
+		return usageErrorf("give --json or --pins, not both")
+	}
 	if o.JSON {
 		return writeJSONEscaped(o.IO.out, toolsJSON{Tools: cat.Tools})
 	}
 	tools, err := catalog.Decode(cat.Tools)
 	if err != nil {
 		return failf("%v", err)
+	}
+	if o.Pins {
+		fmt.Fprint(o.IO.out, catalog.Pins(tools))
+		return nil
 	}
 	fmt.Fprint(o.IO.out, catalog.List(tools))
 	return nil

@@ -23,17 +23,28 @@ func testUpstreamMain() int {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		return 2
 	}
-	// --calls-log FILE appends every tools/call to FILE; any other argument
-	// is ignored, so scripts can check what reaches the upstream's command line.
-	var callsLog string
-	for i, a := range os.Args[1:] {
-		if v, ok := strings.CutPrefix(a, "--calls-log="); ok {
-			callsLog = v
-		} else if a == "--calls-log" && i+2 < len(os.Args) {
-			callsLog = os.Args[i+2]
+	// --calls-log FILE appends every tools/call to FILE; --mode and
+	// --tools-file are as for testupstream; any other argument is ignored,
+	// so scripts can check what reaches the upstream's command line.
+	arg := func(name string) string {
+		var val string
+		for i, a := range os.Args[1:] {
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				val = v
+			} else if a == name && i+2 < len(os.Args) {
+				val = os.Args[i+2]
+			}
+		}
+		return val
+	}
+	if m := arg("--mode"); m != "" {
+		if mode, err = testupstream.ParseMode(m); err != nil {
+			fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
+			return 2
 		}
 	}
-	if err := testupstream.Run(context.Background(), testupstream.Config{Mode: mode, CallsLog: callsLog}, os.Stdin, os.Stdout, os.Stderr); err != nil {
+	cfg := testupstream.Config{Mode: mode, CallsLog: arg("--calls-log"), ToolsFile: arg("--tools-file")}
+	if err := testupstream.Run(context.Background(), cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		return 1
 	}

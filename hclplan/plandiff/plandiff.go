@@ -161,6 +161,7 @@ func (d *differ) step(o, n *hclplan.Step) {
 		}
 	}
 	d.pin(at, o.Pin, n.Pin)
+	d.toolPin(at, o.ToolPin, n.ToolPin)
 
 	oldArgs := map[string]*hclplan.Arg{}
 	for _, a := range o.Args {
@@ -197,6 +198,32 @@ func (d *differ) pin(at string, o, n *hclplan.Pin) {
 		}
 		if !o.Eq.Equal(n.Eq.Interface()) {
 			d.add(Changed, "%s: pinned value %s → %s", at, val(o.Eq), val(n.Eq))
+		}
+	}
+}
+
+// toolPin says how the pinned tool definition changed: a new digest is a
+// new definition the agent will read, for the reviewer to judge.
+func (d *differ) toolPin(at string, o, n *hclplan.ToolPin) {
+	switch {
+	case o == nil && n == nil:
+	case o == nil:
+		d.add(Narrower, "%s: tool definition now pinned to %s", at, md(n.Digest))
+	case n == nil:
+		d.add(Wider, "%s: tool definition pin removed (was %s): the upstream may change the definition unreviewed", at, md(o.Digest))
+	default:
+		if o.Digest != n.Digest {
+			d.add(Changed, "%s: pinned tool definition %s → %s", at, md(o.Digest), md(n.Digest))
+		}
+		od, nd := "", ""
+		if o.Description != nil {
+			od = *o.Description
+		}
+		if n.Description != nil {
+			nd = *n.Description
+		}
+		if od != nd {
+			d.add(Changed, "%s: pinned description %s → %s", at, md(od), md(nd))
 		}
 	}
 }

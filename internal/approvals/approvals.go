@@ -299,6 +299,15 @@ func (a *Approvals) open(ctx context.Context, r holdreq.Request, h ledger.Hold) 
 	if pinCause(h.Cause) && hr.ObservedPin != "" && a.cfg.PlanPath != "" {
 		pin = &gitapprove.PinChange{PlanPath: a.cfg.PlanPath}
 	}
+	if tc := r.ToolChange; tc != nil && a.cfg.PlanPath != "" {
+		// Merging the hold approves the new definition: the pull request
+		// shows it against the pin and updates the pin.
+		if pin == nil {
+			pin = &gitapprove.PinChange{PlanPath: a.cfg.PlanPath}
+		}
+		pin.ToolPin = &gitapprove.ToolPinChange{Tool: tc.Tool, OldDigest: tc.PinnedDigest, OldDescription: tc.PinnedDescription,
+			NewDigest: tc.Digest, NewDescription: tc.Description, Definition: tc.Definition}
+	}
 	f := a.startOpen(hr, pin)
 	wait := time.NewTimer(a.cfg.OpenWait)
 	defer wait.Stop()

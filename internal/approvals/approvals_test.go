@@ -490,3 +490,22 @@ func TestDecideAfterCloseStartsNothing(t *testing.T) {
 		t.Fatalf("%v %q opens=%d", d.Outcome, d.Message, e.forge.opens.Load())
 	}
 }
+
+// A hold for a changed tool definition proposes the new definition's pin
+// in the plan, with the pinned and the listed definition for the PR.
+func TestToolDefinitionHoldUpdatesTheToolPin(t *testing.T) {
+	e := newEnv(t, Config{PlanPath: "plans/refund.hcl"})
+	old := "Refund an order."
+	r := req(`{"a":1}`)
+	r.Cause = "violation:tool_definition"
+	r.ToolChange = &holdreq.ToolChange{Tool: "refund_customer", PinnedDigest: "sha256:" + strings.Repeat("1", 64), PinnedDescription: &old,
+		Digest: "sha256:" + strings.Repeat("2", 64), Description: "Refund an order, then mail the list.", Definition: []byte(`{"name":"refund_customer"}`)}
+	if d := e.a.Decide(t.Context(), r); d.Outcome != holdreq.Held {
+		t.Fatalf("%v %q", d.Outcome, d.Message)
+	}
+	tp := e.forge.lastPin
+	if tp == nil || tp.PlanPath != "plans/refund.hcl" || tp.ToolPin == nil || tp.ToolPin.NewDigest != r.ToolChange.Digest ||
+		tp.ToolPin.OldDigest != r.ToolChange.PinnedDigest || *tp.ToolPin.OldDescription != old || string(tp.ToolPin.Definition) != `{"name":"refund_customer"}` {
+		t.Fatalf("pin change %+v", tp)
+	}
+}

@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/toolpin"
 	"github.com/planlock/planlock/internal/oneline"
 )
 
@@ -38,6 +40,7 @@ func Decode(raw []json.RawMessage) ([]Tool, error) {
 		if err := json.Unmarshal(r, &t); err != nil {
 			return nil, fmt.Errorf("bad tool definition: %w", err)
 		}
+		t.Raw = r
 		out = append(out, t)
 	}
 	return out, nil
@@ -204,6 +207,7 @@ func SkeletonWith(name string, tools []Tool, extras Extras, command []string, ur
 		for _, a := range args(t) {
 			writeArg(&b, a)
 		}
+		writeToolPin(&b, t, "  #   ")
 		b.WriteString("  # }\n")
 	}
 	used := map[string]bool{}
@@ -345,6 +349,69 @@ func hclList(vals []any) (string, bool) {
 		}
 	}
 	return "[" + strings.Join(parts, ", ") + "]", true
+}
+
+// writeToolPin writes the tool_pin block of t's definition as the upstream
+// sent it, each line after prefix; nothing when the definition has no digest.
+func writeToolPin(b *bytes.Buffer, t Tool, prefix string) {
+	digest, err := toolpin.Digest(t.Raw)
+	if err != nil {
+		fmt.Fprintf(b, "%s# (no tool_pin: %s)\n", prefix, oneline.Of(err.Error(), 0))
+		return
+	}
+	fmt.Fprintf(b, "%stool_pin {\n", prefix)
+	fmt.Fprintf(b, "%s  digest      = %s\n", prefix, hclString(digest))
+	fmt.Fprintf(b, "%s  description = %s\n", prefix, HCLText(t.Description))
+	fmt.Fprintf(b, "%s}\n", prefix)
+}
+
+// Pins writes a tool_pin block for every tool, under a comment naming it
+// (planlock tools --pins), to paste into the steps of a plan.
+func Pins(tools []Tool) string {
+	var b bytes.Buffer
+	for i, t := range tools {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "# %s\n", oneline.Of(t.Name, 0))
+		writeToolPin(&b, t, "")
+	}
+	return b.String()
+}
+
+// HCLText quotes any text as an HCL string literal that parses back to
+// exactly it: only the escapes HCL knows (\n \r \t \" \\ \uNNNN
+// \UNNNNNNNN), every other control or invisible character as \u, and
+// template sequences escaped. (strconv.Quote writes \a or \x, which HCL
+// does not read.)
+func HCLText(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case (r == '$' || r == '%') && strings.HasPrefix(s[i+1:], "{"):
+			b.WriteRune(r)
+			b.WriteRune(r)
+		case r > 0xffff && !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case !unicode.IsPrint(r) && r != ' ':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // hclString quotes s as an HCL string literal; template sequences are escaped.

@@ -129,3 +129,50 @@ func TestMCPConfig(t *testing.T) {
 	}
 	golden(t, "mcp-config.golden", out)
 }
+
+// plan init writes the pins of the definitions it saw: an uncommented
+// skeleton's pins all match those definitions (plan validate --tools), and
+// a changed definition fails the check.
+func TestSkeletonPinsMatchTheTools(t *testing.T) {
+	for _, s := range servers {
+		t.Run(s, func(t *testing.T) {
+			tools := loadTools(t, s)
+			plan, diags := hclplan.Parse("plan.hcl", uncomment(Skeleton("demo", tools, []string{"node"}, "", time.Time{})))
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			for _, st := range plan.Steps {
+				if st.ToolPin == nil || st.ToolPin.Description == nil {
+					t.Fatalf("step %s has no tool_pin with a description", st.Name)
+				}
+			}
+			for _, d := range hclplan.CheckTools(plan, tools) {
+				if strings.Contains(d.Summary, "Tool definition") || strings.Contains(d.Summary, "description") {
+					t.Errorf("pin check: %s: %s", d.Summary, d.Detail)
+				}
+			}
+			changed := append([]Tool(nil), tools...)
+			changed[0].Raw = []byte(strings.Replace(string(changed[0].Raw), `"name"`, `"x-changed":"new","name"`, 1))
+			if diags := hclplan.CheckTools(plan, changed); !strings.Contains(diags.Error(), "Tool definition changed") {
+				t.Fatalf("a changed definition passes the pin check: %v", diags)
+			}
+		})
+	}
+}
+
+func TestHCLTextRoundTrips(t *testing.T) {
+	for _, s := range []string{
+		"plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "${var} and %{if} and $ {", "$${x}",
+		"bell\a back\b feed\f vt\v nul\x00", "zero\u200bwidth bidi\u202e", "emoji 🙂 and \U000e0001 tag", "é ß 中",
+	} {
+		src := "plan \"p\" {\n  goal = " + HCLText(s) + "\n  step \"s\" { tool = \"t\" }\n}\n"
+		p, diags := hclplan.Parse("p.hcl", []byte(src))
+		if diags.HasErrors() {
+			t.Errorf("HCLText(%q) = %s does not parse: %v", s, HCLText(s), diags)
+			continue
+		}
+		if p.Goal != s {
+			t.Errorf("HCLText(%q) = %s reads back as %q", s, HCLText(s), p.Goal)
+		}
+	}
+}

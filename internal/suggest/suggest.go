@@ -33,9 +33,21 @@ type Options struct {
 	// power diff compares like with like); other tools' steps are named
 	// after the tool.
 	StepNames map[string]string
+	// ToolPins are the definitions seen of the tools, by name (from a
+	// tools/list: the audit log records calls, not definitions); each
+	// step of a tool in it gets its tool_pin. Nil writes no pins.
+	ToolPins map[string]ToolPin
+	// ToolsSource names where ToolPins came from, for the comments.
+	ToolsSource string
 	// Filename is what the plan file will be called (its tests go in
 	// plantest.TestPath of it); used in diagnostics of the self-check.
 	Filename string
+}
+
+// ToolPin is a tool definition's digest (hclplan/toolpin) and description.
+type ToolPin struct {
+	Digest      string
+	Description string
 }
 
 // Result is a suggested plan and its tests, both checked: the plan parses
@@ -697,6 +709,11 @@ func writePlan(steps []*step, sequential bool, calls, runs int, o Options) ([]by
 			}
 			b.WriteString("    }\n")
 		}
+		if o.ToolPins != nil {
+			if err := writeToolPin(&b, o, s.tool); err != nil {
+				return nil, err
+			}
+		}
 		b.WriteString("  }\n")
 	}
 	b.WriteString("}\n")
@@ -719,4 +736,24 @@ func commentSafe(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// writeToolPin writes the tool_pin of tool from o.ToolPins, or says that
+// the tool list had no definition of it.
+func writeToolPin(b *strings.Builder, o Options, tool string) error {
+	tp, ok := o.ToolPins[tool]
+	if !ok {
+		fmt.Fprintf(b, "    # no tool_pin: %s has no definition of this tool\n", o.ToolsSource)
+		return nil
+	}
+	digest, err := hcl(tp.Digest)
+	if err != nil {
+		return err
+	}
+	desc, err := hcl(tp.Description)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "    tool_pin { # the definition in %s\n      digest      = %s\n      description = %s\n    }\n", o.ToolsSource, digest, desc)
+	return nil
 }

@@ -21,6 +21,7 @@ func Main(args []string) {
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` instead of stdio")
 	conformance := fs.Bool("conformance", false, "add the tools the conformance suite's server scenarios call")
 	hugeBytes := fs.Int64("huge-bytes", 0, "huge: length of the unending answer line (default 768 MiB)")
+	toolsFile := fs.String("tools-file", "", "tool-defs: serve the tool definitions of `FILE` (a JSON array)")
 	pidFile := fs.String("pid-file", "", "write the process id to `FILE` once started")
 	_ = fs.Parse(args)
 	m, err := ParseMode(*mode)
@@ -52,7 +53,7 @@ func Main(args []string) {
 		time.Sleep(time.Second)
 		os.Exit(0)
 	}()
-	cfg := Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance, HugeBytes: *hugeBytes}
+	cfg := Config{Mode: m, ExitAfter: *exitAfter, CallsLog: *callsLog, HTTPAddr: *httpAddr, Conformance: *conformance, HugeBytes: *hugeBytes, ToolsFile: *toolsFile}
 	if err := Run(ctx, cfg, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testupstream: %v\n", err)
 		os.Exit(1)

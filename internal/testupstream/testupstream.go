@@ -58,7 +58,7 @@ const (
 )
 
 // Modes lists every mode, for usage text and validation.
-var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, RefuseVersions, MultiRound, Huge, Deaf, ExitOnDiscover}
+var Modes = []Mode{Normal, ExitAtStart, ExitMidCall, Hang, HangCall, Garbage, GarbageStart, GarbageCall, Flood, RefuseVersions, MultiRound, Huge, Deaf, ExitOnDiscover, ToolDefs}
 
 // Exit codes of the exiting modes, so a test can tell them from a crash.
 const (
@@ -78,6 +78,8 @@ type Config struct {
 	HTTPAddr  string // "" = stdio
 	// Conformance adds the tools the conformance suite's server scenarios call.
 	Conformance bool
+	// ToolsFile is ToolDefs' file of tool definitions.
+	ToolsFile string
 	// HugeBytes is the length of Huge's unending line; 0 means 768 MiB.
 	HugeBytes int64
 	// Exit ends the process; tests may replace it. Defaults to os.Exit.
@@ -149,6 +151,9 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		return err
 	}
 	defer rec.close()
+	if cfg.Mode == ToolDefs {
+		return serveToolDefs(ctx, cfg, stdin, stdout, rec)
+	}
 	var out *lockedWriter // stdio only
 	if cfg.HTTPAddr == "" {
 		out = newLockedWriter(stdout)

@@ -117,6 +117,10 @@ type Input struct {
 	// OnErrorHeld says whether step i is on hold after a failed call, and
 	// why; nil means no step is.
 	OnErrorHeld func(i int) (reason string, held bool)
+	// ToolChanged says whether the upstream's definition of tool differs
+	// from the plan's tool_pin (or could not be checked), and how; nil
+	// means every definition is as pinned.
+	ToolChanged func(tool string) (why string, changed bool)
 	// Hold returns the hold bound to this call (nil when there is none).
 	// Decide calls it only for a call that may need a human (a failed
 	// check, approval = "each", a pinned step, steps on hold), so that a
@@ -232,7 +236,11 @@ func (g *Gate) Decide(in Input) Decision {
 	}
 	onViolation := p.OnViolation == hclplan.ViolationHold
 	step, fail := g.Check(in.Now, in.Tool, in.Args, in.Progress)
-	if fail == nil && step.Approval != hclplan.ApprovalEach && step.Pin == nil && !onErrorHeld(in, step) {
+	toolWhy, toolChanged := "", false
+	if in.ToolChanged != nil && (fail == nil || fail.Rule != RuleUnplanned) {
+		toolWhy, toolChanged = in.ToolChanged(in.Tool)
+	}
+	if fail == nil && step.Approval != hclplan.ApprovalEach && step.Pin == nil && !onErrorHeld(in, step) && !toolChanged {
 		// Nothing for a human to lift: the hold is not looked up, so a
 		// plain allowed call does not pay for it.
 		return forwardD(Forward{Step: step})
@@ -240,6 +248,11 @@ func (g *Gate) Decide(in Input) Decision {
 	hold := bound(in)
 	approved := hold != nil && hold.State == HoldApproved
 	var obs []obstacle
+	if toolChanged {
+		// First: what the agent was shown is not what the plan approved,
+		// whatever else the call does.
+		obs = append(obs, obstacle{cause: ViolationCause(RuleToolDefinition), reason: toolWhy, holdable: onViolation})
+	}
 	if fail != nil {
 		if fail.Rule == RuleUnplanned {
 			switch {
@@ -280,6 +293,11 @@ func (g *Gate) Decide(in Input) Decision {
 	for i := range obs {
 		o := &obs[i]
 		needs = append(needs, o.cause)
+		if o.cause == ViolationCause(RuleToolDefinition) && approved && hold.Causes.Has(o.cause) {
+			// An approval does not accept a definition for one call: the
+			// new definition is accepted by a new plan with its tool_pin.
+			return blockD(Block{Step: step, Rule: RuleToolDefinition, Reason: fmt.Sprintf("hold %s is approved, but %s; the new definition needs a new plan with its tool_pin", hold.ID, toolWhy)})
+		}
 		if approved && hold.Causes.Has(o.cause) {
 			lifts = append(lifts, o.cause)
 			continue

@@ -42,6 +42,9 @@ const (
 	RuleMaxCalls  Rule = "max_calls"
 	// RuleRejected blocks a call whose hold a person rejected.
 	RuleRejected Rule = "rejected"
+	// RuleToolDefinition: the upstream's definition of the tool differs
+	// from the plan's tool_pin (hclplan/toolpin).
+	RuleToolDefinition Rule = "tool_definition"
 )
 
 // Failure is why a call may not be forwarded: the rule and one precise line.

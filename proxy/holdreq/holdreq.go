@@ -25,6 +25,20 @@ type Request struct {
 	ObservedPin string
 	// Expires is the expiry of a new hold.
 	Expires time.Time
+	// ToolChange, when the hold is for a changed tool definition, is the
+	// plan's tool_pin and the definition the upstream lists now; the
+	// approval pull request shows both and updates the pin.
+	ToolChange *ToolChange
+}
+
+// ToolChange is a tool definition that differs from the plan's tool_pin.
+type ToolChange struct {
+	Tool              string
+	PinnedDigest      string
+	PinnedDescription *string // nil when the pin gives none
+	Digest            string
+	Description       string
+	Definition        []byte // canonical JSON (hclplan/toolpin)
 }
 
 // Outcome is what the proxy does with the call.

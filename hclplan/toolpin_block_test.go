@@ -1,0 +1,144 @@
+package hclplan
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/planlock/planlock/hclplan/toolpin"
+)
+
+const pinDigest = "sha256:7d3062b52db9bc4815515731dea68826cd15082d404255e10e9ae60c70bf7619"
+
+func toolPinPlan(onViolation, pin string) string {
+	return "plan \"p\" {\n  goal = \"g\"\n  on_violation = \"" + onViolation + "\"\n  step \"s\" {\n    tool = \"refund_customer\"\n" + pin + "  }\n}\n"
+}
+
+func TestParseToolPin(t *testing.T) {
+	src := toolPinPlan("hold", "    tool_pin {\n      digest      = \""+pinDigest+"\"\n      description = \"Refund an order.\\n<!-- hidden -->\"\n    }\n")
+	p, diags := Parse("p.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	tp := p.Steps[0].ToolPin
+	if tp == nil || tp.Digest != pinDigest || tp.Description == nil || *tp.Description != "Refund an order.\n<!-- hidden -->" {
+		t.Fatalf("ToolPin = %+v", tp)
+	}
+	if p.ToolPin("refund_customer") != tp || p.ToolPin("other") != nil {
+		t.Fatal("Plan.ToolPin does not find the step's pin by tool")
+	}
+	// The plan digest is of the file's bytes, so it covers the pin.
+	other, _ := Parse("p.hcl", []byte(strings.Replace(src, "Refund an", "Refund any", 1)))
+	if other == nil || other.Digest == p.Digest {
+		t.Fatal("the plan digest does not cover the pinned description")
+	}
+	sum := Summary(p)
+	for _, want := range []string{
+		"Tool definition pinned: `" + pinDigest + "`; a changed definition is not shown to the agent and its calls are held.",
+		"Pinned description: `Refund an order.\\n<!-- hidden -->`",
+	} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	if strings.Contains(sum, "\n<!--") {
+		t.Error("summary shows the pinned description unescaped")
+	}
+	js, err := JSON(p)
+	if err != nil || !strings.Contains(string(js), "\"tool_pin\": {\n        \"digest\": \""+pinDigest+"\"") {
+		t.Fatalf("JSON lacks the tool pin: %v\n%s", err, js)
+	}
+	out, fd := Format("p.hcl", []byte(src))
+	if fd.HasErrors() || !strings.Contains(string(out), "tool_pin {") || !strings.Contains(string(out), "digest      = \""+pinDigest+"\"") {
+		t.Fatalf("fmt lost the tool pin: %v\n%s", fd, out)
+	}
+}
+
+func TestParseToolPinDiagnostics(t *testing.T) {
+	pin := func(body string) string { return "    tool_pin {\n" + body + "    }\n" }
+	two := "  step \"t\" {\n    tool = \"refund_customer\"\n    tool_pin { digest = \"sha256:" + strings.Repeat("0", 64) + "\" }\n  }\n"
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"bad digest", toolPinPlan("block", pin("      digest = \"sha256:ABC\"\n")), []string{"7:16 Invalid tool_pin digest"}},
+		{"md5 digest", toolPinPlan("block", pin("      digest = \"md5:"+strings.Repeat("a", 32)+"\"\n")), []string{"7:16 Invalid tool_pin digest"}},
+		{"no digest", toolPinPlan("block", pin("      description = \"d\"\n")), []string{"6:14 Missing required argument"}},
+		{"digest not a string", toolPinPlan("block", pin("      digest = 3\n")), []string{"7:16 Incorrect attribute value type"}},
+		{"unknown attribute", toolPinPlan("block", pin("      digest = \""+pinDigest+"\"\n      schema = {}\n")), []string{"8:7 Unsupported argument"}},
+		{"two tool pins", toolPinPlan("block", pin("      digest = \""+pinDigest+"\"\n")+pin("      digest = \""+pinDigest+"\"\n")), []string{"9:5 Duplicate tool_pin block"}},
+		{"steps disagree", strings.Replace(toolPinPlan("block", pin("      digest = \""+pinDigest+"\"\n")), "}\n}\n", "}\n"+two+"}\n", 1), []string{"12:5 Conflicting tool pins"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, diags := Parse("test.hcl", []byte(tt.src))
+			if p != nil {
+				t.Fatalf("Parse returned a plan for:\n%s", tt.src)
+			}
+			var got []string
+			for _, d := range diags {
+				if d.Severity == hcl.DiagError {
+					got = append(got, formatPos(d))
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Fatalf("diagnostics:\n%s\nwant:\n%s\nsource:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"), tt.src)
+			}
+		})
+	}
+}
+
+// The tool_pin example of docs/plan-language.md is a valid step.
+func TestDocsToolPinExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../docs/plan-language.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## Tool definition pins")
+	if !ok {
+		t.Fatal("docs/plan-language.md has no tool pin section")
+	}
+	_, rest, _ = strings.Cut(rest, "```hcl\n")
+	example, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("no hcl example in the tool pin section")
+	}
+	p, diags := Parse("doc.hcl", []byte(plan(example)))
+	if diags.HasErrors() {
+		t.Fatalf("the documented example does not parse: %s", diags.Error())
+	}
+	if tp := p.Steps[0].ToolPin; tp == nil || tp.Description == nil {
+		t.Fatalf("example parsed to %+v", p.Steps[0])
+	}
+}
+
+func TestCheckToolsToolPin(t *testing.T) {
+	def := `{"name":"refund_customer","description":"Refund an order.","inputSchema":{"type":"object"}}`
+	p, diags := Parse("p.hcl", []byte(toolPinPlan("block", "    tool_pin {\n      digest      = \"sha256:e0cbb5f1e25c4b8f0d2a0e6d0bdf3d0d5e1f1a0b7f3e2c4d5a6b7c8d9e0f1a2b\"\n      description = \"Refund an order.\"\n    }\n")))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	tools, err := ParseToolList([]byte(`{"tools":[` + def + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := CheckTools(p, tools).Error(); !strings.Contains(got, "Tool definition changed") || !strings.Contains(got, "p.hcl:7,21-94") {
+		t.Fatalf("a wrong digest: %s", got)
+	}
+	digest, _ := toolpin.Digest([]byte(def))
+	p.Steps[0].ToolPin.Digest = digest
+	if diags := CheckTools(p, tools); diags.HasErrors() {
+		t.Fatalf("the right digest: %s", diags.Error())
+	}
+	other := "Refund any order."
+	p.Steps[0].ToolPin.Description = &other
+	if got := CheckTools(p, tools).Error(); !strings.Contains(got, "Pinned description differs") {
+		t.Fatalf("a wrong pinned description: %s", got)
+	}
+	p.Steps[0].ToolPin.Description = nil
+	tools[0].Raw = nil
+	if got := CheckTools(p, tools).Error(); !strings.Contains(got, "Tool definition unknown") {
+		t.Fatalf("no definition: %s", got)
+	}
+}
