@@ -81,9 +81,14 @@ func runFloor(ctx context.Context, mode, journal string, cmd []string, in io.Rea
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("start upstream: %w", err)
 	}
-	go func() { _ = copyLines(upOut, out, copyLine) }()
+	answered := make(chan struct{})
+	go func() { defer close(answered); _ = copyLines(upOut, out, copyLine) }()
 	err = copyLines(in, upIn, copyLine)
 	upIn.Close()
+	// Every answer is written to out before the floor returns (the
+	// upstream ends its stdout once its stdin ended), and before Wait
+	// closes the pipe the copy reads.
+	<-answered
 	_ = c.Wait()
 	if errors.Is(err, io.EOF) {
 		return nil
