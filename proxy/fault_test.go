@@ -43,7 +43,7 @@ func TestUpstreamFaults(t *testing.T) {
 		{mode: "exit-at-start", want: `the upstream exited at start with exit status 3; its last stderr line: "testupstream: exiting at start as asked": the call was not forwarded and not counted`, counted: 0},
 		{mode: "hang", want: "upstream unavailable, the call was not forwarded and not counted", counted: 0},
 		{mode: "garbage", want: "upstream unavailable, the call was not forwarded and not counted", counted: 0},
-		{mode: "exit-mid-call", want: `upstream connection lost: transport closed (the upstream exited with exit status 4; its last stderr line: "testupstream: exiting mid-call as asked"); the call was counted (step "echo", 1 of max_calls 10) and may or may not have run`, counted: 1},
+		{mode: "exit-mid-call", want: `upstream connection lost: transport closed; the call was counted (step "echo", 1 of max_calls 10) and may or may not have run`, counted: 1},
 		{mode: "hang-call", want: `upstream did not answer within 1s; the call was counted (step "echo", 1 of max_calls 10)`, counted: 1},
 		{mode: "garbage-call", want: `upstream did not answer within 1s; the call was counted (step "echo", 1 of max_calls 10)`, counted: 1},
 	}

@@ -85,19 +85,6 @@ type upConn struct {
 	headerTools atomic.Pointer[map[string]*mcp.Tool]
 }
 
-// lost ends the connection after the transport failed with err and
-// returns the error a call is answered with: when the upstream process
-// exited, its exit status and last stderr line say why.
-func (c *upConn) lost(err error) error {
-	c.kill(err)
-	if st, ok := c.tr.(*stdioTransport); ok {
-		if ee := st.exitError(false); ee != nil {
-			return fmt.Errorf("upstream connection lost: %w (%s)", err, ee.Error())
-		}
-	}
-	return fmt.Errorf("upstream connection lost: %w", err)
-}
-
 func (c *upConn) kill(why error) {
 	c.once.Do(func() {
 		c.why = why
@@ -502,7 +489,8 @@ func (u *Upstream) sendID(ctx context.Context, c *upConn, id int64, method strin
 			return nil, err
 		}
 		if errors.Is(err, transport.ErrTransportClosed) {
-			return nil, c.lost(err)
+			c.kill(err)
+			return nil, fmt.Errorf("upstream connection lost: %w", err)
 		}
 		return nil, err
 	}
@@ -575,7 +563,8 @@ func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawM
 		case errors.As(err, &big):
 			done(nil, err) // the connection stays: only this answer was dropped
 		case err != nil:
-			done(nil, c.lost(err))
+			c.kill(err)
+			done(nil, fmt.Errorf("upstream connection lost: %w", err))
 		case rpcErr != nil:
 			done(nil, rpcErr)
 		case len(res) == 0:
@@ -586,7 +575,8 @@ func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawM
 	})
 	if err != nil {
 		if errors.Is(err, transport.ErrTransportClosed) {
-			return nil, c.lost(err)
+			c.kill(err)
+			return nil, fmt.Errorf("upstream connection lost: %w", err)
 		}
 		return nil, err
 	}

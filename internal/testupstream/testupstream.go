@@ -161,7 +161,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 			fmt.Fprintf(out, "%s\nstarting up...\n", GarbageLine)
 		}
 	}
-	s := newServer(cfg, out, rec, stderr)
+	s := newServer(cfg, out, rec)
 	if cfg.Mode == MultiRound && out != nil {
 		stdin = rawAnswers(stdin, out, rec)
 	}
@@ -235,7 +235,7 @@ func (r *recorder) close() {
 
 // newServer builds the MCP server of a mode that speaks MCP. out is the
 // stdio writer (nil over HTTP).
-func newServer(cfg Config, out *lockedWriter, rec *recorder, stderr io.Writer) *server.MCPServer {
+func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 	exitAfter := int64(cfg.ExitAfter)
 	if exitAfter <= 0 {
 		exitAfter = 1
@@ -249,7 +249,6 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder, stderr io.Writer) *
 		switch cfg.Mode {
 		case ExitMidCall:
 			if n >= exitAfter {
-				fmt.Fprintln(stderr, "testupstream: exiting mid-call as asked")
 				cfg.Exit(ExitCodeMidCall)
 			}
 		case HangCall:
