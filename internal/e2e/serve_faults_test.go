@@ -47,10 +47,17 @@ func withUpstream(plan string, command []string) string {
 }
 
 // startServe runs planlock serve on the plan files in plans (name → HCL),
-// its state in state, with a token that may use every plan.
-func startServe(t *testing.T, state string, plans map[string]string) *servedProcess {
+// its state in state, with a token that may use every plan, and extra
+// flags.
+func startServe(t *testing.T, state string, plans map[string]string, extra ...string) *servedProcess {
 	t.Helper()
-	dir := t.TempDir()
+	return startServeIn(t, t.TempDir(), state, plans, extra...)
+}
+
+// startServeIn is startServe with the plan files and token file in dir:
+// serve started again on the same dir serves the same signed paths.
+func startServeIn(t *testing.T, dir, state string, plans map[string]string, extra ...string) *servedProcess {
+	t.Helper()
 	pdir := filepath.Join(dir, "plans")
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
 		t.Fatal(err)
@@ -68,8 +75,8 @@ func startServe(t *testing.T, state string, plans map[string]string) *servedProc
 	if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" ci "+strings.Join(names, ",")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sp.cmd = exec.Command(planlockBin, "serve", "--insecure-skip-verify", "--plans", pdir, "--state", state,
-		"--tokens", tokens, "--listen", "127.0.0.1:0")
+	sp.cmd = exec.Command(planlockBin, append([]string{"serve", "--insecure-skip-verify", "--plans", pdir, "--state", state,
+		"--tokens", tokens, "--listen", "127.0.0.1:0"}, extra...)...)
 	sp.cmd.Env = os.Environ()
 	sp.cmd.Stderr = sp.stderr
 	if err := sp.cmd.Start(); err != nil {
@@ -288,5 +295,67 @@ func TestServeReadyzFollowsADiskFault(t *testing.T) {
 	}
 	if allows := strings.Count(readString(journals[0]), `"decision":"allow"`); allows < granted {
 		t.Fatalf("%d allow records for %d calls the upstream received", allows, granted)
+	}
+}
+
+// serve with a state key: every record carries a MAC that audit verify
+// checks with the key; started again without the key, serve refuses the
+// plan (a key once used cannot be dropped) and says why; with the key it
+// serves it again with its counts.
+func TestServeWithAStateKey(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "state.key")
+	if out, err := exec.Command(planlockBin, "keygen", "--state-key", key).CombinedOutput(); err != nil {
+		t.Fatalf("keygen --state-key: %v\n%s", err, out)
+	}
+	state := filepath.Join(dir, "state")
+	callsLog := filepath.Join(dir, "calls.jsonl")
+	plans := map[string]string{"echo": withUpstream(strings.Replace(inspector2Plan, "max_calls = 2", "max_calls = 3", 1),
+		[]string{testUpstreamBin, "--calls-log", callsLog})}
+	echo := map[string]any{"message": "hi"}
+
+	served := filepath.Join(dir, "served")
+	sp := startServeIn(t, served, state, plans, "--state-key", key)
+	if text, isErr := callText(t, sp.client(t, "echo"), "echo", echo); isErr {
+		t.Fatalf("with the key: %s", text)
+	}
+	sp.stop(t, syscall.SIGTERM)
+	journals, _ := filepath.Glob(filepath.Join(state, "*", "audit.jsonl"))
+	if len(journals) != 1 {
+		t.Fatalf("journals: %v", journals)
+	}
+	j := readString(journals[0])
+	if n, macs := strings.Count(j, "\n"), strings.Count(j, `"mac":"`); n < 3 || macs != n {
+		t.Fatalf("%d records, %d with a MAC:\n%s", n, macs, j)
+	}
+	if out, err := exec.Command(planlockBin, "audit", "verify", "--state-key", key, journals[0]).CombinedOutput(); err != nil {
+		t.Fatalf("audit verify --state-key: %v\n%s", err, out)
+	}
+
+	sp = startServeIn(t, served, state, plans)
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(sp.stderr.String(), "no state key is given") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve without the key did not say why it refuses the plan:\n%s", sp.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, _ := sp.readyz(t); code != 503 {
+		t.Fatalf("/readyz without the key: %d, want 503", code)
+	}
+	sp.stop(t, syscall.SIGTERM)
+
+	sp = startServeIn(t, served, state, plans, "--state-key", key)
+	c := sp.client(t, "echo")
+	for i := 2; i <= 3; i++ {
+		if text, isErr := callText(t, c, "echo", echo); isErr {
+			t.Fatalf("call %d with the key again: %s", i, text)
+		}
+	}
+	if text, isErr := callText(t, c, "echo", echo); !isErr || !strings.Contains(text, "max_calls 3 used up") {
+		t.Fatalf("the fourth call: %v %q, want it blocked: the count carried over", isErr, text)
+	}
+	if got := strings.Count(readString(callsLog), `"tool":"echo"`); got != 3 {
+		t.Fatalf("the upstream received %d calls, want 3", got)
 	}
 }
