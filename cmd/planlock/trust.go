@@ -93,19 +93,9 @@ func (o *trustOptions) policy(ctx context.Context) (*sign.Policy, error) {
 		}
 		opts.PublicKey = pub
 		// A key bundle's log entries and timestamps are checked against
-		// --trusted-root, else the public-good root, fetched only when a
-		// bundle carries them.
-		if file := o.TrustedRoot; file != "" {
-			tm, err := sign.LoadTrustedRoot(ctx, file, "")
-			if err != nil {
-				return nil, failf("%v", err)
-			}
-			opts.TrustedMaterial = tm
-		} else {
-			cache := o.TUFCache
-			opts.LoadTrustedMaterial = func(ctx context.Context) (root.TrustedMaterial, error) {
-				return sign.LoadTrustedRoot(ctx, "", cache)
-			}
+		// the trusted root too, fetched only when a bundle carries them.
+		if err := o.trustedRoot(ctx, &opts); err != nil {
+			return nil, err
 		}
 	} else if keyless {
 		if opts.CertificateIdentity == "" && opts.CertificateIdentityRegexp == "" {
@@ -114,19 +104,8 @@ func (o *trustOptions) policy(ctx context.Context) (*sign.Policy, error) {
 		if opts.CertificateOIDCIssuer == "" && opts.CertificateOIDCIssuerRegexp == "" {
 			return nil, usageErrorf("--certificate-oidc-issuer or --certificate-oidc-issuer-regexp is required")
 		}
-		if file := o.TrustedRoot; file != "" {
-			tm, err := sign.LoadTrustedRoot(ctx, file, "")
-			if err != nil {
-				return nil, failf("%v", err)
-			}
-			opts.TrustedMaterial = tm
-		} else {
-			// Through TUF on the first bundle that passes the local
-			// checks: a missing bundle is reported before any fetch.
-			cache := o.TUFCache
-			opts.LoadTrustedMaterial = func(ctx context.Context) (root.TrustedMaterial, error) {
-				return sign.LoadTrustedRoot(ctx, "", cache)
-			}
+		if err := o.trustedRoot(ctx, &opts); err != nil {
+			return nil, err
 		}
 	} else {
 		return nil, usageErrorf("no trust policy: give --key PUBLIC_KEY, or --certificate-identity (or -regexp) with --certificate-oidc-issuer")
@@ -136,4 +115,24 @@ func (o *trustOptions) policy(ctx context.Context) (*sign.Policy, error) {
 		return nil, usageErrorf("%v", err)
 	}
 	return p, nil
+}
+
+// trustedRoot sets the sigstore trusted root bundles are checked against:
+// --trusted-root, else the public-good root through TUF, fetched on the
+// first bundle that passes the local checks (a missing bundle is reported
+// before any fetch).
+func (o *trustOptions) trustedRoot(ctx context.Context, opts *sign.PolicyOptions) error {
+	if file := o.TrustedRoot; file != "" {
+		tm, err := sign.LoadTrustedRoot(ctx, file, "")
+		if err != nil {
+			return failf("%v", err)
+		}
+		opts.TrustedMaterial = tm
+		return nil
+	}
+	cache := o.TUFCache
+	opts.LoadTrustedMaterial = func(ctx context.Context) (root.TrustedMaterial, error) {
+		return sign.LoadTrustedRoot(ctx, "", cache)
+	}
+	return nil
 }
