@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/internal/jsonscan"
 )
 
@@ -77,7 +78,7 @@ func decodeStrict(raw []byte, refuseNegZero bool) (any, error) {
 		// (slower, so only now) names it.
 		sd := json.NewDecoder(bytes.NewReader(raw))
 		sd.UseNumber()
-		if _, err := strictValue(sd, 0); err != nil {
+		if _, err := canonjson.DecodeValue(sd, maxArgDepth, false); err != nil {
 			return nil, err
 		}
 		return nil, errors.New("a key appears twice in one object")
@@ -208,62 +209,6 @@ func countKeys(v any) int {
 		}
 	}
 	return n
-}
-
-// strictValue reads one JSON value token by token, refusing repeated keys
-// and nesting deeper than maxArgDepth.
-func strictValue(d *json.Decoder, depth int) (any, error) {
-	tok, err := d.Token()
-	if err != nil {
-		return nil, err
-	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil
-	}
-	if depth >= maxArgDepth {
-		return nil, fmt.Errorf("nested deeper than %d levels", maxArgDepth)
-	}
-	switch delim {
-	case '{':
-		m := map[string]any{}
-		for d.More() {
-			kt, err := d.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, ok := kt.(string)
-			if !ok {
-				return nil, fmt.Errorf("object key %v is not a string", kt)
-			}
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("key %q appears twice in one object", k)
-			}
-			v, err := strictValue(d, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = v
-		}
-		if _, err := d.Token(); err != nil { // '}'
-			return nil, err
-		}
-		return m, nil
-	case '[':
-		a := []any{}
-		for d.More() {
-			v, err := strictValue(d, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		if _, err := d.Token(); err != nil { // ']'
-			return nil, err
-		}
-		return a, nil
-	}
-	return nil, fmt.Errorf("unexpected %v", delim)
 }
 
 // buildValue decodes raw, one JSON value with whitespace around it, as

@@ -96,7 +96,7 @@ func FuzzDecodeArgs(f *testing.F) {
 		}
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
-		v, serr := strictValue(d, 0)
+		v, serr := canonjson.DecodeValue(d, maxArgDepth, false)
 		if serr != nil {
 			t.Fatalf("accepted %q, but the strict walk refuses it: %v", raw, serr)
 		}

@@ -92,7 +92,11 @@ func Digest(def []byte) (string, error) {
 func decode(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
-	v, err := value(d, 0)
+	v, err := canonjson.DecodeValue(d, maxDepth, true)
+	var dup *canonjson.DuplicateKeyError
+	if errors.As(err, &dup) {
+		return nil, fmt.Errorf("duplicate key %q", dup.Key)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,57 +104,4 @@ func decode(b []byte) (any, error) {
 		return nil, errors.New("data after the definition")
 	}
 	return v, nil
-}
-
-func value(d *json.Decoder, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
-	}
-	tok, err := d.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			m := map[string]any{}
-			for d.More() {
-				kt, err := d.Token()
-				if err != nil {
-					return nil, err
-				}
-				k := kt.(string) // the decoder yields only string keys here
-				if _, dup := m[k]; dup {
-					return nil, fmt.Errorf("duplicate key %q", k)
-				}
-				v, err := value(d, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				m[k] = v
-			}
-			_, err := d.Token()
-			return m, err
-		case '[':
-			l := []any{}
-			for d.More() {
-				v, err := value(d, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				l = append(l, v)
-			}
-			_, err := d.Token()
-			return l, err
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	case json.Number:
-		if err := canonjson.CheckNumber(string(t)); err != nil {
-			return nil, err
-		}
-		return t, nil
-	default:
-		return t, nil // string, bool, nil
-	}
 }
