@@ -143,3 +143,68 @@ func TestAuditExportStateMatchesDirectory(t *testing.T) {
 		t.Fatalf("export of a cut table: %d %q %q", code, out, errs)
 	}
 }
+
+// audit verify --state postgres://... --state-key checks the MAC of every
+// record copied into the database: the state's own key verifies, another
+// key is refused with the record named, and without a key only the chain
+// is checked.
+func TestAuditVerifyStateWithStateKey(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t).NewDatabase(t)
+	keys := t.TempDir()
+	good, other := filepath.Join(keys, "state.key"), filepath.Join(keys, "other.key")
+	for _, k := range []string{good, other} {
+		if code, _, errs := runState("keygen", "--state-key", k); code != 0 {
+			t.Fatalf("keygen --state-key %s: %s", k, errs)
+		}
+	}
+	key, err := ledger.ReadStateKey(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "refund")
+	l, err := ledger.Open(ctx, ledger.Options{Dir: dir, StateKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := ledger.Call{PlanDigest: "sha256:p", Step: "s", Tool: "t", Args: json.RawMessage(`{}`)}
+	for range 20 {
+		tk, err := l.Reserve(ctx, ledger.Reservation{Call: call, MaxCalls: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Complete(ctx, tk, ledger.Outcome{OK: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runState("state", "migrate", "--state", url); code != 0 {
+		t.Fatalf("migrate: %s", errs)
+	}
+	if code, _, errs := runState("state", "copy", "--from", dir, "--to", url); code != 1 || !strings.Contains(errs, "state key") {
+		t.Fatalf("copy of a keyed state without its key: %d %q", code, errs)
+	}
+	if code, _, errs := runState("state", "copy", "--from", dir, "--to", url, "--state-key", good); code != 0 {
+		t.Fatalf("copy --state-key: %s", errs)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"its key", []string{"--state-key", good}, 0, "ok: "},
+		{"no key: the chain only", nil, 0, "ok: "},
+		{"another key", []string{"--state-key", other}, 1, "record 1: its state MAC does not verify with state key"},
+		{"no such key file", []string{"--state-key", filepath.Join(keys, "missing.key")}, 1, "audit verify: --state-key: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runState(append([]string{"audit", "verify", "--state", url}, c.args...)...)
+			if code != c.code || !strings.Contains(out+errs, c.want) {
+				t.Fatalf("audit verify --state %v: %d %q %q, want %d and %q", c.args, code, out, errs, c.code, c.want)
+			}
+		})
+	}
+}
