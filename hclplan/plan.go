@@ -20,6 +20,9 @@ package hclplan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -233,4 +236,21 @@ func (p *Plan) Tools() []string {
 func Digest(src []byte) string {
 	sum := sha256.Sum256(src)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// CommandIn is the upstream's command with its program resolved against
+// dir, the plan file's directory, when the program is a relative path
+// that names a directory (./server, bin/server): the plan then means the
+// same program wherever the proxy is started (desktop clients start it in
+// a directory of their own). A bare name is left to PATH, an absolute
+// path as it is.
+func (u *Upstream) CommandIn(dir string) []string {
+	if u == nil || len(u.Command) == 0 {
+		return nil
+	}
+	cmd := slices.Clone(u.Command)
+	if p := cmd[0]; !filepath.IsAbs(p) && strings.ContainsRune(filepath.ToSlash(p), '/') && dir != "" {
+		cmd[0] = filepath.Join(dir, p)
+	}
+	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -153,13 +154,13 @@ func (o *proxyOptions) listenToken() (string, error) {
 
 // upstreamFrom decides the upstream from the plan and the command line:
 // exactly one source may give it.
-func upstreamFrom(plan *hclplan.Plan, args []string, url string, envNames []string) (proxy.UpstreamConfig, error) {
+func upstreamFrom(plan *hclplan.Plan, planDir string, args []string, url string, envNames []string) (proxy.UpstreamConfig, error) {
 	var up proxy.UpstreamConfig
 	var planCmd []string
 	var planURL string
 	var names []string
 	if plan.Upstream != nil {
-		planCmd, planURL, names = plan.Upstream.Command, plan.Upstream.URL, plan.Upstream.Env
+		planCmd, planURL, names = plan.Upstream.CommandIn(planDir), plan.Upstream.URL, plan.Upstream.Env
 	}
 	sources := 0
 	for _, given := range []bool{len(args) > 0, url != "", len(planCmd) > 0, planURL != ""} {
@@ -244,7 +245,7 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
 		args = nil
 	}
-	up, err := upstreamFrom(plan, args, o.UpstreamURL, o.Env.Value())
+	up, err := upstreamFrom(plan, filepath.Dir(loaded.File), args, o.UpstreamURL, o.Env.Value())
 	if err != nil {
 		return err
 	}

@@ -359,3 +359,22 @@ func TestServeWithAStateKey(t *testing.T) {
 		t.Fatalf("the upstream received %d calls, want 3", got)
 	}
 }
+
+// serve starts a plan's upstream named by a relative path (./bin/up)
+// beside the plan file, not in serve's working directory.
+func TestServeUpstreamBesideThePlan(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "plans", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\nexec " + strconv.Quote(testUpstreamBin) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "up"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sp := startServeIn(t, dir, filepath.Join(t.TempDir(), "state"), map[string]string{"faults": withUpstream(faultsPlan, []string{"./bin/up"})})
+	text, isErr := callText(t, sp.client(t, "faults"), "echo", map[string]any{"message": "beside"})
+	if isErr || !strings.Contains(text, "beside") {
+		t.Fatalf("echo through a plan whose upstream is ./bin/up: %q (error %v)\n%s", text, isErr, sp.stderr.String())
+	}
+}

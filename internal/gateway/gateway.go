@@ -386,13 +386,13 @@ func (g *Gateway) challenge(r *http.Request, err error) string {
 }
 
 // upstreamOf is the plan's upstream as its signed upstream block says.
-func (g *Gateway) upstreamOf(plan *hclplan.Plan) (proxy.UpstreamConfig, error) {
+func (g *Gateway) upstreamOf(plan *hclplan.Plan, planFile string) (proxy.UpstreamConfig, error) {
 	var up proxy.UpstreamConfig
 	if plan.Upstream == nil || (len(plan.Upstream.Command) == 0 && plan.Upstream.URL == "") {
 		return up, fmt.Errorf("plan %q has no upstream block; planlock serve takes each plan's upstream from the signed plan", plan.Name)
 	}
 	up.URL = plan.Upstream.URL
-	up.Command = plan.Upstream.Command
+	up.Command = plan.Upstream.CommandIn(filepath.Dir(planFile))
 	if len(up.Command) > 0 {
 		env, err := proxy.UpstreamEnv(plan.Upstream.Env, g.cfg.LookupEnv)
 		if err != nil {
