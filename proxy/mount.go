@@ -55,8 +55,8 @@ type Mounted struct {
 
 // Mount prepares the proxy's endpoint at path. run bounds the upstream's
 // life: it is started under run on first use and stopped when run ends.
-// Every request must carry an authn.Identity in its context (the caller
-// authenticates before); a request without one is refused with 401, and a
+// Every request must carry its caller in its context (WithCaller: the
+// server authenticates before); a request without one is refused with 401, and a
 // session is bound to the identity's Subject that created it.
 func (p *Proxy) Mount(run context.Context, path string) *Mounted {
 	ids := &sessionIDs{}
