@@ -16,6 +16,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/catalog"
+	"github.com/planlock/planlock/internal/jsonedit"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -242,7 +243,7 @@ func runMCPConfig(_ context.Context, o *mcpConfigOptions) error {
 		_, err = fmt.Fprintf(o.IO.out, "claude mcp add-json %s %s\n", shellQuote(name), shellQuote(strings.TrimSpace(b.String())))
 		return err
 	}
-	out, err := marshalEntry(map[string]any{client.key: map[string]any{name: entry}}, "")
+	out, err := jsonedit.Marshal(map[string]any{client.key: map[string]any{name: entry}}, "")
 	if err != nil {
 		return failf("%v", err)
 	}
