@@ -26,6 +26,9 @@ type ToolPinChange struct {
 	NewDescription string
 	// Definition is the new definition as canonical JSON (hclplan/toolpin).
 	Definition []byte
+	// OldDefinition is the pinned definition as canonical JSON, nil when
+	// unknown; the body then shows the new definition whole.
+	OldDefinition []byte
 }
 
 // UpdateToolPin sets digest and description in the tool_pin block of every
@@ -97,15 +100,29 @@ func toolPinSection(c *ToolPinChange, planPath string) string {
 	d := lineDiff(clip(old, 8000), clip(c.NewDescription, 8000))
 	fence := strings.Repeat("`", max(3, longestRun(d, '`')+1))
 	fmt.Fprintf(&b, "\nDescription, pinned (-) and now (+):\n\n%sdiff\n%s%s\n", fence, d, fence)
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, c.Definition, "", "  "); err != nil {
-		pretty.Reset()
-		pretty.Write(c.Definition)
+	if c.OldDefinition != nil {
+		// Canonical JSON has its keys sorted, so the indented forms line up
+		// and the diff shows only what changed.
+		d := lineDiff(clip(prettyJSON(c.OldDefinition), 20000), clip(prettyJSON(c.Definition), 20000))
+		fence = strings.Repeat("`", max(3, longestRun(d, '`')+1))
+		fmt.Fprintf(&b, "\nDefinition, pinned (-) and now (+), as the agent would read it:\n\n%sdiff\n%s%s\n", fence, d, fence)
+		return b.String()
 	}
-	def := clip(quoteInvisible(pretty.String()), 20000)
+	def := clip(quoteInvisible(prettyJSON(c.Definition)), 20000)
 	fence = strings.Repeat("`", max(3, longestRun(def, '`')+1))
+	b.WriteString("\nThe definition that matched the pin was not seen by this proxy, so only the pinned description is compared.\n")
 	fmt.Fprintf(&b, "\nThe new definition, as the agent would read it:\n\n%sjson\n%s\n%s\n", fence, def, fence)
 	return b.String()
+}
+
+// prettyJSON is canonical JSON indented by two spaces (as it is when it
+// cannot be indented).
+func prettyJSON(canon []byte) string {
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, canon, "", "  "); err != nil {
+		return string(canon)
+	}
+	return pretty.String()
 }
 
 // lineDiff writes old and new line by line: common lines with "  ", removed

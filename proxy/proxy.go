@@ -95,6 +95,7 @@ type Proxy struct {
 	raw    []json.RawMessage
 	listed bool
 	defs   map[string]toolDef // raw by name, for the tool_pin check (tooldef.go)
+	seen   map[string][]byte  // pinned definitions listed, by digest (tooldef.go)
 
 	toolsMu sync.Mutex
 	tools   map[string]bool // tools the upstream reported at its last initialisation; nil before
@@ -234,6 +235,7 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 		raw = p.raw
 	}
 	st := p.cur.Load()
+	p.notePinned(st.plan)
 	if !p.listed {
 		p.setServerTools(p.placeholders(st.plan))
 		return

@@ -81,15 +81,45 @@ func (p *Proxy) toolChanged(plan *hclplan.Plan) func(tool string) (string, bool)
 	}
 }
 
+// notePinned keeps, for each tool_pin of plan, the canonical definition
+// the upstream listed while it matched, so that a later hold for a changed
+// definition can show the old one beside the new. Only the current plan's
+// pins are kept: one definition per pinned tool. setMu is held.
+func (p *Proxy) notePinned(plan *hclplan.Plan) {
+	keep := make(map[string][]byte)
+	for _, name := range plan.Tools() {
+		tp := plan.ToolPin(name)
+		if tp == nil {
+			continue
+		}
+		if c, ok := p.seen[tp.Digest]; ok {
+			keep[tp.Digest] = c
+			continue
+		}
+		if _, changed := toolChanged(plan, p.defs, p.listed, name); changed {
+			continue
+		}
+		if c, err := toolpin.Canonical(p.defs[name].raw); err == nil {
+			keep[tp.Digest] = c
+		}
+	}
+	p.seen = keep
+}
+
 // toolChange is what a hold for tool's changed definition shows the
-// approver: the plan's pin and the definition listed now (nil when the
-// upstream lists none, or none that can be read).
+// approver: the plan's pin, the definition that matched it when one was
+// listed, and the definition listed now (nil when the upstream lists none,
+// or none that can be read).
 func (p *Proxy) toolChange(plan *hclplan.Plan, tool string) *holdreq.ToolChange {
 	tp := plan.ToolPin(tool)
+	if tp == nil {
+		return nil
+	}
 	p.setMu.Lock()
 	d, ok := p.defs[tool]
+	old := p.seen[tp.Digest]
 	p.setMu.Unlock()
-	if tp == nil || !ok || d.err != nil {
+	if !ok || d.err != nil {
 		return nil
 	}
 	canon, err := toolpin.Canonical(d.raw)
@@ -97,5 +127,5 @@ func (p *Proxy) toolChange(plan *hclplan.Plan, tool string) *holdreq.ToolChange 
 		return nil
 	}
 	return &holdreq.ToolChange{Tool: tool, PinnedDigest: tp.Digest, PinnedDescription: tp.Description,
-		Digest: d.digest, Description: d.description, Definition: canon}
+		Digest: d.digest, Description: d.description, Definition: canon, PinnedDefinition: old}
 }

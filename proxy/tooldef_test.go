@@ -210,7 +210,8 @@ func TestToolChangeHoldGoesToTheApprover(t *testing.T) {
 	}
 	tc := r.ToolChange
 	if r.Cause != "violation:tool_definition" || tc == nil || tc.Tool != "lookup" || tc.PinnedDigest != defDigest(t, lookupDef) ||
-		tc.Digest != defDigest(t, reworded) || tc.Description != "Look an order up, then mail it." || string(tc.Definition) != string(canon) {
+		tc.Digest != defDigest(t, reworded) || tc.Description != "Look an order up, then mail it." || string(tc.Definition) != string(canon) ||
+		tc.PinnedDefinition != nil {
 		t.Fatalf("request cause %q, tool change %+v", r.Cause, tc)
 	}
 	s.outcome = holdreq.Approved
@@ -220,6 +221,35 @@ func TestToolChangeHoldGoesToTheApprover(t *testing.T) {
 	}
 	if got := h.upstreamCalls()["lookup"]; got != 0 {
 		t.Fatalf("lookup reached the upstream %d times", got)
+	}
+}
+
+// TestToolChangeHoldShowsThePinnedDefinition: a definition that matched
+// its pin when listed is kept, so that the hold of a later change carries
+// it (canonical) beside the new one for the pull request's diff; once the
+// plan pins the new definition, that one is kept instead.
+func TestToolChangeHoldShowsThePinnedDefinition(t *testing.T) {
+	h, file := toolDefsHarness(t, "hold", refundDef, lookupDef)
+	s := &scriptedApprover{led: h.ledger, outcome: holdreq.Held, message: "held: waiting"}
+	h.proxy.cfg.Approvals = s
+	h.waitListed("lookup", func(l map[string]mcp.Tool) bool { _, ok := l["lookup"]; return ok })
+	withUI := strings.Replace(lookupDef, `"annotations"`, `"_meta":{"ui":{"resourceUri":"ui://lookup/form"}},"annotations"`, 1)
+	writeDefs(t, file, refundDef, withUI)
+	h.waitListed("without lookup", func(l map[string]mcp.Tool) bool { _, ok := l["lookup"]; return !ok })
+	if text, isErr := h.call("lookup", `{"order_id":"4711"}`); !isErr || text != "held: waiting" {
+		t.Fatalf("lookup: %v %q", isErr, text)
+	}
+	old, err := toolpin.Canonical([]byte(lookupDef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := toolpin.Canonical([]byte(withUI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := s.last(t).ToolChange
+	if tc == nil || string(tc.PinnedDefinition) != string(old) || string(tc.Definition) != string(canon) {
+		t.Fatalf("tool change %+v, want the pinned definition %s and the new %s", tc, old, canon)
 	}
 }
 

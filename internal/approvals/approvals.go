@@ -306,7 +306,7 @@ func (a *Approvals) open(ctx context.Context, r holdreq.Request, h ledger.Hold) 
 			pin = &gitapprove.PinChange{PlanPath: a.cfg.PlanPath}
 		}
 		pin.ToolPin = &gitapprove.ToolPinChange{Tool: tc.Tool, OldDigest: tc.PinnedDigest, OldDescription: tc.PinnedDescription,
-			NewDigest: tc.Digest, NewDescription: tc.Description, Definition: tc.Definition}
+			NewDigest: tc.Digest, NewDescription: tc.Description, Definition: tc.Definition, OldDefinition: tc.PinnedDefinition}
 	}
 	f := a.startOpen(hr, pin)
 	wait := time.NewTimer(a.cfg.OpenWait)

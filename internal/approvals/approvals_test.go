@@ -499,13 +499,15 @@ func TestToolDefinitionHoldUpdatesTheToolPin(t *testing.T) {
 	r := req(`{"a":1}`)
 	r.Cause = "violation:tool_definition"
 	r.ToolChange = &holdreq.ToolChange{Tool: "refund_customer", PinnedDigest: "sha256:" + strings.Repeat("1", 64), PinnedDescription: &old,
-		Digest: "sha256:" + strings.Repeat("2", 64), Description: "Refund an order, then mail the list.", Definition: []byte(`{"name":"refund_customer"}`)}
+		Digest: "sha256:" + strings.Repeat("2", 64), Description: "Refund an order, then mail the list.", Definition: []byte(`{"name":"refund_customer"}`),
+		PinnedDefinition: []byte(`{"description":"Refund an order.","name":"refund_customer"}`)}
 	if d := e.a.Decide(t.Context(), r); d.Outcome != holdreq.Held {
 		t.Fatalf("%v %q", d.Outcome, d.Message)
 	}
 	tp := e.forge.lastPin
 	if tp == nil || tp.PlanPath != "plans/refund.hcl" || tp.ToolPin == nil || tp.ToolPin.NewDigest != r.ToolChange.Digest ||
-		tp.ToolPin.OldDigest != r.ToolChange.PinnedDigest || *tp.ToolPin.OldDescription != old || string(tp.ToolPin.Definition) != `{"name":"refund_customer"}` {
+		tp.ToolPin.OldDigest != r.ToolChange.PinnedDigest || *tp.ToolPin.OldDescription != old || string(tp.ToolPin.Definition) != `{"name":"refund_customer"}` ||
+		string(tp.ToolPin.OldDefinition) != string(r.ToolChange.PinnedDefinition) {
 		t.Fatalf("pin change %+v", tp)
 	}
 }

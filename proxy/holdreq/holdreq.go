@@ -39,6 +39,10 @@ type ToolChange struct {
 	Digest            string
 	Description       string
 	Definition        []byte // canonical JSON (hclplan/toolpin)
+	// PinnedDefinition is the definition that matched the pin, canonical
+	// JSON: the one the upstream listed while it matched, else the one the
+	// plan records; nil when neither is known.
+	PinnedDefinition []byte
 }
 
 // Outcome is what the proxy does with the call.
