@@ -7,6 +7,9 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // HoldBranchPrefix starts the branch of every hold pull request.
@@ -85,7 +88,8 @@ func (r *Repo) PRChanges(base, head plumbing.Hash) ([]PRChange, error) {
 //   - a hold pull request (branch planlock/hold/<plan>/<id>) adds exactly its
 //     own hold file, a valid hold request for that plan and id, and at most
 //     changes one plan file, only by setting the hold's step pin to the
-//     observed value (byte for byte what planlock itself would write);
+//     observed value and the tool_pin of the hold's tool to a definition
+//     the plan records (byte for byte what planlock itself would write);
 //   - any other pull request leaves hold files alone: they arrive only
 //     through hold pull requests.
 //
@@ -137,15 +141,47 @@ func CheckPR(headRef string, changes []PRChange, plansGlob, holdsGlob string) er
 	if !GlobMatch(plansGlob, c.Path) || c.Added || c.Deleted {
 		return fmt.Errorf("hold pull request %s changes %s: it may change only its hold and one pin of an existing plan", headRef, c.Path)
 	}
-	if hold.ObservedPin == "" {
-		return fmt.Errorf("hold pull request %s changes plan %s but its hold observed no pin value", headRef, c.Path)
+	expect := c.Before
+	if hold.ObservedPin != "" {
+		var err error
+		if expect, err = UpdatePin(c.Before, hold.Step, hold.ObservedPin); err != nil {
+			return fmt.Errorf("hold pull request %s changes plan %s: %w", headRef, c.Path, err)
+		}
 	}
-	expect, err := UpdatePin(c.Before, hold.Step, hold.ObservedPin)
+	if bytes.Equal(expect, c.After) {
+		return nil
+	}
+	// A hold for a changed tool definition updates the tool_pin of its
+	// tool: to a definition the plan records (parsing checks it against the
+	// digest, so the reviewer reads what merging approves), written exactly
+	// as planlock writes it.
+	tp, err := recordedToolPin(c.After, hold.Tool)
+	if err != nil {
+		if hold.ObservedPin == "" {
+			return fmt.Errorf("hold pull request %s changes plan %s but its hold observed no pin value, and %v", headRef, c.Path, err)
+		}
+		return fmt.Errorf("hold pull request %s changes plan %s beyond the pin of step %q", headRef, c.Path, hold.Step)
+	}
+	expect, err = UpdateToolPin(expect, hold.Tool, tp.Digest, *tp.Description, tp.Definition)
 	if err != nil {
 		return fmt.Errorf("hold pull request %s changes plan %s: %w", headRef, c.Path, err)
 	}
 	if !bytes.Equal(expect, c.After) {
-		return fmt.Errorf("hold pull request %s changes plan %s beyond the pin of step %q", headRef, c.Path, hold.Step)
+		return fmt.Errorf("hold pull request %s changes plan %s beyond the pin of step %q and the tool_pin of tool %q", headRef, c.Path, hold.Step, hold.Tool)
 	}
 	return nil
+}
+
+// recordedToolPin is the tool_pin of tool in plan src when it records the
+// definition and description it pins.
+func recordedToolPin(src []byte, tool string) (*hclplan.ToolPin, error) {
+	p, diags := hclplan.Parse("plan.hcl", src)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("the changed plan does not parse: %s", oneline.Of(diags.Error(), 300))
+	}
+	tp := p.ToolPin(tool)
+	if tp == nil || tp.Definition == nil || tp.Description == nil {
+		return nil, fmt.Errorf("the changed plan's tool_pin of %q records no definition", tool)
+	}
+	return tp, nil
 }

@@ -77,3 +77,55 @@ func TestCheckPR(t *testing.T) {
 		})
 	}
 }
+
+// The hold pull request of a changed tool definition may update the
+// tool_pin of its tool, exactly as planlock writes it and to a definition
+// the plan records; nothing else.
+func TestCheckPRToolPin(t *testing.T) {
+	hold := sampleHold()
+	hold.Tool, hold.Step, hold.ObservedPin = "refund", "a", ""
+	hold.Reason = "tool definition changed"
+	holdSrc, err := WriteHold(hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := "Refund an order, then mail the list."
+	def, digest := newDefinition(t, "refund", desc)
+	updated, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", digest, desc, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookupDef, lookupDigest := newDefinition(t, "lookup", desc)
+	otherTool, err := UpdateToolPin([]byte(toolPinPlanSrc), "lookup", lookupDigest, desc, lookupDef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digestOnly, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", digest, desc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand := strings.Replace(string(updated), "        {\n          \"_meta\"", "        {  \"_meta\"", 2)
+	for _, tc := range []struct {
+		name, after, err string
+	}{
+		{"the tool_pin as planlock writes it", string(updated), ""},
+		{"and a wider plan", strings.Replace(string(updated), `order        = "any"`, `order        = "sequential"`, 1), `beyond the pin of step "a" and the tool_pin of tool "refund"`},
+		{"another tool's pin", string(otherTool), `its hold observed no pin value`},
+		{"a digest without its definition", string(digestOnly), `records no definition`},
+		{"the definition laid out by hand", hand, `beyond the pin`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changes := []PRChange{
+				{Path: hold.Path(), After: holdSrc, Added: true},
+				{Path: "plans/p.hcl", Before: []byte(toolPinPlanSrc), After: []byte(tc.after)},
+			}
+			err := CheckPR(hold.Branch(), changes, "plans/**/*.hcl", "holds/**/*.hcl")
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

@@ -137,7 +137,7 @@ func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, bra
 				return HoldPR{}, fmt.Errorf("plan %s not found on %s", pin.PlanPath, base)
 			}
 		}
-		updated, err := UpdateToolPin(plan, pin.ToolPin.Tool, pin.ToolPin.NewDigest, pin.ToolPin.NewDescription)
+		updated, err := UpdateToolPin(plan, pin.ToolPin.Tool, pin.ToolPin.NewDigest, pin.ToolPin.NewDescription, pin.ToolPin.Definition)
 		if err != nil {
 			return HoldPR{}, fmt.Errorf("update tool_pin in %s: %w", pin.PlanPath, err)
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/planlock/planlock/hclplan/toolpin"
 )
 
 // ToolPinChange asks a hold pull request to also update the plan's
@@ -31,12 +33,26 @@ type ToolPinChange struct {
 	OldDefinition []byte
 }
 
-// UpdateToolPin sets digest and description in the tool_pin block of every
-// step of tool (steps of one tool pin the same definition).
-func UpdateToolPin(src []byte, tool, digest, description string) ([]byte, error) {
+// UpdateToolPin sets digest, description and (when given) the recorded
+// definition in the tool_pin block of every step of tool (steps of one tool
+// pin the same definition).
+func UpdateToolPin(src []byte, tool, digest, description string, definition []byte) ([]byte, error) {
 	f, diags := hclwrite.ParseConfig(src, "plan.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("parse plan: %w", diags)
+	}
+	var defTokens hclwrite.Tokens
+	if definition != nil {
+		heredoc, err := toolpin.HCL(definition, "      ")
+		if err != nil {
+			return nil, err
+		}
+		// The heredoc's tokens, as hclwrite reads them back.
+		g, diags := hclwrite.ParseConfig([]byte("definition = "+heredoc+"\n"), "definition.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("write the definition: %w", diags)
+		}
+		defTokens = g.Body().GetAttribute("definition").Expr().BuildTokens(nil)
 	}
 	n := 0
 	for _, pb := range f.Body().Blocks() {
@@ -57,6 +73,9 @@ func UpdateToolPin(src []byte, tool, digest, description string) ([]byte, error)
 				nb := sb.Body().AppendNewBlock("tool_pin", nil).Body()
 				nb.SetAttributeValue("digest", cty.StringVal(digest))
 				nb.SetAttributeValue("description", cty.StringVal(description))
+				if defTokens != nil {
+					nb.SetAttributeRaw("definition", defTokens)
+				}
 				n++
 			}
 		}

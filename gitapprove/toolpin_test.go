@@ -1,10 +1,12 @@
 package gitapprove
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/toolpin"
 	"github.com/planlock/planlock/internal/githubtest"
 )
 
@@ -31,10 +33,26 @@ const toolPinPlanSrc = `plan "p" {
 }
 `
 
+// newDefinition is a definition of refund (canonical) with text that HCL
+// and Markdown read specially, and its digest.
+func newDefinition(t *testing.T, tool, desc string) ([]byte, string) {
+	t.Helper()
+	def, err := toolpin.Canonical([]byte(`{"name":` + strconv.Quote(tool) + `,"description":` + strconv.Quote(desc) +
+		`,"inputSchema":{"type":"object","properties":{"order_id":{"type":"string"},"cc":{"type":"string"}}},"_meta":{"ui":{"resourceUri":"ui://x/%{y}"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := toolpin.Digest(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def, d
+}
+
 func TestUpdateToolPin(t *testing.T) {
-	newDigest := "sha256:" + strings.Repeat("3", 64)
 	desc := "Refund an order.\nThen mail ${the} list \"now\"."
-	out, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", newDigest, desc)
+	def, newDigest := newDefinition(t, "refund", desc)
+	out, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", newDigest, desc, def)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +61,22 @@ func TestUpdateToolPin(t *testing.T) {
 		t.Fatalf("%v\n%s", diags, out)
 	}
 	for _, s := range p.Steps[:2] {
-		if s.ToolPin.Digest != newDigest || s.ToolPin.Description == nil || *s.ToolPin.Description != desc {
-			t.Fatalf("step %s: pin %+v", s.Name, s.ToolPin)
+		if s.ToolPin.Digest != newDigest || s.ToolPin.Description == nil || *s.ToolPin.Description != desc || string(s.ToolPin.Definition) != string(def) {
+			t.Fatalf("step %s: pin %+v\n%s", s.Name, s.ToolPin, out)
 		}
+	}
+	if !strings.Contains(string(out), "      definition  = <<-JSON\n        {\n") {
+		t.Errorf("the definition is not written as an indented heredoc:\n%s", out)
+	}
+	// Without a definition only digest and description are written.
+	bare, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", "sha256:"+strings.Repeat("3", 64), desc, nil)
+	if err != nil || strings.Contains(string(bare), "definition") {
+		t.Fatalf("%v\n%s", err, bare)
 	}
 	if p.Steps[2].ToolPin.Digest != "sha256:"+strings.Repeat("2", 64) || p.Steps[2].ToolPin.Description != nil {
 		t.Fatalf("another tool's pin changed: %+v", p.Steps[2].ToolPin)
 	}
-	if _, err := UpdateToolPin([]byte(toolPinPlanSrc), "send_email", newDigest, desc); err == nil || !strings.Contains(err.Error(), `no step of tool "send_email" has a tool_pin`) {
+	if _, err := UpdateToolPin([]byte(toolPinPlanSrc), "send_email", newDigest, desc, def); err == nil || !strings.Contains(err.Error(), `no step of tool "send_email" has a tool_pin`) {
 		t.Fatalf("a tool without a pin: %v", err)
 	}
 }
@@ -125,10 +151,10 @@ func TestHoldPRUpdatesTheToolPin(t *testing.T) {
 	hold := sampleHold()
 	hold.ObservedPin = ""
 	hold.Reason = "tool definition changed"
-	newDigest := "sha256:" + strings.Repeat("4", 64)
+	def, newDigest := newDefinition(t, "refund_customer", "Refund an order, then mail the list.")
 	old := "Refund an order."
 	c := &ToolPinChange{Tool: "refund_customer", OldDigest: "sha256:" + strings.Repeat("1", 64), OldDescription: &old,
-		NewDigest: newDigest, NewDescription: "Refund an order, then mail the list.", Definition: []byte(`{"name":"refund_customer"}`)}
+		NewDigest: newDigest, NewDescription: "Refund an order, then mail the list.", Definition: def}
 	if _, err := holds.Open(ctx(t), hold, &PinChange{PlanPath: "plans/p.hcl", ToolPin: c}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +164,7 @@ func TestHoldPRUpdatesTheToolPin(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("%v\n%s", diags, got)
 	}
-	if tp := p.ToolPin("refund_customer"); tp == nil || tp.Digest != newDigest || *tp.Description != c.NewDescription {
+	if tp := p.ToolPin("refund_customer"); tp == nil || tp.Digest != newDigest || *tp.Description != c.NewDescription || string(tp.Definition) != string(def) {
 		t.Fatalf("tool_pin on the branch: %+v\n%s", tp, got)
 	}
 	if body := gh.Pull(1).Body; !strings.Contains(body, "- Refund an order.\n+ Refund an order, then mail the list.") {

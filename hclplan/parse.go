@@ -318,7 +318,7 @@ func (d *decoder) step(b *hcl.Block) *Step {
 		d.errorf(extra.DefRange, "Duplicate tool_pin block", "A step has at most one tool_pin; the first is at %s.", tps[0].DefRange)
 	}
 	if len(tps) > 0 {
-		s.ToolPin = d.toolPin(tps[0])
+		s.ToolPin = d.toolPin(tps[0], s.Tool)
 	}
 	for _, cb := range c.Blocks.OfType("check") {
 		if e := d.check(cb, s); e != nil {

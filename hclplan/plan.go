@@ -156,6 +156,10 @@ type ToolPin struct {
 	// Description is the pinned description text, for the reviewer to read
 	// in the pull request; nil when the pin gives only the digest.
 	Description *string
+	// Definition is the pinned definition as canonical JSON, when the pin
+	// records it (checked against Digest); nil otherwise. The PR summary
+	// shows its schemas and the proxy diffs a changed definition against it.
+	Definition []byte
 
 	DeclRange   hcl.Range
 	DigestRange hcl.Range

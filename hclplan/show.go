@@ -76,6 +76,7 @@ func Summary(p *Plan) string {
 			if tp.Description != nil {
 				fmt.Fprintf(&b, "     - Pinned description: %s\n", MarkdownCode(*tp.Description))
 			}
+			writeToolPinSummary(&b, tp)
 		}
 	}
 	writeResourcesAndPrompts(&b, p)
@@ -217,8 +218,9 @@ type jsonExpr struct {
 }
 
 type jsonToolPin struct {
-	Digest      string  `json:"digest"`
-	Description *string `json:"description,omitempty"`
+	Digest      string          `json:"digest"`
+	Description *string         `json:"description,omitempty"`
+	Definition  json.RawMessage `json:"definition,omitempty"`
 }
 
 type jsonPin struct {
@@ -255,7 +257,7 @@ func JSON(p *Plan) ([]byte, error) {
 			js.Pin = &jsonPin{Tool: pin.Tool, Args: pin.Args, Field: pin.Field, Eq: pin.Eq}
 		}
 		if tp := s.ToolPin; tp != nil {
-			js.ToolPin = &jsonToolPin{Digest: tp.Digest, Description: tp.Description}
+			js.ToolPin = &jsonToolPin{Digest: tp.Digest, Description: tp.Description, Definition: tp.Definition}
 		}
 		for _, c := range s.Checks {
 			js.Checks = append(js.Checks, jsonExpr{Source: c.Source, Message: c.Message})

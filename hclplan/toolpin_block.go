@@ -1,6 +1,8 @@
 package hclplan
 
 import (
+	"encoding/json"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/planlock/planlock/hclplan/toolpin"
@@ -10,10 +12,11 @@ var toolPinSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "digest", Required: true},
 		{Name: "description"},
+		{Name: "definition"},
 	},
 }
 
-func (d *decoder) toolPin(b *hcl.Block) *ToolPin {
+func (d *decoder) toolPin(b *hcl.Block, tool string) *ToolPin {
 	tp := &ToolPin{DeclRange: b.DefRange}
 	c := d.content(b.Body, toolPinSchema)
 	if a := c.Attributes["digest"]; a != nil {
@@ -30,7 +33,40 @@ func (d *decoder) toolPin(b *hcl.Block) *ToolPin {
 			tp.Description = &s
 		}
 	}
+	if a := c.Attributes["definition"]; a != nil {
+		if s, ok := d.str(a); ok {
+			d.toolPinDefinition(tp, a, s, tool)
+		}
+	}
 	return tp
+}
+
+// toolPinDefinition checks a recorded definition against the pin: it is
+// shown to the reviewer, so it must be the very definition the digest pins.
+func (d *decoder) toolPinDefinition(tp *ToolPin, a *hcl.Attribute, s, tool string) {
+	canon, err := toolpin.Canonical([]byte(s))
+	if err != nil {
+		d.errorf(a.Expr.Range(), "Invalid tool_pin definition", "definition must be the tool's definition as JSON (planlock tools --pins writes it): %s.", err)
+		return
+	}
+	got, _ := toolpin.Digest(canon)
+	var head struct {
+		Name        string  `json:"name"`
+		Description *string `json:"description"`
+	}
+	_ = json.Unmarshal(canon, &head)
+	switch {
+	case tp.Digest != "" && got != tp.Digest:
+		d.errorf(a.Expr.Range(), "Tool pin definition does not match its digest", "The recorded definition has digest %s; the tool_pin's digest is %s. Write both from the same definition (planlock tools --pins).", got, tp.Digest)
+		return
+	case tool != "" && head.Name != tool:
+		d.errorf(a.Expr.Range(), "Tool pin definition of another tool", "The recorded definition is of tool %q; the step calls %q.", head.Name, tool)
+		return
+	case tp.Description != nil && (head.Description == nil || *head.Description != *tp.Description):
+		d.errorf(a.Expr.Range(), "Pinned description differs from the definition", "The tool_pin's description is not the description in its recorded definition.")
+		return
+	}
+	tp.Definition = canon
 }
 
 // agreeToolPins refuses steps of one tool that pin different definitions:

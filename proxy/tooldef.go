@@ -119,6 +119,9 @@ func (p *Proxy) toolChange(plan *hclplan.Plan, tool string) *holdreq.ToolChange 
 	d, ok := p.defs[tool]
 	old := p.seen[tp.Digest]
 	p.setMu.Unlock()
+	if old == nil {
+		old = tp.Definition // recorded in the plan, checked against the digest
+	}
 	if !ok || d.err != nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,10 +60,17 @@ func toolDefsHarness(t *testing.T, onViolation string, defs ...string) (*harness
   }
 }
 `
+	return toolDefsPlanHarness(t, plan, file), file
+}
+
+// toolDefsPlanHarness runs the proxy with plan in front of the tool-defs
+// test upstream serving file.
+func toolDefsPlanHarness(t *testing.T, plan, file string) *harness {
+	t.Helper()
 	calls := filepath.Join(t.TempDir(), "calls.jsonl")
 	h := newHarness(t, plan, harnessOpts{command: []string{testUpstreamBin, "--mode", "tool-defs", "--tools-file", file, "--calls-log", calls}})
 	h.callsLog = calls
-	return h, file
+	return h
 }
 
 func writeDefs(t *testing.T, file string, defs ...string) {
@@ -250,6 +258,44 @@ func TestToolChangeHoldShowsThePinnedDefinition(t *testing.T) {
 	tc := s.last(t).ToolChange
 	if tc == nil || string(tc.PinnedDefinition) != string(old) || string(tc.Definition) != string(canon) {
 		t.Fatalf("tool change %+v, want the pinned definition %s and the new %s", tc, old, canon)
+	}
+}
+
+// TestToolChangeHoldShowsTheRecordedDefinition: when the upstream never
+// listed the pinned definition, the hold carries the one the plan records.
+func TestToolChangeHoldShowsTheRecordedDefinition(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tools.json")
+	changed := strings.Replace(lookupDef, `"properties":{`, `"properties":{"verbose":{"type":"boolean"},`, 1)
+	writeDefs(t, file, changed, otherDef)
+	plan := `plan "pins" {
+  goal         = "pinned tools"
+  order        = "any"
+  on_violation = "hold"
+  step "lookup" {
+    tool = "lookup"
+    arg "order_id" { any = true }
+    tool_pin {
+      digest     = "` + defDigest(t, lookupDef) + `"
+      definition = ` + strconv.Quote(lookupDef) + `
+    }
+  }
+  step "other" { tool = "other" }
+}
+`
+	h := toolDefsPlanHarness(t, plan, file)
+	s := &scriptedApprover{led: h.ledger, outcome: holdreq.Held, message: "held: waiting"}
+	h.proxy.cfg.Approvals = s
+	// Listed: the upstream's tools are in.
+	h.waitListed("other", func(l map[string]mcp.Tool) bool { _, ok := l["other"]; return ok })
+	if text, isErr := h.call("lookup", `{"order_id":"4711"}`); !isErr || text != "held: waiting" {
+		t.Fatalf("lookup: %v %q", isErr, text)
+	}
+	old, err := toolpin.Canonical([]byte(lookupDef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := s.last(t).ToolChange; tc == nil || string(tc.PinnedDefinition) != string(old) {
+		t.Fatalf("tool change %+v, want the recorded definition %s", tc, old)
 	}
 }
 

@@ -21,7 +21,9 @@ func checkPRCommand() *cli.Command {
 request. A hold pull request (branch planlock/hold/<plan>/<id>) must add
 exactly its own hold file, a valid hold request for that plan and id, and may
 change one plan file only by setting that hold's step pin to the observed
-value, byte for byte as planlock writes it. Any other pull request must leave
+value and, for a changed tool definition, the tool_pin of the hold's tool to
+a definition the plan records, byte for byte as planlock writes them. Any
+other pull request must leave
 hold files alone. The workflow runs it as the required "planlock check".
 
 Examples:

@@ -183,7 +183,7 @@ func readToolPins(path string) (map[string]suggest.ToolPin, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		pins[t.Name] = suggest.ToolPin{Digest: d, Description: t.Description}
+		pins[t.Name] = suggest.ToolPin{Digest: d, Description: t.Description, Definition: t.Raw}
 	}
 	return pins, nil
 }

@@ -359,9 +359,17 @@ func writeToolPin(b *bytes.Buffer, t Tool, prefix string) {
 		fmt.Fprintf(b, "%s# (no tool_pin: %s)\n", prefix, oneline.Of(err.Error(), 0))
 		return
 	}
+	def, err := toolpin.HCL(t.Raw, "  ")
+	if err != nil {
+		fmt.Fprintf(b, "%s# (no tool_pin: %s)\n", prefix, oneline.Of(err.Error(), 0))
+		return
+	}
 	fmt.Fprintf(b, "%stool_pin {\n", prefix)
 	fmt.Fprintf(b, "%s  digest      = %s\n", prefix, hclString(digest))
 	fmt.Fprintf(b, "%s  description = %s\n", prefix, HCLText(t.Description))
+	// The definition, so that the pull request summary (plan show) can show
+	// the schemas the digest pins.
+	fmt.Fprintf(b, "%s  definition  = %s\n", prefix, strings.ReplaceAll(def, "\n", "\n"+prefix))
 	fmt.Fprintf(b, "%s}\n", prefix)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/toolpin"
 	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/internal/plantest"
 )
@@ -48,6 +49,9 @@ type Options struct {
 type ToolPin struct {
 	Digest      string
 	Description string
+	// Definition is the tools/list entry the digest is of; when set it is
+	// recorded in the pin, for the pull request summary.
+	Definition []byte
 }
 
 // Result is a suggested plan and its tests, both checked: the plan parses
@@ -754,6 +758,14 @@ func writeToolPin(b *strings.Builder, o Options, tool string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "    tool_pin { # the definition in %s\n      digest      = %s\n      description = %s\n    }\n", o.ToolsSource, digest, desc)
+	fmt.Fprintf(b, "    tool_pin { # the definition in %s\n      digest      = %s\n      description = %s\n", o.ToolsSource, digest, desc)
+	if tp.Definition != nil {
+		def, err := toolpin.HCL(tp.Definition, "      ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(b, "      definition  = %s\n", def)
+	}
+	b.WriteString("    }\n")
 	return nil
 }
