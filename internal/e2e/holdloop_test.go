@@ -114,6 +114,12 @@ func newLoop(t *testing.T, github bool) *loop { return newLoopWith(t, github, fa
 // newLoopWith: with gitops the proxy takes its plan from the origin
 // (--repo), its bundle from the approvals branch, instead of the checkout.
 func newLoopWith(t *testing.T, github, gitops bool) *loop {
+	return newLoopOf(t, github, gitops, loopPlan, nil)
+}
+
+// newLoopOf is newLoopWith for plan in front of upstream (nil: the refund
+// example server).
+func newLoopOf(t *testing.T, github, gitops bool, plan string, upstream []string) *loop {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -124,7 +130,7 @@ func newLoopWith(t *testing.T, github, gitops bool) *loop {
 	rgit(t, root, "init", "--bare", "-q", "-b", "main", l.origin)
 	rgit(t, root, "clone", "-q", l.origin, l.work)
 	rgit(t, l.work, "checkout", "-q", "-b", "main")
-	writeFile(t, filepath.Join(l.work, "plans", "refund.hcl"), loopPlan)
+	writeFile(t, filepath.Join(l.work, "plans", "refund.hcl"), plan)
 	// CI's signing key (the operator trusts its public half, ci.pub beside
 	// it) and a key nobody trusts.
 	for _, k := range []*string{&l.ciKey, &l.otherKey} {
@@ -158,9 +164,11 @@ func newLoopWith(t *testing.T, github, gitops bool) *loop {
 	}
 
 	l.gh = githubtest.New(t, "acme", "plans", ghToken)
-	l.refund = peers.NewRefund(t, refundBin)
-	// The upstream records its whole environment before it starts serving.
-	upstream := append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
+	if upstream == nil {
+		l.refund = peers.NewRefund(t, refundBin)
+		// The upstream records its whole environment before it starts serving.
+		upstream = append([]string{"/bin/sh", "-c", `env > "` + l.envFile + `"; exec "$0" "$@"`}, l.refund.Argv()...)
+	}
 	planArgs := []string{"--plan", filepath.Join(l.work, "plans", "refund.hcl")}
 	if gitops {
 		planArgs = []string{"--repo", "file://" + l.origin, "--plan", "plans/refund.hcl", "--repo-interval", "50ms", "--reload-interval", "50ms"}
