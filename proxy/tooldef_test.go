@@ -147,54 +147,64 @@ func TestToolPinsAtStart(t *testing.T) {
 
 // TestToolPinsMidSession: the upstream changes definitions mid-session
 // and says so with notifications/tools/list_changed: an added optional
-// input property, changed annotations, a changed description. Each
-// changed tool leaves the list and its calls are held (on_violation =
-// "hold"); the original definition brings it back.
+// input property, changed annotations, a changed description, an added
+// output schema, a UI resource in _meta, a changed _meta; the changed tools
+// sit on the second and third of three tools/list pages. Each changed tool
+// leaves the list and its calls are held (on_violation = "hold") or
+// blocked ("block"), never forwarded; the original definition brings it
+// back.
 func TestToolPinsMidSession(t *testing.T) {
-	h, file := toolDefsHarness(t, "hold", refundDef, lookupDef)
-	both := func(l map[string]mcp.Tool) bool { _, a := l["refund"]; _, b := l["lookup"]; return a && b }
-	h.waitListed("both tools", both)
-	if text, isErr := h.call("lookup", `{"order_id":"1"}`); isErr || text != "called lookup" {
-		t.Fatalf("lookup before the change: %v %q", isErr, text)
-	}
-	widened := strings.Replace(refundDef, `"properties":{`, `"properties":{"cc":{"type":"string"},`, 1)
-	readWrite := strings.Replace(lookupDef, `"readOnlyHint":true`, `"readOnlyHint":false,"destructiveHint":true`, 1)
-	reworded := strings.Replace(lookupDef, "Look an order up.", "Look an order up, then mail it.", 1)
-	for _, tc := range []struct {
+	lookupUI := strings.Replace(lookupDef, `"annotations"`, `"_meta":{"ui":{"resourceUri":"ui://lookup/form"}},"annotations"`, 1)
+	changes := []struct {
 		name, tool string
 		defs       []string
 	}{
-		{"added optional property", "refund", []string{widened, lookupDef}},
-		{"changed annotations", "lookup", []string{refundDef, readWrite}},
-		{"changed description", "lookup", []string{refundDef, reworded}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			writeDefs(t, file, tc.defs...)
-			l := h.waitListed("without "+tc.tool, func(l map[string]mcp.Tool) bool { _, ok := l[tc.tool]; return !ok })
-			if len(l) != 1 {
-				t.Fatalf("listed %v, want only the unchanged tool", l)
+		{"added optional property", "refund", []string{otherDef, strings.Replace(refundDef, `"properties":{`, `"properties":{"cc":{"type":"string"},`, 1), lookupDef}},
+		{"changed annotations", "lookup", []string{otherDef, refundDef, strings.Replace(lookupDef, `"readOnlyHint":true`, `"readOnlyHint":false,"destructiveHint":true`, 1)}},
+		{"changed description", "lookup", []string{otherDef, refundDef, strings.Replace(lookupDef, "Look an order up.", "Look an order up, then mail it.", 1)}},
+		{"added output schema", "refund", []string{otherDef, strings.Replace(refundDef, `"annotations"`, `"outputSchema":{"type":"object","properties":{"refunded":{"type":"number"}}},"annotations"`, 1), lookupDef}},
+		{"UI resource in _meta", "lookup", []string{otherDef, refundDef, lookupUI}},
+		{"changed _meta", "lookup", []string{otherDef, refundDef, strings.Replace(lookupDef, `"annotations"`, `"_meta":{"x-scope":"all-orders"},"annotations"`, 1)}},
+	}
+	for _, mode := range []string{"hold", "block"} {
+		t.Run(mode, func(t *testing.T) {
+			h, file := toolDefsHarness(t, mode, refundDef, lookupDef)
+			both := func(l map[string]mcp.Tool) bool { _, a := l["refund"]; _, b := l["lookup"]; return a && b }
+			h.waitListed("both tools", both)
+			if text, isErr := h.call("lookup", `{"order_id":"1"}`); isErr || text != "called lookup" {
+				t.Fatalf("lookup before the change: %v %q", isErr, text)
 			}
-			before := h.upstreamCalls()[tc.tool]
-			text, isErr := h.call(tc.tool, `{"order_id":"4711"}`)
-			if !isErr || !strings.HasPrefix(text, "held: tool definition changed: ") {
-				t.Fatalf("%s: %v %q, want held as changed", tc.tool, isErr, text)
+			for _, tc := range changes {
+				t.Run(tc.name, func(t *testing.T) {
+					writeDefs(t, file, tc.defs...)
+					l := h.waitListed("without "+tc.tool, func(l map[string]mcp.Tool) bool { _, ok := l[tc.tool]; return !ok })
+					if len(l) != 1 {
+						t.Fatalf("listed %v, want only the unchanged tool", l)
+					}
+					before := h.upstreamCalls()[tc.tool]
+					text, isErr := h.call(tc.tool, `{"order_id":"4711"}`)
+					held := strings.HasPrefix(text, "held: tool definition changed: ")
+					if !isErr || held != (mode == "hold") || !strings.Contains(text, "tool definition changed: ") {
+						t.Fatalf("%s: %v %q, want %s as changed", tc.tool, isErr, text, mode)
+					}
+					if got := h.upstreamCalls()[tc.tool]; got != before {
+						t.Fatalf("the %s call reached the upstream (%d calls, %d before)", mode, got, before)
+					}
+					writeDefs(t, file, refundDef, lookupDef)
+					h.waitListed("both tools again", both)
+				})
 			}
-			if got := h.upstreamCalls()[tc.tool]; got != before {
-				t.Fatalf("the held call reached the upstream (%d calls, %d before)", got, before)
+			ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+			defer cancel()
+			res, err := h.client.ListTools(ctx, mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			writeDefs(t, file, refundDef, lookupDef)
-			h.waitListed("both tools again", both)
+			raw, _ := json.Marshal(res.Tools)
+			if strings.Contains(string(raw), "mail it") || strings.Contains(string(raw), `"cc"`) || strings.Contains(string(raw), "ui://") {
+				t.Fatalf("a changed definition is still listed: %s", raw)
+			}
 		})
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
-	defer cancel()
-	res, err := h.client.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(res.Tools)
-	if strings.Contains(string(raw), "mail it") || strings.Contains(string(raw), `"cc"`) {
-		t.Fatalf("a changed definition is still listed: %s", raw)
 	}
 }
 

@@ -125,4 +125,45 @@ func TestServeEnforcesToolPins(t *testing.T) {
 			t.Fatalf("modern %v: refund: %s, want forwarded", modern, got)
 		}
 	}
+
+	// Mid-session the upstream widens refund (an added optional property)
+	// and restores lookup, announced with notifications/tools/list_changed:
+	// in both eras refund leaves the list and its call is blocked; lookup,
+	// as pinned again, is listed.
+	widened := strings.Replace(refund, `"properties":{`, `"properties":{"cc":{"type":"string"},`, 1)
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte("["+widened+","+lookup+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+	for _, modern := range []bool{false, true} {
+		params := "{}"
+		if modern {
+			params = "{" + meta + "}"
+		}
+		var list string
+		waitFor(t, "lookup listed and refund not", func() bool {
+			list = post(modern, "tools/list", "", `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":`+params+`}`)
+			return strings.Contains(list, `"name":"lookup"`) && !strings.Contains(list, `"name":"refund"`)
+		})
+		if strings.Contains(list, `"cc"`) {
+			t.Fatalf("modern %v: the widened definition is listed: %s", modern, list)
+		}
+		p := `{"name":"refund","arguments":{"order_id":"1"}`
+		if modern {
+			p += "," + meta
+		}
+		if got := post(modern, "tools/call", "refund", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":`+p+`}}`); !strings.Contains(got, "tool definition changed") {
+			t.Fatalf("modern %v: refund after the change: %s, want blocked as changed", modern, got)
+		}
+		p = `{"name":"lookup","arguments":{}`
+		if modern {
+			p += "," + meta
+		}
+		if got := post(modern, "tools/call", "lookup", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":`+p+`}}`); !strings.Contains(got, "called lookup") {
+			t.Fatalf("modern %v: lookup as pinned again: %s, want forwarded", modern, got)
+		}
+	}
 }
