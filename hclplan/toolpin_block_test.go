@@ -110,8 +110,17 @@ func TestDocsToolPinExampleParses(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("the documented example does not parse: %s", diags.Error())
 	}
-	if tp := p.Steps[0].ToolPin; tp == nil || tp.Description == nil {
+	if tp := p.Steps[0].ToolPin; tp == nil || tp.Description == nil || tp.Definition == nil {
 		t.Fatalf("example parsed to %+v", p.Steps[0])
+	}
+	// The summary the section shows is the one plan show writes.
+	_, shown, _ := strings.Cut(rest, "```text\n")
+	shown, _, _ = strings.Cut(shown, "```")
+	sum := Summary(p)
+	for _, line := range strings.Split(strings.TrimSpace(shown), "\n")[1:] {
+		if !strings.Contains(sum, line+"\n") {
+			t.Errorf("plan show does not write the documented line %q:\n%s", line, sum)
+		}
 	}
 }
 

@@ -130,7 +130,7 @@ type toolsOptions struct {
 func (o *toolsOptions) flags() []cli.Flag {
 	return append(o.upstreamOptions.flags(),
 		&cli.BoolFlag{Name: "json", Usage: "print the raw tools/list result (input of plan validate --tools)", Destination: &o.JSON},
-		&cli.BoolFlag{Name: "pins", Usage: "print a tool_pin block (digest and description) for every tool, to paste into a plan's steps", Destination: &o.Pins})
+		&cli.BoolFlag{Name: "pins", Usage: "print a tool_pin block (digest, description and definition) for every tool, to paste into a plan's steps", Destination: &o.Pins})
 }
 
 func toolsCommand() *cli.Command {
