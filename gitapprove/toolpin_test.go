@@ -65,6 +65,9 @@ func TestUpdateToolPin(t *testing.T) {
 			t.Fatalf("step %s: pin %+v\n%s", s.Name, s.ToolPin, out)
 		}
 	}
+	if f, fd := hclplan.Format("p.hcl", out); fd.HasErrors() || string(f) != string(out) {
+		t.Errorf("plan fmt --check would fail on the updated plan: %v\n%s", fd, f)
+	}
 	if !strings.Contains(string(out), "      definition  = <<-JSON\n        {\n") {
 		t.Errorf("the definition is not written as an indented heredoc:\n%s", out)
 	}

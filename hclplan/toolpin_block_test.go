@@ -238,9 +238,13 @@ func TestShowToolPins(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
 	}
+	// As planlock writes the pins, plan fmt --check (CI) passes them.
 	out, fd := Format("toolpins.hcl", src)
 	if fd.HasErrors() {
 		t.Fatal(fd.Error())
+	}
+	if string(out) != string(src) {
+		t.Errorf("plan fmt rewrites the pins as written:\n%s", out)
 	}
 	if q, qd := Parse("toolpins.hcl", out); qd.HasErrors() || string(q.ToolPin("lookup").Definition) != string(p.ToolPin("lookup").Definition) ||
 		string(q.ToolPin("refund_customer").Definition) != string(p.ToolPin("refund_customer").Definition) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/hclplan/toolpin"
 )
 
 // Power says whether a change gives the agent more or less power.
@@ -225,7 +226,80 @@ func (d *differ) toolPin(at string, o, n *hclplan.ToolPin) {
 		if od != nd {
 			d.add(Changed, "%s: pinned description %s → %s", at, md(od), md(nd))
 		}
+		if o.Digest != n.Digest && o.Definition != nil && n.Definition != nil {
+			d.toolDefinition(at, o.Definition, n.Definition)
+		}
 	}
+}
+
+// toolDefinition says what changed between two recorded definitions,
+// member by member of what plan show summarises. Each is Changed: the
+// plan's own constraints still bound the calls; what the agent reads is
+// for the reviewer to judge.
+func (d *differ) toolDefinition(at string, o, n []byte) {
+	was, oerr := toolpin.Summarize(o)
+	now, nerr := toolpin.Summarize(n)
+	if oerr != nil || nerr != nil {
+		return
+	}
+	if was.Title != now.Title {
+		d.add(Changed, "%s: pinned title %s → %s", at, md(was.Title), md(now.Title))
+	}
+	props := func(what string, op, np []toolpin.Property) {
+		old := map[string]toolpin.Property{}
+		for _, p := range op {
+			old[p.Name] = p
+		}
+		for _, p := range np {
+			q, ok := old[p.Name]
+			delete(old, p.Name)
+			switch {
+			case !ok:
+				d.add(Changed, "%s: pinned %s property %s (%s%s) added", at, what, md(p.Name), md(p.Type), map[bool]string{true: ", required", false: ""}[p.Required])
+			case q.Type != p.Type:
+				d.add(Changed, "%s: pinned %s property %s type %s → %s", at, what, md(p.Name), md(q.Type), md(p.Type))
+			case q.Required != p.Required:
+				d.add(Changed, "%s: pinned %s property %s is now %s", at, what, md(p.Name), map[bool]string{true: "required", false: "optional"}[p.Required])
+			}
+		}
+		for _, p := range op {
+			if _, gone := old[p.Name]; gone {
+				d.add(Changed, "%s: pinned %s property %s removed", at, what, md(p.Name))
+			}
+		}
+	}
+	props("input", was.Input, now.Input)
+	switch {
+	case was.Output == nil && now.Output != nil:
+		d.add(Changed, "%s: pinned definition now has an output schema", at)
+	case was.Output != nil && now.Output == nil:
+		d.add(Changed, "%s: pinned definition no longer has an output schema", at)
+	case was.Output != nil:
+		props("output", *was.Output, *now.Output)
+	}
+	members := func(what string, om, nm [][2]string) {
+		old := map[string]string{}
+		for _, m := range om {
+			old[m[0]] = m[1]
+		}
+		for _, m := range nm {
+			v, ok := old[m[0]]
+			delete(old, m[0])
+			switch {
+			case !ok:
+				d.add(Changed, "%s: pinned %s %s = %s added", at, what, md(m[0]), md(m[1]))
+			case v != m[1]:
+				d.add(Changed, "%s: pinned %s %s %s → %s", at, what, md(m[0]), md(v), md(m[1]))
+			}
+		}
+		for _, m := range om {
+			if _, gone := old[m[0]]; gone {
+				d.add(Changed, "%s: pinned %s %s removed", at, what, md(m[0]))
+			}
+		}
+	}
+	members("annotation", was.Annotations, now.Annotations)
+	members("`_meta`", was.Meta, now.Meta)
 }
 
 func (d *differ) arg(at string, o, n *hclplan.Arg) {
