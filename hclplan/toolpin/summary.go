@@ -126,11 +126,11 @@ func members(v json.RawMessage) [][2]string {
 	return out
 }
 
-// Indented is the canonical form of def indented by two spaces, every
+// indented is the canonical form of def indented by two spaces, every
 // character a reader cannot see (or that reorders what they see) written
 // as a JSON \u escape, so that the text is the same definition and shows
 // all of it.
-func Indented(def []byte) (string, error) {
+func indented(def []byte) (string, error) {
 	c, err := Canonical(def)
 	if err != nil {
 		return "", err
@@ -161,7 +161,7 @@ func Indented(def []byte) (string, error) {
 // the indented canonical form, template sequences escaped, each line after
 // indent. It parses back to text whose canonical form is def's.
 func HCL(def []byte, indent string) (string, error) {
-	s, err := Indented(def)
+	s, err := indented(def)
 	if err != nil {
 		return "", err
 	}
