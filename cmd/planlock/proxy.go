@@ -16,6 +16,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/gcfloor"
+	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/planload"
 )
@@ -235,9 +236,9 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		errw(fmt.Sprintf("planlock: plan %s verified: signed by %s at %s (plan %q, %s)", src.File, loaded.Approval.Signer.Identity,
 			loaded.Approval.SignedAt.UTC().Format(time.RFC3339), plan.Name, plan.Digest))
 	}
-	observe, err := o.observe(plan, errw) // proxy_observe.go
-	if err != nil {
-		return err
+	// Checked before anything starts; the gate warns when it starts.
+	if _, err := o.observe(false).For(plan, func(string) {}); err != nil {
+		return runtimeErr(err)
 	}
 	args := o.Args
 	if plan.Upstream != nil && len(args) > 0 && slices.Equal(plan.Upstream.Command, args) {
@@ -294,48 +295,34 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		return err
 	}
 	defer tel.Close()
-	l, err := o.openState(ctx, loaded, tel.OnSync(), tel.OnStateWritable(plan.Name)) // state.go
+	so, err := o.proxyStateOptions(tel.OnSync(), tel.OnStateWritable(plan.Name)) // state.go
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	if err := planload.Admit(ctx, l, loaded); err != nil {
-		return failf("%v", err)
-	}
-	appr, err := o.holdApprovals(ctx, l) // proxy_holds.go
+	holds, err := o.holdOptions.holds(ctx, &o.cmdline, &o.trustOptions, "proxy", o.Plan) // proxy_holds.go
 	if err != nil {
 		return err
 	}
-	if appr != nil {
-		defer appr.Close() // before the ledger closes
+	holds.RepoURL, holds.PlanPath = o.Repo, o.Path
+	if o.typed("state") || o.typed("state-root") {
+		// The holds commands read the same config file; a directory given
+		// on the command line or in the environment must be passed on.
+		holds.LocalWhere = func(dir string) string { return " --state " + shellQuote(dir) }
 	}
-	p, err := proxy.New(proxy.Config{Plan: plan, State: l, Upstream: up, CallTimeout: o.CallTimeout,
-		MaxMessageBytes: o.MaxMessageBytes, Log: o.IO.err, Version: shortVersion(), Approvals: holdApprover(appr), Observe: observe, Observer: tel.Observer})
-	if err != nil {
-		return failf("%v", err)
-	}
+	ro := planrun.Options{State: so, Holds: holds, Observe: o.observe(false), Upstream: up,
+		CallTimeout: o.CallTimeout, MaxMessageBytes: o.MaxMessageBytes, Version: shortVersion(), Observer: tel.Observer,
+		Reload: planrun.Reload{Source: src, Interval: o.ReloadInterval, Sync: repoSyncOf(repoSync), SyncInterval: o.RepoInterval},
+		Log:    errw, LogWriter: o.IO.err}
 	if tel.Metrics != nil {
 		tel.Metrics.SetPlans(1, 0)
-		defer tel.Metrics.WatchHolds(plan.Name, l)()
+		ro.WatchHolds = tel.Metrics.WatchHolds
 	}
-	if iv := o.ReloadInterval; iv > 0 {
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			reloader(src, l, iv, plan.Upstream, p, errw).Run(rctx, loaded)
-		}()
-		defer func() { cancel(); <-done }() // before the ledger closes
-		if repoSync != nil {
-			// Copies what the repository's branches hold next to the
-			// reloader, which verifies it as any changed plan file.
-			rdone := make(chan struct{})
-			go func() { defer close(rdone); repoSync.Run(rctx, o.RepoInterval) }()
-			defer func() { cancel(); <-rdone }()
-		}
-	} else if repoSync != nil {
-		errw("planlock: --reload-interval 0: the plan is fetched from the repository at start only")
+	gate, err := planrun.Open(ctx, loaded, ro)
+	if err != nil {
+		return runtimeErr(err)
 	}
+	defer gate.Close()
+	p := gate.Proxy
 	*started = true
 	// Collections every few MB allocated took a tenth of the CPU per call.
 	defer gcfloor.Start(proxyGCHeadroom)()
@@ -356,6 +343,30 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		return failf("%v", err)
 	}
 	return nil
+}
+
+// repoSyncOf keeps a nil *planload.RepoSync a nil interface.
+func repoSyncOf(rs *planload.RepoSync) interface {
+	Run(context.Context, time.Duration)
+} {
+	if rs == nil {
+		return nil
+	}
+	return rs
+}
+
+// runtimeErr is an error of the gate's runtime (internal/planrun) as the
+// command's: a usage error (exit 2) or a failure (exit 1); an error of the
+// command's own (a flag read while building) is kept as it is.
+func runtimeErr(err error) error {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee
+	case errors.Is(err, planrun.ErrUsage):
+		return usageErrorf("%v", err)
+	}
+	return failf("%v", err)
 }
 
 // proxyGCHeadroom is how far above the live heap the proxy (and serve)

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )
@@ -72,30 +69,8 @@ func (o *planOptions) source(ctx context.Context, cl *cmdline) (planload.Source,
 	return src, nil
 }
 
-// reloader serves a changed plan once it verifies; the upstream cannot
-// change while running, so a plan naming another one is refused.
-func reloader(src planload.Source, l planload.Admitter, interval time.Duration, upstream *hclplan.Upstream, p *proxy.Proxy, errw func(string)) *planload.Reloader {
-	return &planload.Reloader{
-		Source:   src,
-		State:    l,
-		Interval: interval,
-		Accept: func(plan *hclplan.Plan) error {
-			if !sameUpstream(upstream, plan.Upstream) {
-				return fmt.Errorf("plan %q names another upstream than the running one; restart the proxy to change the upstream", plan.Name)
-			}
-			return nil
-		},
-		Swap: func(n *planload.Loaded) error { return p.SetPlan(n.Plan) },
-		Log:  errw,
-	}
-}
-
-func sameUpstream(a, b *hclplan.Upstream) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return slices.Equal(a.Command, b.Command) && a.URL == b.URL && slices.Equal(a.Env, b.Env)
-}
+// sameUpstream reports whether two upstream blocks name the same upstream.
+func sameUpstream(a, b *hclplan.Upstream) bool { return planrun.SameUpstream(a, b) }
 
 // trustArgs are the proxy flags that make a pasted MCP configuration verify
 // the plan as given here: the trust flags (files made absolute, since

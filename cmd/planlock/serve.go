@@ -22,6 +22,7 @@ import (
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/gateway"
 	"github.com/planlock/planlock/internal/gcfloor"
+	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
@@ -33,13 +34,15 @@ type serveOptions struct {
 	cmdline
 	trustOptions
 	Plans, PlansPath, Listen, State, Tokens, LogFormat string
-	Repo, RepoBranch, ApprovalsBranch                  string
+	StateRoot, Repo, RepoBranch                        string
 	RepoInterval                                       time.Duration
 	AllowOrigin                                        cli.StringSlice
 	InsecureSkipVerify, AuditRedact, SyncEachCall      bool
 	ReloadInterval, CallTimeout, DrainTimeout          time.Duration
 	MaxMessageBytes                                    int
 	stateKeyOptions                                    // statekey.go
+	holdOptions                                        // proxy_holds.go: the proxy's hold flags
+	observeOptions                                     // proxy_observe.go: the proxy's observe flags
 	oauthOptions                                       // serve_oauth.go
 	telemetryOptions                                   // telemetry.go
 }
@@ -50,10 +53,10 @@ func (o *serveOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "repo", Usage: "take the plans in --plans from the default branch of Git `URL` and their bundles from the approvals branch; fetch when either moves", Category: repoCategory, Destination: &o.Repo},
 		&cli.DurationFlag{Name: "repo-interval", Value: 30 * time.Second, Usage: "ask the --repo remote whether a branch moved every `DURATION`", Category: repoCategory, Destination: &o.RepoInterval},
 		&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plans are read from (default: the remote's default branch)", Category: repoCategory, Destination: &o.RepoBranch},
-		&cli.StringFlag{Name: "approvals-branch", Value: gitapprove.DefaultApprovalsBranch, Usage: "with --repo, the `BRANCH` the bundles are published on", Category: repoCategory, Destination: &o.ApprovalsBranch},
 		&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.PlansPath},
 		&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.Listen},
-		&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock), or a postgres:// URL holding the state of the one plan served (see planlock state migrate)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state-root", Usage: "with --state postgres://..., the `DIR` keeping each plan's local files (hold requests, Git caches; default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.StateRoot},
 		&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\" (required unless --oauth-issuer)", TakesFile: true, Destination: &o.Tokens},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.AllowOrigin},
 		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "serve the plans without verifying their signatures (unsafe; local experiments only)", Destination: &o.InsecureSkipVerify},
@@ -64,7 +67,7 @@ func (o *serveOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
 		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.SyncEachCall},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.LogFormat},
-	}, slices.Concat(o.stateKeyOptions.flags(), o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
+	}, slices.Concat(o.stateKeyOptions.flags(), o.observeOptions.flags(), o.holdOptions.flags(), o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
 }
 
 func serveCommand() *cli.Command {
@@ -123,7 +126,8 @@ func (o *serveOptions) policy(ctx context.Context) (*sign.Policy, error) {
 // serveEnv are the variables planlock serve reads.
 func serveEnv() []envVar {
 	vars := append([]envVar{stateEnv, tufCacheEnv, xdgConfigEnv}, gcEnv...)
-	return append(append(vars, upstreamEnv...), githubEnv...) // --repo credentials
+	vars = append(append(vars, upstreamEnv...), pgEnv...) // --state postgres://...
+	return append(vars, githubEnv...)                     // --repo credentials, hold pull requests
 }
 
 // newLogger is the structured logger of --log-format.
@@ -151,6 +155,10 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	if o.ReloadInterval <= 0 {
 		return usageErrorf("--reload-interval must be positive")
+	}
+	observe := o.observe(true) // proxy_observe.go
+	if err := observe.Check(); err != nil {
+		return runtimeErr(err)
 	}
 	if o.Repo != "" {
 		if o.PlansPath != "" {
@@ -192,7 +200,15 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		}
 		auths = append(auths, tokens)
 	}
-	state := o.State
+	state, pgURL := o.State, ""
+	if planrun.IsPostgres(state) {
+		state, pgURL = o.StateRoot, o.State // the plans' local files
+	} else if o.StateRoot != "" {
+		if state != "" {
+			return usageErrorf("--state-root applies with --state postgres://... only: --state DIR is serve's state root")
+		}
+		state = o.StateRoot
+	}
 	if state == "" {
 		if state, err = ledger.DefaultDir(); err != nil {
 			return failf("state directory: %v", err)
@@ -231,8 +247,18 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer tel.Close()
+	holds, err := o.holdOptions.holds(ctx, &o.cmdline, &o.trustOptions, "serve", "") // proxy_holds.go
+	if err != nil {
+		return err
+	}
+	holds.RepoURL = o.Repo
+	holds.OnGitHub = func(ctx context.Context, gh *gitapprove.GitHub, base string) {
+		_, _ = checkProtection(ctx, gh, base, func(s string) { log.Warn(strings.TrimPrefix(s, "planlock: ")) })
+	}
+	holds.LocalWhere = func(dir string) string { return " --state " + shellQuote(dir) }
 	g, err := gateway.New(gateway.Config{
-		PlansDir: plansDir, RepoDir: repoDir, Policy: policy, StateDir: state,
+		PlansDir: plansDir, RepoDir: repoDir, Policy: policy, StateDir: state, State: pgURL,
+		Holds: &holds, Observe: observe,
 		Authenticators: auths, Challenge: challenge, Routes: routes,
 		HTTP: front, ReloadInterval: o.ReloadInterval, DrainTimeout: o.DrainTimeout,
 		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall, OnSync: tel.OnSync(), StateKey: stateKey, AcceptUnkeyedState: o.AcceptUnkeyedState},
@@ -283,7 +309,7 @@ func serveRepo(ctx context.Context, o *serveOptions, state string, log *slog.Log
 		OpenRepo: func(ctx context.Context) (*gitapprove.Repo, error) {
 			return gitapprove.OpenRefCache(ctx, url, filepath.Join(dir, "git"), gitapprove.Options{Credentials: creds})
 		},
-		Dir: o.Plans, Branch: o.RepoBranch, Approvals: o.ApprovalsBranch,
+		Dir: o.Plans, Branch: o.RepoBranch, Approvals: o.holdOptions.ApprovalsBranch,
 		Local: filepath.Join(dir, "plans"),
 		Log:   func(s string) { log.Info(strings.TrimPrefix(s, "planlock: ")) },
 	}

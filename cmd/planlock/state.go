@@ -10,122 +10,55 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/planlock/planlock/internal/approvals"
-	"github.com/planlock/planlock/internal/statedir"
-	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
-	"github.com/planlock/planlock/proxy/planload"
 )
 
-// proxyState is what planlock proxy needs of its state: a state directory
-// (*ledger.Ledger) or a PostgreSQL database shared by replicas (pgStore).
-type proxyState interface {
-	proxy.State
-	proxy.Observer
-	planload.Admitter
-	approvals.Store
-	// Dir holds the proxy's local files (hold request files, the Git cache).
-	Dir() string
-	Close() error
-}
-
-// pgStore is a PostgreSQL state with a local directory for the files a
-// proxy keeps besides its state.
-type pgStore struct {
-	*pgstate.Store
-	dir string
-}
-
-func (p pgStore) Dir() string { return p.dir }
-
-// openState opens --state: a postgres:// URL, else a state directory
-// (--state, else the loaded plan's under the state root). onSync
-// (telemetry) gets each journal fdatasync's duration, onWritable
-// (telemetry, may be nil) each change of a disk fault.
-func (o *proxyOptions) openState(ctx context.Context, loaded *planload.Loaded, onSync func(time.Duration), onWritable func(bool)) (proxyState, error) {
-	if !pgstate.IsURL(o.State) {
-		stateDir := o.State
-		var prepared *statedir.Dir
-		if stateDir == "" {
-			d, err := o.planDir(ctx, loaded, o.errw) // proxy_start.go
+// proxyStateOptions are the state options of the proxy's gate
+// (internal/planrun): --state (a postgres:// URL or a directory), else the
+// loaded plan's directory under the state root. onSync (telemetry) gets
+// each journal fdatasync's duration, onWritable (telemetry, may be nil)
+// each change of a disk fault.
+func (o *proxyOptions) proxyStateOptions(onSync func(time.Duration), onWritable func(bool)) (planrun.StateOptions, error) {
+	root, err := o.root()
+	if err != nil && (o.State == "" || pgstate.IsURL(o.State)) {
+		return planrun.StateOptions{}, err // needed for the plan's directory
+	}
+	so := planrun.StateOptions{State: o.State, Root: root, Key: o.key, Log: o.errw,
+		LocalDir: func(d string) { o.localDir = d }}
+	if pgstate.IsURL(o.State) {
+		for _, f := range []string{"audit", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
+			if o.given(f) {
+				return so, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain", f)
+			}
+		}
+	}
+	so.Ledger = ledger.Options{AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
+		SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
+		AcceptUnkeyedState: o.AcceptUnkeyedState,
+		// One stdio client waits for each record anyway; a listener's
+		// sessions share the process's Ps.
+		RawAppends: o.Listen == "",
+		// One line per checkpoint, rotation and at shutdown, for a log
+		// shipper to keep: planlock audit verify --anchor reads it back.
+		OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) },
+		// A disk fault (ENOSPC, EIO, EROFS): calls are refused until the
+		// ledger takes the journal up again by itself; said once each way.
+		OnFault: func(err error) {
 			if err != nil {
-				return nil, err
+				o.errw("planlock: state fault: " + err.Error())
+			} else {
+				o.errw("planlock: state writable again; calls are served")
 			}
-			prepared, stateDir, o.localDir = d, d.Path, d.Path
-		}
-		root := ""
-		if prepared != nil {
-			root, _ = o.root() // the key must not be under the state root either
-		}
-		key, err := o.key(stateDir, root)
-		if err != nil {
-			return nil, err
-		}
-		lo := ledger.Options{Dir: stateDir, AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
-			SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
-			StateKey: key, AcceptUnkeyedState: o.AcceptUnkeyedState,
-			// One stdio client waits for each record anyway; a listener's
-			// sessions share the process's Ps.
-			RawAppends: o.Listen == "",
-			// One line per checkpoint, rotation and at shutdown, for a log
-			// shipper to keep: planlock audit verify --anchor reads it back.
-			OnHead: func(h ledger.Head) { o.errw("planlock: audit head " + h.String()) },
-			// A disk fault (ENOSPC, EIO, EROFS): calls are refused until the
-			// ledger takes the journal up again by itself; said once each way.
-			OnFault: func(err error) {
-				if err != nil {
-					o.errw("planlock: state fault: " + err.Error())
-				} else {
-					o.errw("planlock: state writable again; calls are served")
-				}
-				if onWritable != nil {
-					onWritable(err == nil)
-				}
-			}}
-		if err := o.auditRotateOptions.apply(&lo); err != nil {
-			return nil, err
-		}
-		l, err := ledger.Open(ctx, lo)
-		if err != nil {
-			return nil, failf("%v", err)
-		}
-		if prepared != nil {
-			if err := prepared.Carry(ctx, l); err != nil {
-				l.Close()
-				return nil, failf("%v", err)
+			if onWritable != nil {
+				onWritable(err == nil)
 			}
-		}
-		return l, nil
+		}}
+	if err := o.auditRotateOptions.apply(&so.Ledger); err != nil {
+		return so, err
 	}
-	for _, f := range []string{"audit", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
-		if o.given(f) {
-			return nil, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain", f)
-		}
-	}
-	// Hold request files and the Git cache stay on this machine, in the
-	// plan's directory under the state root.
-	d, err := o.planDir(ctx, loaded, o.errw) // proxy_start.go
-	if err != nil {
-		return nil, err
-	}
-	o.localDir = d.Path
-	key, err := o.key(d.Path)
-	if err != nil {
-		return nil, err
-	}
-	// --sync-each-call: every call in its own transaction, no leases.
-	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.AuditRedact, NoLeases: o.SyncEachCall,
-		StateKey: key, AcceptUnkeyedState: o.AcceptUnkeyedState})
-	if err != nil {
-		return nil, failf("%v", err)
-	}
-	o.errw("planlock: state in " + s.Where())
-	if err := d.Carry(ctx, s); err != nil {
-		s.Close()
-		return nil, failf("%v", err)
-	}
-	return pgStore{Store: s, dir: d.Path}, nil
+	return so, nil
 }
 
 func stateCommand() *cli.Command {

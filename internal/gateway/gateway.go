@@ -26,6 +26,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/internal/telemetry"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -71,7 +72,23 @@ type Config struct {
 	// and reads each served plan's open holds.
 	Metrics Metrics
 	// Ledger are the options of every plan's ledger; Dir is set per plan.
+	// Redact, SyncEachCall, StateKey and AcceptUnkeyedState also apply to
+	// a PostgreSQL State.
 	Ledger ledger.Options
+	// State, a postgres:// URL, keeps the plan served in that database
+	// (one plan per database: another is refused), its local files (hold
+	// requests, Git caches) under StateDir. Empty: each plan's state is a
+	// directory under StateDir.
+	State string
+	// Holds, when set, approves held calls as planlock proxy does: pull
+	// requests on the repository the plan files are checked out from (or
+	// RepoURL), else holds kept in the state and approved with planlock
+	// holds approve. PlanFile, PlanPath and the logs are set per plan. Nil:
+	// holds are kept in the state only.
+	Holds *planrun.HoldOptions
+	// Observe is the operator's observe mode, for every plan (AnyPlan:
+	// each plan observes the steps it has among Observe.Steps).
+	Observe planrun.ObserveOptions
 	// LookupEnv gives the variables a plan's upstream block names; nil
 	// means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -112,11 +129,10 @@ type Gateway struct {
 type entry struct {
 	name   string
 	file   string
-	ledger *ledger.Ledger
+	gate   *planrun.Gate // its state, hold approvals and reloader
 	proxy  *proxy.Proxy
 	mount  *proxy.Mounted
 	stop   context.CancelFunc // the plan's upstream and reloader
-	done   chan struct{}      // closed when its reloader returned
 	stable fileSums           // what the file looked like when loaded
 	// unwatch stops reporting the plan's open holds (Config.Metrics).
 	unwatch func()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/planlock/planlock/internal/planrun"
 )
 
 // healthz answers 200 while the process serves HTTP at all.
@@ -44,10 +46,10 @@ func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 				h.Upstream, h.ready = "unavailable: "+errText(why), false
 			}
 		}
-		if err := e.ledger.Fault(); err != nil {
+		if err := fault(e.gate.State); err != nil {
 			// A disk fault: the ledger refuses calls until it recovers.
 			h.State, h.ready = "not writable: "+err.Error(), false
-		} else if err := writable(e.ledger.Dir()); err != nil {
+		} else if err := writable(e.gate.State.Dir()); err != nil {
 			h.State, h.ready = "not writable: "+err.Error(), false
 		}
 		ready = ready && h.ready
@@ -108,4 +110,12 @@ func writable(dir string) error {
 		err = rerr
 	}
 	return err
+}
+
+// fault is the state's disk fault, nil for a state that has none to report.
+func fault(s planrun.State) error {
+	if f, ok := s.(planrun.Faulter); ok {
+		return f.Fault()
+	}
+	return nil
 }

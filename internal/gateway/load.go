@@ -23,8 +23,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
-	"github.com/planlock/planlock/internal/statedir"
-	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
@@ -193,18 +192,18 @@ func (g *Gateway) add(file string, sums fileSums) {
 		refuse(name, err)
 		return
 	}
+	if planrun.IsPostgres(g.cfg.State) {
+		if served := g.Plans(); len(served) > 0 {
+			refuse(name, fmt.Errorf("the PostgreSQL state holds one plan's state, and plan %q is served from it; serve plan %q from a database of its own (another planlock serve --state postgres://...)", served[0], name))
+			return
+		}
+	}
 	plog := g.log.With("plan", name)
+	logLine := func(s string) { plog.Info(strings.TrimPrefix(s, "planlock: ")) }
 	// The state is kept per signed path and trust policy, never per plan
 	// label (which only names the URL): a relabelled or re-added file
 	// keeps its counts and no-downgrade mark.
-	sd, err := statedir.Prepare(g.run, statedir.Options{Root: g.cfg.StateDir, ID: l.Identity(), Label: name,
-		Log: func(s string) { plog.Info(strings.TrimPrefix(s, "planlock: ")) }})
-	if err != nil {
-		refuse(name, err)
-		return
-	}
 	lo := g.cfg.Ledger
-	lo.Dir = sd.Path
 	lo.OnHead = func(h ledger.Head) { plog.Info("audit head", "head", h.String()) }
 	writable, _ := g.cfg.Metrics.(interface{ SetStateWritable(string, bool) })
 	lo.OnFault = func(err error) {
@@ -217,44 +216,53 @@ func (g *Gateway) add(file string, sums fileSums) {
 			writable.SetStateWritable(name, err == nil)
 		}
 	}
-	led, err := ledger.Open(g.run, lo)
-	if err != nil {
-		refuse(name, err)
-		return
-	}
-	if err := sd.Carry(g.run, led); err != nil {
-		_ = led.Close()
-		refuse(name, err)
-		return
-	}
-	if err := planload.Admit(g.run, led, l); err != nil {
-		_ = led.Close()
-		refuse(name, err)
-		return
-	}
-	p, err := proxy.New(proxy.Config{Plan: l.Plan, State: led, Upstream: up, CallTimeout: g.cfg.CallTimeout,
-		MaxMessageBytes: g.cfg.MaxMessageBytes, Log: &logWriter{log: plog}, Version: g.cfg.Version, Now: g.cfg.Now,
-		Observer: g.cfg.Observer})
-	if err != nil {
-		_ = led.Close()
-		refuse(name, err)
-		return
-	}
 	pctx, stop := context.WithCancel(g.run)
-	e := &entry{name: name, file: file, ledger: led, proxy: p, mount: p.Mount(pctx, "/mcp/"+name), stop: stop,
-		done: make(chan struct{}), stable: sums}
+	ro := planrun.Options{
+		State:    planrun.StateOptions{State: g.cfg.State, Root: g.cfg.StateDir, Ledger: lo, Log: logLine},
+		Observe:  g.cfg.Observe,
+		Upstream: up, CallTimeout: g.cfg.CallTimeout, MaxMessageBytes: g.cfg.MaxMessageBytes,
+		Version: g.cfg.Version, Now: g.cfg.Now, Observer: g.cfg.Observer,
+		Reload: planrun.Reload{Source: src, Interval: g.cfg.ReloadInterval, Accept: func(plan *hclplan.Plan) error {
+			if plan.Name != name {
+				return fmt.Errorf("the file now holds plan %q instead of %q; planlock serve serves a plan under its name: give the new plan its own file", plan.Name, name)
+			}
+			if !sameUpstream(l.Plan.Upstream, plan.Upstream) {
+				return fmt.Errorf("plan %q names another upstream than the running one; remove the file and add it again (or restart) to change the upstream", plan.Name)
+			}
+			return nil
+		}},
+		Log: logLine, LogWriter: &logWriter{log: plog},
+	}
+	if h := g.cfg.Holds; h != nil {
+		ro.Holds = *h
+		ro.Holds.PlanFile, ro.Holds.PlanPath = file, src.Path
+		if h.RepoURL != "" {
+			ro.Holds.PlanFile = src.Path // the plan's path in the repository
+		}
+		ro.Holds.Log, ro.Holds.LogWriter = logLine, ro.LogWriter
+	} else {
+		ro.Holds.NoPRs = true // kept in the state, approved with planlock holds approve
+	}
+	gate, err := planrun.Open(pctx, l, ro)
+	if err != nil {
+		stop()
+		refuse(name, err)
+		return
+	}
+	p := gate.Proxy
+	e := &entry{name: name, file: file, gate: gate, proxy: p, mount: p.Mount(pctx, "/mcp/"+name), stop: stop, stable: sums}
 	g.mu.Lock()
 	if g.byName[name] != nil { // added meanwhile from another file
 		g.mu.Unlock()
 		stop()
-		_ = led.Close()
+		_ = gate.Close()
 		refuse(name, fmt.Errorf("plan %q is already served", name))
 		return
 	}
 	delete(g.refused, file)
 	g.byName[name], g.byFile[file] = e, e
 	if g.cfg.Metrics != nil {
-		e.unwatch = g.cfg.Metrics.WatchHolds(name, led)
+		e.unwatch = g.cfg.Metrics.WatchHolds(name, gate.State)
 	}
 	g.mu.Unlock()
 	if up.URL != "" {
@@ -263,27 +271,6 @@ func (g *Gateway) add(file string, sums fileSums) {
 		// with the plan's first request.
 		go e.mount.Start()
 	}
-	up0 := l.Plan.Upstream
-	rl := &planload.Reloader{
-		Source: src, State: led, Interval: g.cfg.ReloadInterval, Now: g.cfg.Now,
-		Accept: func(plan *hclplan.Plan) error {
-			if plan.Name != name {
-				return fmt.Errorf("the file now holds plan %q instead of %q; planlock serve serves a plan under its name: give the new plan its own file", plan.Name, name)
-			}
-			if !sameUpstream(up0, plan.Upstream) {
-				return fmt.Errorf("plan %q names another upstream than the running one; remove the file and add it again (or restart) to change the upstream", plan.Name)
-			}
-			return nil
-		},
-		Swap: func(n *planload.Loaded) error { return p.SetPlan(n.Plan) },
-		Log:  func(s string) { plog.Info(strings.TrimPrefix(s, "planlock: ")) },
-	}
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		defer close(e.done)
-		rl.Run(pctx, l)
-	}()
 	plog.Info("plan served", "path", "/mcp/"+name, "file", file, "loaded", l.Describe())
 }
 
@@ -312,9 +299,9 @@ func (g *Gateway) closeEntry(e *entry) {
 		g.log.Warn("requests still in flight at the drain timeout", "plan", e.name)
 	}
 	e.stop()
-	<-e.done
+	e.gate.Stop()
 	e.mount.Stop()
-	if err := e.ledger.Close(); err != nil {
+	if err := e.gate.Close(); err != nil {
 		g.log.Error("closing the plan's state", "plan", e.name, "err", err.Error())
 	}
 }

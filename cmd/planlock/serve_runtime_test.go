@@ -1,0 +1,292 @@
+package main
+
+// planlock serve runs each plan on the runtime planlock proxy runs on
+// (internal/planrun): hold pull requests, observe mode and the PostgreSQL
+// state come with it, under the proxy's flags.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/pgtest"
+)
+
+// echoUpstream is a streamable HTTP MCP server with one tool, echo, that
+// answers "echo: <message>".
+func echoUpstream(t *testing.T) string {
+	t.Helper()
+	up := server.NewMCPServer("upstream", "1.0.0")
+	up.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echo: " + req.GetString("message", "")), nil
+	})
+	ups := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStateLess(true)))
+	t.Cleanup(ups.Close)
+	return ups.URL + "/mcp"
+}
+
+// echoPlan is a plan for echoUpstream; extra goes into its step.
+func echoPlan(name, upstream, extra string) string {
+	return `plan "` + name + `" {
+  goal  = "echo"
+  order = "any"
+  upstream {
+    url = "` + upstream + `"
+  }
+  step "say" {
+    tool = "echo"
+    arg "message" { max_length = 10 }
+` + extra + `  }
+}
+`
+}
+
+// startServe runs planlock serve with args (plus a token file for token
+// "tok" bound to every plan and a loopback listener) until the test ends,
+// and returns its base URL and its log.
+func startServe(t *testing.T, args ...string) (string, *peers.SyncBuffer) {
+	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(authn.HashToken("tok")+" ops *\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := &peers.SyncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	argv := append([]string{"planlock", "serve", "--tokens", tokens, "--listen", "127.0.0.1:0", "--reload-interval", "50ms"}, args...)
+	go func() { done <- run(ctx, argv, streams{in: strings.NewReader(""), out: io.Discard, err: log}) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d:\n%s", code, log.String())
+		}
+	})
+	return waitLog(t, log, `at (http://127\.0\.0\.1:\d+)/mcp/<plan>`)[1], log
+}
+
+// callServed calls tool on plan through serve as an MCP client with token
+// "tok", and returns the result's text and whether it is an error.
+func callServed(t *testing.T, base, plan, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tr, err := transport.NewStreamableHTTP(base+"/mcp/"+plan, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "serve-runtime-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var text []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	return strings.Join(text, "\n"), res.IsError
+}
+
+// auditTypes counts the records of the audit logs under root by type and
+// decision ("observe/would_block").
+func auditTypes(t *testing.T, root string) map[string]int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "*", "audit.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no audit log under %s (%v)", root, err)
+	}
+	n := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var r map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			k, _ := r["type"].(string)
+			if d, ok := r["decision"].(string); ok {
+				k += "/" + d
+			}
+			n[k]++
+		}
+	}
+	return n
+}
+
+// TestServeHoldPullRequest: a held call in serve opens its approval pull
+// request on the repository the plans are checked out from, as in proxy.
+func TestServeHoldPullRequest(t *testing.T) {
+	const token = "ghp_serveHoldSecret0123456789"
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	t.Setenv("GITHUB_TOKEN", token)
+	t.Setenv("GH_TOKEN", "")
+	root := t.TempDir()
+	origin, work := filepath.Join(root, "origin.git"), filepath.Join(root, "work")
+	rgit(t, root, "init", "--bare", "-q", "-b", "main", origin)
+	rgit(t, root, "clone", "-q", origin, work)
+	rgit(t, work, "checkout", "-q", "-b", "main")
+	keys := filepath.Join(root, "keys")
+	if code, _, e := planlockRun(t, "keygen", "--out-dir", keys, "--name", "ci"); code != 0 {
+		t.Fatalf("keygen: %s", e)
+	}
+	planFile := filepath.Join(work, "plans", "held.hcl")
+	if err := os.MkdirAll(filepath.Dir(planFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planFile, []byte(echoPlan("held", echoUpstream(t), "    approval = \"each\"\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, e := planlockRun(t, "sign", "--key", filepath.Join(keys, "ci.key"), "--tlog-upload=false", planFile); code != 0 {
+		t.Fatalf("sign: %s", e)
+	}
+	rgit(t, work, "add", "-A")
+	rgit(t, work, "commit", "-q", "-m", "held plan")
+	rgit(t, work, "push", "-q", "origin", "main")
+	gh := githubtest.New(t, "acme", "plans", token)
+
+	base, log := startServe(t, "--plans", filepath.Join(work, "plans"), "--key", filepath.Join(keys, "ci.pub"),
+		"--state", filepath.Join(root, "state"), "--github-api", gh.URL(), "--github-repo", "acme/plans",
+		"--hold-open-wait", "10m", "--hold-status-cache", "0")
+	waitLog(t, log, `msg="plan served" plan=held`)
+	waitLog(t, log, `holds become approval pull requests on \S*origin\.git \(GitHub pull requests; approvals from planlock/approvals\)" plan=held`)
+	text, isErr := callServed(t, base, "held", "echo", map[string]any{"message": "hi"})
+	if !isErr || !strings.Contains(text, "pull request "+gh.WebURL()) {
+		t.Fatalf("held call answered %v %q, want held with its pull request", isErr, text)
+	}
+	if n := gh.Count(); n != 1 {
+		t.Fatalf("%d pull requests opened, want 1", n)
+	}
+	if body := gh.Pull(1).Body; !strings.Contains(body, "token:ops") {
+		t.Errorf("the pull request does not name the caller:\n%s", body)
+	}
+	if strings.Contains(log.String(), token) {
+		t.Errorf("the GitHub token is in the log")
+	}
+}
+
+// TestServeObserve: serve --mode observe forwards a call the plan would
+// block and audits would_block; --mode enforce (the default) blocks it.
+func TestServeObserve(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	up := echoUpstream(t)
+	for _, tc := range []struct {
+		mode      string
+		forwarded bool
+		record    string
+	}{
+		{"observe", true, "observe/would_block"},
+		{"enforce", false, "decision/block"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			plans, state := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(plans, "obs.hcl"), []byte(echoPlan("obs", up, "")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", state, "--no-hold-prs", "--mode", tc.mode)
+			waitLog(t, log, `msg="plan served" plan=obs`)
+			if tc.mode == "observe" && !strings.Contains(log.String(), `observe mode: plan \"obs\" is NOT enforced`) {
+				t.Errorf("no observe warning in the log:\n%s", log.String())
+			}
+			text, isErr := callServed(t, base, "obs", "echo", map[string]any{"message": "far longer than ten"})
+			if got := !isErr && text == "echo: far longer than ten"; got != tc.forwarded {
+				t.Fatalf("--mode %s: answered %v %q, forwarded %v, want %v", tc.mode, isErr, text, got, tc.forwarded)
+			}
+			if n := auditTypes(t, state); n[tc.record] != 1 {
+				t.Fatalf("--mode %s: audit records %v, want one %s", tc.mode, n, tc.record)
+			}
+		})
+	}
+}
+
+// TestServeObserveUsage: the observe flags are checked as in proxy.
+func TestServeObserveUsage(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "watch"}, `--mode "watch": give enforce or observe`},
+		{[]string{"--mode", "observe", "--observe-step", "say"}, "--mode observe observes every step; --observe-step is for enforce mode"},
+	} {
+		args := append([]string{"serve", "--plans", t.TempDir(), "--insecure-skip-verify", "--tokens", "/nonexistent", "--listen", "127.0.0.1:0"}, tc.args...)
+		code, _, errs := planlockRun(t, args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestServePostgresState: serve --state postgres://... keeps the plan's
+// counts and audit chain in the database (audit verify reads them back);
+// a second plan cannot share the database's one state.
+func TestServePostgresState(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	url := pgtest.Start(t).NewDatabase(t)
+	if code, _, errs := planlockRun(t, "state", "migrate", "--state", url); code != 0 {
+		t.Fatalf("migrate: %s", errs)
+	}
+	up := echoUpstream(t)
+	plans := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(plans, name+".hcl"), []byte(echoPlan(name, up, "    max_calls = 2\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", url, "--no-hold-prs")
+	waitLog(t, log, `msg="plan served" plan=a`)
+	waitLog(t, log, `plan refused: .*PostgreSQL state holds one plan's state.*plan=b`)
+	for i, want := range []bool{false, false, true} {
+		text, isErr := callServed(t, base, "a", "echo", map[string]any{"message": "hi"})
+		if isErr != want {
+			t.Fatalf("call %d: %v %q, want error %v (max_calls = 2)", i+1, isErr, text, want)
+		}
+	}
+	code, out, errs := planlockRun(t, "audit", "export", "--state", url)
+	if code != 0 {
+		t.Fatalf("audit export --state: %d %s", code, errs)
+	}
+	if n := strings.Count(out, `"decision":"allow"`); n != 2 {
+		t.Fatalf("the database holds %d allowed calls, want 2:\n%s", n, out)
+	}
+	if code, out, errs := planlockRun(t, "audit", "verify", "--state", url); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("audit verify --state: %d %q %q", code, out, errs)
+	}
+}
