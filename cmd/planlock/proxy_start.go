@@ -18,11 +18,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/internal/oneline"
-	"github.com/planlock/planlock/internal/statedir"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
-	"github.com/planlock/planlock/proxy/planload"
 )
 
 // stateOptions are the state directory flags of the proxy and of the
@@ -49,23 +47,6 @@ func (o *stateOptions) root() (string, error) {
 		return "", failf("state directory: %v", err)
 	}
 	return r, nil
-}
-
-// planDir is the proxy's directory under the state root: one per signed
-// path and trust policy (planload.Identity), never per plan label, so that
-// proxies of different plans never share a lock and a plan relabelled,
-// renamed on disk or removed and added again keeps its state. A directory
-// the earlier layout kept per plan label is migrated once (statedir).
-func (o *stateOptions) planDir(ctx context.Context, l *planload.Loaded, errw func(string)) (*statedir.Dir, error) {
-	root, err := o.root()
-	if err != nil {
-		return nil, err
-	}
-	d, err := statedir.Prepare(ctx, statedir.Options{Root: root, ID: l.Identity(), Label: l.Plan.Name, Log: errw})
-	if err != nil {
-		return nil, failf("state directory: %v", err)
-	}
-	return d, nil
 }
 
 const proxyLogName = "proxy.log"

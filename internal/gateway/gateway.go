@@ -116,7 +116,6 @@ type Gateway struct {
 	refused map[string]refusal // files not served, by file
 	// run is the context upstreams live in; set by Serve.
 	run context.Context
-	wg  sync.WaitGroup // reloaders
 
 	scanMu sync.Mutex
 	scanSt scanState
