@@ -1,0 +1,116 @@
+package planrun
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/planload"
+)
+
+const testPlan = `plan "p" {
+  goal  = "echo"
+  order = "any"
+  step "say" {
+    tool = "echo"
+  }
+  step "shout" {
+    tool = "echo_loud"
+  }
+}
+`
+
+func parse(t *testing.T) *hclplan.Plan {
+	t.Helper()
+	p, diags := hclplan.Parse("p.hcl", []byte(testPlan))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return p
+}
+
+// TestObserveFor: the observe flags as proxy (one plan: a step it lacks
+// is a usage error) and serve (any plan: observed where the plan has it)
+// read them.
+func TestObserveFor(t *testing.T) {
+	plan := parse(t)
+	for _, tc := range []struct {
+		name      string
+		o         ObserveOptions
+		all       bool
+		steps     []string
+		usage     string // the usage error, "" for none
+		warnWords string // in the start warning, "" for none
+	}{
+		{name: "default enforces", o: ObserveOptions{}},
+		{name: "enforce", o: ObserveOptions{Mode: "enforce"}},
+		{name: "observe", o: ObserveOptions{Mode: "observe"}, all: true, warnWords: `observe mode: plan "p" is NOT enforced`},
+		{name: "steps", o: ObserveOptions{Steps: []string{"shout"}}, steps: []string{"shout"}, warnWords: `observing step(s) shout of plan "p"`},
+		{name: "unknown mode", o: ObserveOptions{Mode: "watch"}, usage: `--mode "watch": give enforce or observe`},
+		{name: "observe with steps", o: ObserveOptions{Mode: "observe", Steps: []string{"say"}}, usage: "--mode observe observes every step"},
+		{name: "a step the plan lacks", o: ObserveOptions{Steps: []string{"nope"}}, usage: `--observe-step "nope": plan "p" has no such step (it has "say", "shout")`},
+		{name: "any plan: the steps it has", o: ObserveOptions{Steps: []string{"nope", "say"}, AnyPlan: true}, steps: []string{"say"}, warnWords: "observing step(s) say"},
+		{name: "any plan: none of them", o: ObserveOptions{Steps: []string{"nope"}, AnyPlan: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var warned []string
+			ob, err := tc.o.For(plan, func(s string) { warned = append(warned, s) })
+			if tc.usage != "" {
+				if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err %v, want a usage error %q", err, tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ob.All != tc.all || !slices.Equal(ob.Steps, tc.steps) {
+				t.Errorf("observe %+v, want all %v steps %v", ob, tc.all, tc.steps)
+			}
+			if got := strings.Join(warned, "\n"); (tc.warnWords == "") != (got == "") || !strings.Contains(got, tc.warnWords) {
+				t.Errorf("warned %q, want %q", got, tc.warnWords)
+			}
+		})
+	}
+}
+
+// TestOpenAndClose: a gate on a state directory with holds kept in the
+// state serves its plan; Close closes the state (it can be opened again)
+// and a second Close does nothing.
+func TestOpenAndClose(t *testing.T) {
+	ctx := context.Background()
+	plan := parse(t)
+	loaded := &planload.Loaded{Plan: plan, File: filepath.Join(t.TempDir(), "p.hcl")}
+	root := t.TempDir()
+	o := Options{State: StateOptions{Root: root}, Holds: HoldOptions{NoPRs: true},
+		Upstream: upstreamForTest()}
+	for range 2 {
+		g, err := Open(ctx, loaded, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Proxy.Plan().Digest != plan.Digest {
+			t.Errorf("the gate serves %s, want %s", g.Proxy.Plan().Digest, plan.Digest)
+		}
+		if !strings.HasPrefix(g.State.Dir(), root) {
+			t.Errorf("state in %s, want under %s", g.State.Dir(), root)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	}
+}
+
+// upstreamForTest names an upstream that is never started: the tests
+// serve no call.
+func upstreamForTest() proxy.UpstreamConfig {
+	return proxy.UpstreamConfig{URL: "http://127.0.0.1:9/mcp"}
+}
