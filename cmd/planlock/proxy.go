@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/boundedio"
 	"github.com/planlock/planlock/internal/gcfloor"
 	"github.com/planlock/planlock/internal/planrun"
@@ -153,46 +151,6 @@ func (o *proxyOptions) listenToken() (string, error) {
 	return token, nil
 }
 
-// upstreamFrom decides the upstream from the plan and the command line:
-// exactly one source may give it.
-func upstreamFrom(plan *hclplan.Plan, planDir string, args []string, url string, envNames []string) (proxy.UpstreamConfig, error) {
-	var up proxy.UpstreamConfig
-	var planCmd []string
-	var planURL string
-	var names []string
-	if plan.Upstream != nil {
-		planCmd, planURL, names = plan.Upstream.CommandIn(planDir), plan.Upstream.URL, plan.Upstream.Env
-	}
-	sources := 0
-	for _, given := range []bool{len(args) > 0, url != "", len(planCmd) > 0, planURL != ""} {
-		if given {
-			sources++
-		}
-	}
-	switch {
-	case sources == 0:
-		return up, usageErrorf("no upstream: give -- COMMAND ARGS..., --upstream-url URL, or an upstream block in the plan")
-	case sources > 1:
-		return up, usageErrorf("the upstream is given more than once (plan upstream block, -- COMMAND, --upstream-url): give exactly one; when the plan has an upstream block, the signed plan decides")
-	}
-	up.URL = url + planURL
-	if len(args) > 0 {
-		up.Command = args
-	} else {
-		up.Command = planCmd
-	}
-	if len(up.Command) > 0 {
-		env, err := proxy.UpstreamEnv(append(append([]string{}, names...), envNames...), os.LookupEnv)
-		if err != nil {
-			return up, usageErrorf("%v", err)
-		}
-		up.Env = env
-	} else if len(envNames) > 0 {
-		return up, usageErrorf("--env applies to a stdio upstream only")
-	}
-	return up, nil
-}
-
 // loadPlan reads the plan file once; the signature (when verified) and the
 // parser see the same bytes (package planload).
 func loadPlan(ctx context.Context, src planload.Source, errw func(string)) (*planload.Loaded, error) {
@@ -246,9 +204,9 @@ func serveProxy(ctx context.Context, o *proxyOptions, started *bool) error {
 		errw("planlock: note: the plan's upstream block already names this upstream; -- COMMAND is not needed")
 		args = nil
 	}
-	up, err := upstreamFrom(plan, filepath.Dir(loaded.File), args, o.UpstreamURL, o.Env.Value())
+	up, err := planrun.Upstream(loaded, planrun.UpstreamGiven{Command: args, URL: o.UpstreamURL, Env: o.Env.Value()}, os.LookupEnv)
 	if err != nil {
-		return err
+		return runtimeErr(err)
 	}
 	up.Stderr = o.IO.err
 	var ln net.Listener

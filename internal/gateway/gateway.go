@@ -24,12 +24,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/authn"
 	"github.com/planlock/planlock/internal/planrun"
 	"github.com/planlock/planlock/internal/telemetry"
 	"github.com/planlock/planlock/proxy"
 	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )
 
@@ -401,19 +401,14 @@ func (g *Gateway) challenge(r *http.Request, err error) string {
 }
 
 // upstreamOf is the plan's upstream as its signed upstream block says.
-func (g *Gateway) upstreamOf(plan *hclplan.Plan, planFile string) (proxy.UpstreamConfig, error) {
-	var up proxy.UpstreamConfig
+func (g *Gateway) upstreamOf(l *planload.Loaded) (proxy.UpstreamConfig, error) {
+	plan := l.Plan
 	if plan.Upstream == nil || (len(plan.Upstream.Command) == 0 && plan.Upstream.URL == "") {
-		return up, fmt.Errorf("plan %q has no upstream block; planlock serve takes each plan's upstream from the signed plan", plan.Name)
+		return proxy.UpstreamConfig{}, fmt.Errorf("plan %q has no upstream block; planlock serve takes each plan's upstream from the signed plan", plan.Name)
 	}
-	up.URL = plan.Upstream.URL
-	up.Command = plan.Upstream.CommandIn(filepath.Dir(planFile))
-	if len(up.Command) > 0 {
-		env, err := proxy.UpstreamEnv(plan.Upstream.Env, g.cfg.LookupEnv)
-		if err != nil {
-			return up, err
-		}
-		up.Env = env
+	up, err := planrun.Upstream(l, planrun.UpstreamGiven{}, g.cfg.LookupEnv)
+	if err != nil {
+		return up, err
 	}
 	if g.cfg.UpstreamStderr != nil {
 		up.Stderr = &logWriter{log: g.cfg.UpstreamStderr(plan.Name)}

@@ -187,7 +187,7 @@ func (g *Gateway) add(file string, sums fileSums) {
 		refuse(name, fmt.Errorf("plan %q is already served from %s", name, other.file))
 		return
 	}
-	up, err := g.upstreamOf(l.Plan, l.File)
+	up, err := g.upstreamOf(l)
 	if err != nil {
 		refuse(name, err)
 		return
