@@ -160,6 +160,13 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err := observe.Check(); err != nil {
 		return runtimeErr(err)
 	}
+	holds, err := o.holdOptions.holds(ctx, &o.cmdline, &o.trustOptions, "serve", "") // proxy_holds.go
+	if err != nil {
+		return err
+	}
+	if err := holds.Check(); err != nil {
+		return runtimeErr(err)
+	}
 	if o.Repo != "" {
 		if o.PlansPath != "" {
 			return usageErrorf("--plans-path does not go with --repo: --plans is then the directory's path in the repository")
@@ -247,10 +254,6 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer tel.Close()
-	holds, err := o.holdOptions.holds(ctx, &o.cmdline, &o.trustOptions, "serve", "") // proxy_holds.go
-	if err != nil {
-		return err
-	}
 	holds.RepoURL = o.Repo
 	holds.OnGitHub = func(ctx context.Context, gh *gitapprove.GitHub, base string) {
 		_, _ = checkProtection(ctx, gh, base, func(s string) { log.Warn(strings.TrimPrefix(s, "planlock: ")) })

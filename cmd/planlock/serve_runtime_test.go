@@ -235,7 +235,8 @@ func TestServeObserve(t *testing.T) {
 	}
 }
 
-// TestServeObserveUsage: the observe flags are checked as in proxy.
+// TestServeObserveUsage: the observe and hold flags are checked at start
+// as in proxy, before any plan is loaded.
 func TestServeObserveUsage(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	for _, tc := range []struct {
@@ -244,6 +245,8 @@ func TestServeObserveUsage(t *testing.T) {
 	}{
 		{[]string{"--mode", "watch"}, `--mode "watch": give enforce or observe`},
 		{[]string{"--mode", "observe", "--observe-step", "say"}, "--mode observe observes every step; --observe-step is for enforce mode"},
+		{[]string{"--github-repo", "bad"}, `serve: --github-repo wants OWNER/REPO, not "bad"`},
+		{[]string{"--github-api", "http://example.com"}, "serve: --github-api must be an https URL"},
 	} {
 		args := append([]string{"serve", "--plans", t.TempDir(), "--insecure-skip-verify", "--tokens", "/nonexistent", "--listen", "127.0.0.1:0"}, tc.args...)
 		code, _, errs := planlockRun(t, args...)

@@ -82,6 +82,28 @@ func (o *HoldOptions) log(s string) {
 	}
 }
 
+// Check refuses GitHub options that could open no pull request on any
+// remote (--github-repo not OWNER/REPO, --github-api not https), so that
+// a command serving many plans says so at start, not once per plan.
+func (o HoldOptions) Check() error {
+	if o.NoPRs || (o.GitHubAPI == "" && o.GitHubRepo == "") {
+		return nil
+	}
+	// The token and the remote only make NewForge look at the options.
+	c := o.Credentials
+	c.GitHubToken = "check"
+	_, _, err := gitapprove.NewForge(c, gitapprove.ForgeOptions{RemoteURL: "https://github.com/owner/repo.git", APIURL: o.GitHubAPI, Repo: o.GitHubRepo})
+	return forgeErr(o.Command, err)
+}
+
+// forgeErr is a forge options error as a usage error of cmd.
+func forgeErr(cmd string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return usagef("%s: %s", cmd, strings.TrimPrefix(err.Error(), gitapprove.ErrBadForgeOptions.Error()+": "))
+}
+
 // OpenApprovals sets up approval pull requests for holds: the plan's Git
 // repository (a private bare clone under the state's directory), GitHub
 // when a token and a GitHub remote are there, and the trust policy that
@@ -135,7 +157,7 @@ func OpenApprovals(ctx context.Context, o HoldOptions, st State) (Approver, erro
 	creds := o.Credentials
 	forge, why, err := gitapprove.NewForge(creds, gitapprove.ForgeOptions{RemoteURL: remote, APIURL: o.GitHubAPI, Repo: o.GitHubRepo})
 	if err != nil {
-		return nil, usagef("%s: %s", o.Command, strings.TrimPrefix(err.Error(), gitapprove.ErrBadForgeOptions.Error()+": "))
+		return nil, forgeErr(o.Command, err)
 	}
 	sum := sha256.Sum256([]byte(remote))
 	cache := filepath.Join(st.Dir(), "git", hex.EncodeToString(sum[:8]))
