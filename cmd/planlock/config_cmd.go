@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/internal/settings"
 )
 
 func configCommand() *cli.Command {
@@ -90,13 +92,13 @@ func runShow(c *cli.Context, args []string) error {
 	return app.RunContext(c.Context, append([]string{"planlock"}, args...))
 }
 
-func showSettings(c *cli.Context, cfg *operatorConfig, sources map[string]source, args []string) error {
+func showSettings(c *cli.Context, cfg *settings.Config, sources map[string]settings.Source, args []string) error {
 	w := c.App.Writer
 	switch {
-	case cfg.path != "":
-		fmt.Fprintf(w, "config file: %s\n", cfg.path)
+	case cfg.Path != "":
+		fmt.Fprintf(w, "config file: %s\n", cfg.Path)
 	default:
-		p, err := defaultConfigPath()
+		p, err := settings.DefaultPath()
 		if err != nil {
 			p = "$XDG_CONFIG_HOME/planlock/config.hcl"
 		}
@@ -128,10 +130,10 @@ func flagValue(c *cli.Context, f cli.Flag) string {
 	return v
 }
 
-func sourceOf(f cli.Flag, sources map[string]source, args []string) string {
+func sourceOf(f cli.Flag, sources map[string]settings.Source, args []string) string {
 	name := f.Names()[0]
 	if s, ok := sources[name]; ok {
-		return s.kind + " " + s.where
+		return s.Kind + " " + s.Where
 	}
 	if flagGiven(args, f.Names()) {
 		return "flag"

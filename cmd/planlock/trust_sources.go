@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/planlock/planlock/internal/settings"
 )
 
 // Trust settings come from three places, like every flag: the command line,
@@ -181,8 +183,8 @@ func (r *trustResolver) describe(name string, o origin) string {
 			}
 		}
 	case originConfig:
-		m, _ := r.c.App.Metadata[configSourcesKey].(map[string]source)
-		return fmt.Sprintf("%s (config file %s)", configKey(f), m[name].where)
+		m, _ := r.c.App.Metadata[settings.SourcesKey].(map[string]settings.Source)
+		return fmt.Sprintf("%s (config file %s)", configKey(f), m[name].Where)
 	}
 	return "--" + name
 }
