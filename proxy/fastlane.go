@@ -22,10 +22,12 @@ import (
 // goroutines, each of which costs about as much as the gate, the count and
 // the audit record together on a busy machine. It takes the same road as
 // every call (openCall → gate.Decide → act → run → forward) and answers
-// what the MCP server would. What it does not take is handed to the MCP
-// server unchanged (a request with _meta, a task, a tool the server does
-// not know, an id in flight already), or, once decided, continued on a
-// worker (a hold, a pin read, a hold consumed: they wait on the network).
+// what the MCP server would, in either protocol era (laneera.go). What it
+// does not take is handed to the MCP server unchanged (a task, a
+// multi-round retry, a _meta the server refuses, a tool the server does not
+// know, an id in flight already), or, once decided, continued on a worker
+// (a hold, a pin read, a hold consumed: they wait on the network; a call
+// with a progress token, whose notifications come before its answer).
 
 // answerLater is how a call forwarded without waiting is answered: one
 // value per call, its steps methods (closures would cost an allocation
@@ -35,6 +37,7 @@ type answerLater struct {
 	id       json.RawMessage // as the client wrote it
 	key      string          // id, as f.calls knows it
 	tc       *toolCall       // nil until the call is opened
+	modern   bool            // a request of protocol 2026-07-28 (laneera.go)
 	answered atomic.Bool     // the client waits for exactly one answer
 }
 
@@ -44,7 +47,7 @@ func (a *answerLater) answer(res *mcp.CallToolResult) {
 	if a.answered.Swap(true) {
 		return
 	}
-	defer a.f.w.writeResult(a.id, res)
+	defer a.f.w.writeResult(a.f.p, a.id, res, a.modern)
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(a.f.p.cfg.Log, "planlock proxy: panic ending a call's observation: %v\n", r)
@@ -207,12 +210,13 @@ func readFastParams(params []byte) (fastParams, bool) {
 }
 
 // laneParams reads a tools/call's params for a fast lane; false when the
-// call is not plain: a field the lane leaves to the MCP server (_meta, a
-// task, multi-round-trip input), a number the server would refuse, or a
-// tool the server does not list (its own answer and audit for that).
+// call is not plain: a field the lane leaves to the MCP server (a task,
+// multi-round-trip input), a number the server would refuse, or a tool the
+// server does not list (its own answer and audit for that). _meta is read
+// by readLaneEra.
 func (p *Proxy) laneParams(params []byte) (fastParams, bool) {
 	ps, ok := readFastParams(params)
-	if !ok || ps.Meta != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
+	if !ok || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
 		return ps, false
 	}
 	names := p.callable.Load()
@@ -229,6 +233,10 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	if !ok {
 		return false
 	}
+	era, ok := readLaneEra(ps.Meta)
+	if !ok {
+		return false
+	}
 	key := string(id)
 	f.mu.Lock()
 	_, busy := f.calls[key]
@@ -239,11 +247,12 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	}
 	f.p.fastTaken.Add(1)
 	// id is the reader's buffer; the answer may come later.
-	later := &answerLater{f: f, id: append(json.RawMessage(nil), id...), key: key}
+	later := &answerLater{f: f, id: append(json.RawMessage(nil), id...), key: key, modern: era.modern()}
 	req := mcp.CallToolRequest{}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
+	req.Params.Meta = era.meta
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic handling a client message: %v\n", r)
@@ -253,19 +262,20 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 			}
 		}
 	}()
-	tc, res := f.p.openCall(f.ctx, req)
+	tc, res := f.p.openCall(f.p.eraContext(f.ctx, era), req)
 	if tc == nil {
 		later.answered.Store(true)
-		f.w.writeResult(later.id, res)
+		f.w.writeResult(f.p, later.id, res, later.modern)
 		return true
 	}
 	later.tc = tc
 	for n := 1; ; n++ {
 		d := tc.decide(f.p)
-		if !fastDecision(d) || f.sharesDisk(tc, d) {
-			// It waits on the network (or on a disk others could share):
-			// on a worker, as the server would run it, cancelled by the
-			// client as the server's would be.
+		if !fastDecision(d) || era.progress() || f.sharesDisk(tc, d) {
+			// It waits on the network (or on a disk others could share,
+			// or for its progress to be written): on a worker, as the
+			// server would run it, cancelled by the client as the
+			// server's would be.
 			ctx, cancel := context.WithCancel(tc.ctx)
 			tc.ctx = ctx
 			later.track(func(string) { cancel() })

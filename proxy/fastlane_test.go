@@ -25,7 +25,19 @@ import (
 )
 
 // fastPlan exercises each way a call can go on the test upstream.
-var fastPlan = lanePlan(4, "")
+var fastPlan = lanePlan(4, progressStep)
+
+// progressStep allows the test upstream's progress tool.
+const progressStep = `
+  step "progress" {
+    tool      = "progress"
+    max_calls = 6
+    arg "steps" { max = 3 }
+  }`
+
+// modernMembers is the _meta members of a tools/call of protocol 2026-07-28
+// with no optional client capability.
+const modernMembers = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
 
 // lanePlan is the fast lanes' test plan: echo allowed echoCalls times, and
 // more steps after the four every lane test uses.
@@ -214,6 +226,48 @@ var fastScript = []struct {
 	{"long integer id", []string{`{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`}},
 	{"escaped string id", []string{`{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`}},
 	{"wrong jsonrpc version", []string{`{"jsonrpc":"1.0","id":15,"method":"tools/call","params":{"name":"echo","arguments":{"message":"v"}}}`}},
+	// Both protocol eras: _meta with a progress token, and the requests of
+	// 2026-07-28, which carry their era in _meta.
+	{"progress token", []string{`{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"progress","arguments":{"steps":2},"_meta":{"progressToken":"p-1"}}}`}},
+	{"modern", []string{`{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"_meta":{` + modernMembers + `}}}`}},
+	{"modern with client info and capabilities", []string{`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"2"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`}},
+	{"modern with a progress token", []string{`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"progress","arguments":{"steps":3},"_meta":{"progressToken":7,` + modernMembers + `}}}`}},
+	{"modern argument over its bound", []string{`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"slow","arguments":{"ms":99999},"_meta":{` + modernMembers + `}}}`}},
+	{"modern tool outside the plan", []string{`{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"name":"flood","arguments":{},"_meta":{` + modernMembers + `}}}`}},
+	{"modern unknown tool", []string{`{"jsonrpc":"2.0","id":24,"method":"tools/call","params":{"name":"nope","arguments":{},"_meta":{` + modernMembers + `}}}`}},
+	{"modern approval each holds", []string{`{"jsonrpc":"2.0","id":25,"method":"tools/call","params":{"name":"big","arguments":{"bytes":20},"_meta":{` + modernMembers + `}}}`}},
+	{"modern arguments not an object", []string{`{"jsonrpc":"2.0","id":26,"method":"tools/call","params":{"name":"slow","arguments":[1],"_meta":{` + modernMembers + `}}}`}},
+	{"modern without client capabilities", []string{`{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`}},
+	{"modern of an unknown version", []string{`{"jsonrpc":"2.0","id":28,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`}},
+	{"modern retry", []string{`{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"requestState":"s","_meta":{` + modernMembers + `}}}`}},
+	{"_meta not an object", []string{`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"_meta":[1]}}`}},
+	{"_meta null", []string{`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1},"_meta":null}}`}},
+}
+
+// laneModernCalls is a modern call on each way through a lane: allowed,
+// with a progress token, blocked.
+var laneModernCalls = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{` + modernMembers + `}}}`,
+	`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{"steps":2},"_meta":{"progressToken":"t",` + modernMembers + `}}}`,
+	`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"far too long a message"},"_meta":{` + modernMembers + `}}}`,
+}
+
+// TestFastLaneTakesModernCalls: the stdio lane takes the calls of protocol
+// 2026-07-28, and answers them as that era's: resultType and the server's
+// identity in every result.
+func TestFastLaneTakesModernCalls(t *testing.T) {
+	ln := newLane(t, true)
+	for i, line := range laneModernCalls {
+		before := ln.p.fastTaken.Load()
+		ln.send(line)
+		a := ln.answer()
+		if !strings.Contains(a, `"resultType":"complete"`) || !strings.Contains(a, `"io.modelcontextprotocol/serverInfo":{"name":"planlock"`) {
+			t.Errorf("call %d: not a modern answer: %s", i+1, a)
+		}
+		if n := ln.p.fastTaken.Load() - before; n != 1 {
+			t.Errorf("call %d: the fast lane took %d calls, want 1", i+1, n)
+		}
+	}
 }
 
 // TestFastLaneAnswersAsTheServer runs one script against the proxy with
@@ -242,8 +296,8 @@ func TestFastLaneAnswersAsTheServer(t *testing.T) {
 			t.Errorf("%s: answers differ\nserver:    %s\nfast lane: %s", step.name, got[0], got[1])
 		}
 	}
-	if n := fast.p.fastTaken.Load(); n < 8 {
-		t.Errorf("the fast lane took %d calls, want the 8 plain ones at least", n)
+	if n := fast.p.fastTaken.Load(); n < 16 {
+		t.Errorf("the fast lane took %d calls, want the 16 plain ones of both eras at least", n)
 	}
 	if n := slow.p.fastTaken.Load(); n != 0 {
 		t.Errorf("the fast lane took %d calls while off", n)
@@ -259,7 +313,11 @@ func TestFastLaneAnswersAsTheServer(t *testing.T) {
 		}
 		return out
 	}
+	// The lane writes a success's outcome record after its answer.
 	a, b := recs(slow), recs(fast)
+	for deadline := time.Now().Add(20 * time.Second); len(b) < len(a) && time.Now().Before(deadline); b = recs(fast) {
+		time.Sleep(time.Millisecond)
+	}
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("audit records differ:\nserver:\n%s\nfast lane:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}

@@ -21,18 +21,21 @@ import (
 // tools/call about five times (envelope, protocol era, message, _meta,
 // params), starts a goroutine to forward the session's notifications and
 // encodes the answer reflectively: together more than the gate, the count
-// and both audit records of the call. The lane reads a plain tools/call of
-// an initialised session with one validating scan (envelope.go), runs it
-// on the request's goroutine through the same middleware and handler the
-// server would (handleCall: openCall → Decide → act → run → forward), and
-// writes the answer the server would. Anything else (another method, a
-// _meta, a task, an unknown tool, an id in flight already, a header or
-// session the server would refuse or treat differently, a session with
-// notifications waiting for it) goes to the server unchanged.
+// and both audit records of the call. The lane reads a plain tools/call (of
+// an initialised session, or of protocol 2026-07-28, which has none) with
+// one validating scan (envelope.go), runs it on the request's goroutine
+// through the same middleware and handler the server would (handleCall:
+// openCall → Decide → act → run → forward), and writes the answer the
+// server would for the request's era (laneera.go). Anything else (another
+// method, a task, a multi-round retry, an unknown tool, an id in flight
+// already, a _meta, header or session the server would refuse or treat
+// differently, a session with notifications waiting for it) goes to the
+// server unchanged.
 //
 // What the server's forwarder would write on the call's response, an
-// upstream log message routed to the call (routeLog), the lane writes
-// too, turning the answer into an event stream as the server does.
+// upstream log message routed to the call (routeLog) or the call's
+// progress (relayNotification), the lane writes too, turning the answer
+// into an event stream as the server does.
 // Notifications not for the call (list changes) wait in the session's
 // queue for the session's GET stream or next request; a request that
 // finds them waiting goes to the server, which writes them.
@@ -59,21 +62,32 @@ func (l *httpLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.next.ServeHTTP(w, r)
 		return
 	}
-	sid := r.Header.Get(server.HeaderKeySessionID)
-	if v := r.Header.Get(mcp.HeaderProtocolVersion); sid == "" || rebinding(r) ||
-		(v != "" && (!mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v))) {
+	v := r.Header.Get(mcp.HeaderProtocolVersion)
+	modern := mcp.IsModernProtocol(v)
+	var sid string
+	var sess server.ClientSession
+	switch {
+	case rebinding(r) || (v != "" && !mcp.IsValidProtocolVersion(v)):
 		l.next.ServeHTTP(w, r)
 		return
-	}
-	sess := l.p.registeredSession(sid)
-	// Notifications waiting for the session go out with the server's next
-	// answer to it, as they would have with the last one's.
-	if sess == nil || len(sess.NotificationChannel()) > 0 {
-		l.next.ServeHTTP(w, r)
-		return
+	case modern:
+		// No session (checkSession took off any ID): a session of the
+		// request's own, as the server gives each modern request.
+		sess = newLaneSession()
+	default:
+		sid = r.Header.Get(server.HeaderKeySessionID)
+		if sid != "" {
+			sess = l.p.registeredSession(sid)
+		}
+		// Notifications waiting for the session go out with the server's
+		// next answer to it, as they would have with the last one's.
+		if sess == nil || len(sess.NotificationChannel()) > 0 {
+			l.next.ServeHTTP(w, r)
+			return
+		}
 	}
 	body, err := readBody(r)
-	if err == nil && l.take(w, r, sid, sess, body) {
+	if err == nil && l.take(w, r, sid, sess, modern, body) {
 		return
 	}
 	// The server reads the body as it came, read error included.
@@ -82,8 +96,9 @@ func (l *httpLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // take answers a plain tools/call, or a cancellation of one the lane is
-// running; false leaves the request to the server.
-func (l *httpLane) take(w http.ResponseWriter, r *http.Request, sid string, sess server.ClientSession, body []byte) bool {
+// running; false leaves the request to the server. modern: the request's
+// header names protocol 2026-07-28, and sid is "".
+func (l *httpLane) take(w http.ResponseWriter, r *http.Request, sid string, sess server.ClientSession, modern bool, body []byte) bool {
 	env, ok := scanEnvelope(body)
 	if !ok || env.result != nil || env.err != nil {
 		return false
@@ -93,9 +108,9 @@ func (l *httpLane) take(w http.ResponseWriter, r *http.Request, sid string, sess
 	}
 	switch method, _ := plainString(env.method); method {
 	case string(mcp.MethodToolsCall):
-		return env.id != nil && l.call(w, r, sid, sess, env.id, env.params)
+		return env.id != nil && l.call(w, r, sid, sess, modern, env.id, env.params)
 	case string(mcp.MethodNotificationCancelled):
-		if env.id == nil && l.cancel(sid, env.params) {
+		if env.id == nil && (!modern || modernNotification(r.Header, env.params)) && l.cancel(sid, env.params) {
 			w.WriteHeader(http.StatusAccepted) // the server's answer to a notification
 			return true
 		}
@@ -104,7 +119,7 @@ func (l *httpLane) take(w http.ResponseWriter, r *http.Request, sid string, sess
 }
 
 // call runs a tools/call as the server would; false when it is not plain.
-func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess server.ClientSession, id, params json.RawMessage) bool {
+func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess server.ClientSession, modern bool, id, params json.RawMessage) bool {
 	key, ok := cancelKey(sid, id)
 	if !ok {
 		return false
@@ -113,7 +128,13 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithCancel(l.p.srv.WithContext(r.Context(), sess))
+	// The era is the header's and the body's alike (else the server
+	// answers the mismatch).
+	era, ok := readLaneEra(ps.Meta)
+	if !ok || era.modern() != modern || modern && !l.p.modernHeaders(r.Header, era, ps.Name, params) {
+		return false
+	}
+	ctx, cancel := context.WithCancel(l.p.eraContext(l.p.srv.WithContext(r.Context(), sess), era))
 	defer cancel()
 	l.mu.Lock()
 	if _, busy := l.calls[key]; busy {
@@ -128,13 +149,14 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 		l.mu.Unlock()
 	}()
 	l.p.fastTaken.Add(1)
-	hc := &httpCall{w: w}
+	hc := &httpCall{w: w, p: l.p, modern: modern}
 	ctx = context.WithValue(ctx, httpCallKey{}, hc)
 	req := mcp.CallToolRequest{}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Header = r.Header
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
+	req.Params.Meta = era.meta
 	defer hc.runAfter() // after the answer, whatever happens to it
 	res, err := l.handle(ctx, req)
 	if err == nil && res == nil {
@@ -155,8 +177,20 @@ func (l *httpLane) handle(ctx context.Context, req mcp.CallToolRequest) (res *mc
 	return l.p.inflight.middleware(l.p.handleCall)(ctx, req)
 }
 
+// modernNotification reports whether the server's transport takes a
+// modern notification (validateModernRequest): its _meta names the
+// header's version, and no Last-Event-ID.
+func modernNotification(h http.Header, params json.RawMessage) bool {
+	var ps struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	return json.Unmarshal(params, &ps) == nil && h.Get(mcp.HeaderLastEventID) == "" &&
+		ps.Meta.ProtocolVersion() == h.Get(mcp.HeaderProtocolVersion)
+}
+
 // cancel carries out a notifications/cancelled for a call the lane is
-// running; false when it names none of them.
+// running; false when it names none of them. A modern request's key has
+// no session ID, as the server keys its ephemeral sessions' calls.
 func (l *httpLane) cancel(sid string, params json.RawMessage) bool {
 	var ps struct {
 		RequestID any `json:"requestId"`
@@ -207,6 +241,8 @@ type httpCallKey struct{}
 // for the call, then its answer, as the server writes them.
 type httpCall struct {
 	w       http.ResponseWriter
+	p       *Proxy
+	modern  bool // a request of protocol 2026-07-28: its result is decorated
 	mu      sync.Mutex
 	pending [][]byte // events not yet written
 	stream  bool     // the response is an event stream
@@ -296,7 +332,7 @@ func (c *httpCall) answer(id json.RawMessage, res *mcp.CallToolResult, herr erro
 		e, err = json.Marshal(mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, herr.Error(), nil))
 		b = append(append(append(b, `,"error":`...), e...), '}')
 	default:
-		b, err = appendToolResult(append(b, `,"result":`...), res)
+		b, err = c.p.appendEraResult(append(b, `,"result":`...), res, c.modern)
 		b = append(b, '}')
 	}
 	if err != nil {

@@ -123,6 +123,10 @@ type Proxy struct {
 	fastTaken  atomic.Int64
 	noFastLane bool
 	callable   atomic.Pointer[map[string]bool] // setServerTools
+	// The server's identity, as it names itself in a modern result's
+	// _meta, for the lanes' answers (laneera.go).
+	serverInfo     mcp.Implementation
+	serverInfoJSON []byte
 }
 
 // progressRoute sends an upstream progress token back to the client call
@@ -160,6 +164,8 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Version = "dev"
 	}
 	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}}
+	p.serverInfo = mcp.Implementation{Name: "planlock", Version: cfg.Version}
+	p.serverInfoJSON, _ = json.Marshal(p.serverInfo) // nil: the lanes encode with mcp-go
 	p.ostate = &orderState{State: cfg.State, steps: map[string]int{}}
 	p.cfg.State = p.ostate
 	p.cur.Store(p.newPlanState(cfg.Plan))
@@ -177,7 +183,7 @@ func New(cfg Config) (*Proxy, error) {
 	hooks.AddOnError(p.auditUnknownTool)
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, true) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.trackSession(s, false) })
-	p.srv = server.NewMCPServer("planlock", cfg.Version,
+	p.srv = server.NewMCPServer(p.serverInfo.Name, p.serverInfo.Version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
 		server.WithHooks(hooks),
@@ -399,7 +405,10 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 			params[k] = v
 		}
 		params["progressToken"] = route.token
-		if err := p.srv.SendNotificationToClient(route.ctx, n.Method, params); err == nil {
+		// A call on the HTTP fast lane writes it on its own response, where
+		// the server's forwarder would (httpfast.go).
+		hc, lane := route.ctx.Value(httpCallKey{}).(*httpCall)
+		if lane && hc.notify(n.Method, params) || p.srv.SendNotificationToClient(route.ctx, n.Method, params) == nil {
 			route.sent.Add(1)
 			if sp := p.progressCounts(route.ctx); sp != nil {
 				sp.queued.Add(1)

@@ -239,13 +239,14 @@ func (w *messageWriter) write(m any) {
 	}
 }
 
-// writeResult answers request id (as the client wrote it) with res.
-func (w *messageWriter) writeResult(id json.RawMessage, res *mcp.CallToolResult) {
+// writeResult answers request id (as the client wrote it) with res, as the
+// server answers a request of its era (modern: of protocol 2026-07-28).
+func (w *messageWriter) writeResult(p *Proxy, id json.RawMessage, res *mcp.CallToolResult, modern bool) {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":`...)
-	b, err := appendToolResult(b, res)
+	b, err := p.appendEraResult(b, res, modern)
 	if err != nil {
 		fmt.Fprintf(w.log, "planlock proxy: encode a message to the client: %v\n", err)
 		return
