@@ -618,3 +618,102 @@ func laneProxy(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledge
 	p.noFastLane = !fast
 	return p, l, filepath.Join(dir, "audit.jsonl")
 }
+
+// TestLanesTakeTheDefaultClientsCalls: mcp-go's default client (protocol
+// 2026-07-28: server/discover, _meta on every request, the standard headers
+// and no session over HTTP) has its calls taken by the fast lane over
+// stdio and over HTTP, with and without a progress token, and reads each
+// answer as a complete result.
+func TestLanesTakeTheDefaultClientsCalls(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, tr := range []string{"stdio", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			var c *client.Client
+			var p *Proxy
+			if tr == "stdio" {
+				var l *ledger.Ledger
+				p, l, _ = laneProxy(t, fastPlan, true, nil)
+				cr, pw := io.Pipe()
+				pr, cw := io.Pipe()
+				sctx, stop := context.WithCancel(ctx)
+				served := make(chan struct{})
+				go func() {
+					defer close(served)
+					_ = p.ServeStdio(sctx, cr, cw)
+				}()
+				t.Cleanup(func() {
+					pr.Close()
+					pw.Close()
+					stop()
+					<-served
+					l.Close()
+				})
+				c = client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))))
+			} else {
+				s := newHTTPSide(t, true)
+				p = s.p
+				ht, err := transport.NewStreamableHTTP(s.url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c = client.NewClient(ht)
+			}
+			defer c.Close()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Initialize(ctx, mcp.InitializeRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !mcp.IsModernProtocol(res.ProtocolVersion) {
+				t.Fatalf("the default client negotiated %s", res.ProtocolVersion)
+			}
+			if err := p.WaitUpstream(ctx); err != nil {
+				t.Fatal(err)
+			}
+			progress := make(chan mcp.JSONRPCNotification, 10)
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == string(mcp.MethodNotificationProgress) {
+					progress <- n
+				}
+			})
+			for _, tt := range []struct {
+				tool  string
+				args  map[string]any
+				token mcp.ProgressToken
+				want  string
+			}{
+				{"echo", map[string]any{"message": "hi"}, nil, "hi"},
+				{"progress", map[string]any{"steps": 2}, "tok", "2"},
+			} {
+				before := p.fastTaken.Load()
+				req := mcp.CallToolRequest{}
+				req.Params.Name, req.Params.Arguments = tt.tool, tt.args
+				if tt.token != nil {
+					req.Params.Meta = &mcp.Meta{ProgressToken: tt.token}
+				}
+				r, err := c.CallTool(ctx, req)
+				if err != nil || r.IsError || len(r.Content) != 1 {
+					t.Fatalf("%s: %v %+v", tt.tool, err, r)
+				}
+				if text, _ := contentText(r.Content[0]); !strings.Contains(text, tt.want) || r.ResultType != mcp.ResultTypeComplete {
+					t.Errorf("%s: %q (resultType %q)", tt.tool, text, r.ResultType)
+				}
+				if n := p.fastTaken.Load() - before; n != 1 {
+					t.Errorf("%s: the fast lane took %d calls, want 1", tt.tool, n)
+				}
+			}
+			// The progress came before the answer, under the client's token.
+			select {
+			case n := <-progress:
+				if tok := n.Params.AdditionalFields["progressToken"]; tok != "tok" {
+					t.Errorf("progress under token %v", tok)
+				}
+			default:
+				t.Error("no progress notification before the answer")
+			}
+		})
+	}
+}
