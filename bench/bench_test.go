@@ -53,6 +53,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -199,7 +200,11 @@ func proxyFlags(kind string) []string {
 	return nil
 }
 
-func connect(b *testing.B, tr transport.Interface) *client.Client {
+// connect starts a client on tr: a legacy one (initialize, protocol
+// 2025-11-25), or with modern mcp-go v1.2.1's default client (no pinned
+// version: server/discover, protocol 2026-07-28, _meta on every request),
+// which must have negotiated that era.
+func connect(b *testing.B, tr transport.Interface, modern bool) *client.Client {
 	b.Helper()
 	c := client.NewClient(tr)
 	ctx := context.Background()
@@ -207,13 +212,24 @@ func connect(b *testing.B, tr transport.Interface) *client.Client {
 		b.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if !modern {
+		init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	}
 	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
+	res, err := c.Initialize(ctx, init)
+	if err != nil {
 		b.Fatal(err)
+	}
+	if modern && !mcp.IsModernProtocol(res.ProtocolVersion) {
+		b.Fatalf("the default client negotiated protocol %s, not 2026-07-28", res.ProtocolVersion)
 	}
 	return c
 }
+
+// clientEra splits a transport as the benchmarks name it: "stdio" and
+// "http" are measured with a legacy client, "stdio-modern" and
+// "http-modern" with a modern one (connect).
+func clientEra(tr string) (base string, modern bool) { return strings.CutSuffix(tr, "-modern") }
 
 // echo makes one call; it reports a failure with Error (it also runs on
 // goroutines of its own) and stops the calling goroutine.
@@ -237,6 +253,7 @@ var kinds = []string{"direct", "passthrough", "planlock", "planlock-memstate", "
 // ("stdio" or "http"); pid is the relay's process (the upstream's when direct).
 func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 	b.Helper()
+	tr, modern := clientEra(tr)
 	if tr == "stdio" {
 		cmd := stdioCommand(b, kind)
 		var started *exec.Cmd
@@ -245,7 +262,7 @@ func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 				started = exec.CommandContext(ctx, command, args...)
 				started.Env = append(os.Environ(), env...)
 				return started, nil
-			})))
+			})), modern)
 		return c, started.Process.Pid
 	}
 	url, pid := serveHTTPProc(b, kind)
@@ -253,7 +270,7 @@ func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return connect(b, t), pid
+	return connect(b, t, modern), pid
 }
 
 // BenchmarkLatency is one client's sequential calls to every setup of a
@@ -268,7 +285,7 @@ func dial(b *testing.B, tr, kind string) (c *client.Client, pid int) {
 // rounds also time the disk: "fdatasync" is one 400-byte append and
 // fdatasync after a call, as --sync-each-call makes them.
 func BenchmarkLatency(b *testing.B) {
-	for _, tr := range []string{"stdio", "http"} {
+	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) { latency(b, tr, kindsFor(tr)) })
 	}
 }
@@ -398,10 +415,15 @@ func startURLProc(b *testing.B, name string, args ...string) (string, int) {
 	return "", 0
 }
 
+// transports are the transports the benchmarks measure, each with a
+// legacy client and a modern one (clientEra).
+var transports = []string{"stdio", "http", "stdio-modern", "http-modern"}
+
 // BenchmarkThroughput16 is 16 clients calling at once. Over HTTP each client
-// has its own session; over stdio there is one pipe (one agent process), so
-// the 16 share one session with calls in flight concurrently.
-func BenchmarkThroughput16(b *testing.B) { throughput(b, 16, "stdio", "http") }
+// has its own session (a modern client has none: each request stands
+// alone); over stdio there is one pipe (one agent process), so the 16 share
+// one session with calls in flight concurrently.
+func BenchmarkThroughput16(b *testing.B) { throughput(b, 16, transports...) }
 
 // throughput is clients clients calling at once over each transport of trs.
 func throughput(b *testing.B, clients int, trs ...string) {
@@ -410,7 +432,7 @@ func throughput(b *testing.B, clients int, trs ...string) {
 			b.Run(tr+"/"+kind, func(b *testing.B) {
 				cs := make([]*client.Client, clients)
 				var pid int
-				if tr == "stdio" {
+				if base, modern := clientEra(tr); base == "stdio" {
 					var c *client.Client
 					c, pid = dial(b, tr, kind)
 					defer c.Close()
@@ -425,7 +447,7 @@ func throughput(b *testing.B, clients int, trs ...string) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						cs[i] = connect(b, t)
+						cs[i] = connect(b, t, modern)
 						defer cs[i].Close()
 					}
 				}

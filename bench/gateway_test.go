@@ -150,5 +150,5 @@ func dialGateway(b *testing.B, url, token string) *client.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return connect(b, t)
+	return connect(b, t, false)
 }

@@ -35,10 +35,13 @@ func isNPMPeer(kind string) bool { return slices.Contains(npmPeers, kind) }
 // kindsFor lists the setups measured over transport tr.
 func kindsFor(tr string) []string {
 	ks := slices.Clone(kinds)
+	tr, modern := clientEra(tr)
 	if tr == "stdio" {
 		return append(ks, "floor-lines", "floor-json", "floor-sync")
 	}
-	if os.Getenv("PLANLOCK_BENCH_NPM") != "" {
+	// The npm relays are measured with the legacy client only: their
+	// pinned versions predate protocol 2026-07-28.
+	if !modern && os.Getenv("PLANLOCK_BENCH_NPM") != "" {
 		ks = append(ks, npmPeers...)
 	}
 	return ks
@@ -176,7 +179,7 @@ func processCPU(pid int) (time.Duration, error) {
 }
 
 // BenchmarkThroughput64 is 64 HTTP sessions calling at once.
-func BenchmarkThroughput64(b *testing.B) { throughput(b, 64, "http") }
+func BenchmarkThroughput64(b *testing.B) { throughput(b, 64, "http", "http-modern") }
 
 // rssKB is a process's resident set size in KiB.
 func rssKB(b *testing.B, pid int) float64 {
@@ -221,7 +224,7 @@ func BenchmarkMemoryIdleSessions(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					c := connect(b, t)
+					c := connect(b, t, false)
 					echo(b, c)
 					cs = append(cs, c)
 				}
@@ -264,7 +267,7 @@ func BenchmarkMemoryPlan10000Steps(b *testing.B) {
 				started = exec.CommandContext(ctx, command, args...)
 				started.Env = append(os.Environ(), env...)
 				return started, nil
-			})))
+			})), false)
 		echo(b, c)
 		b.ReportMetric(rssKB(b, started.Process.Pid)/1024, "rss-MB")
 		c.Close()

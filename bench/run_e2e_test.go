@@ -42,22 +42,33 @@ func TestBenchRunQuick(t *testing.T) {
 		t.Error(p)
 	}
 
+	// Every target, for the legacy client and the modern one.
 	targets := regexp.MustCompile(`(?m)^- (.*): (met|NOT met)$`)
 	got := targets.FindAllStringSubmatch(table, -1)
-	for _, want := range []string{
-		"stdio p50 added by planlock ≤ 2× the line copier's",
-		"stdio CPU per call ≤ 1.3× the bare relay's",
-		"HTTP p99 ≤ 1.2× the bare relay's",
-		"HTTP 16 sessions calls/s ≥ 1.0× the bare relay's",
-		"HTTP 64 sessions calls/s ≥ 1.0× the bare relay's",
-		"stdio p50 with --sync-each-call ≤ the bare relay's p50 + 1 fdatasync",
-	} {
-		found := false
-		for _, m := range got {
-			found = found || strings.HasPrefix(m[1], want)
+	for _, era := range []string{"", "modern client: "} {
+		for _, want := range []string{
+			"stdio p50 added by planlock ≤ 2× the line copier's",
+			"stdio CPU per call ≤ 1.3× the bare relay's",
+			"HTTP p99 ≤ 1.2× the bare relay's",
+			"HTTP 16 sessions calls/s ≥ 1.0× the bare relay's",
+			"HTTP 64 sessions calls/s ≥ 1.0× the bare relay's",
+			"stdio p50 with --sync-each-call ≤ the bare relay's p50 + 1 fdatasync",
+		} {
+			found := false
+			for _, m := range got {
+				found = found || strings.HasPrefix(m[1], era+want)
+			}
+			if !found {
+				t.Errorf("no verdict for %q:\n%s", era+want, table)
+			}
 		}
-		if !found {
-			t.Errorf("no verdict for %q:\n%s", want, table)
+	}
+	for _, want := range []string{
+		"| stdio, modern client, 1 client, sequential, p50 latency (µs) |",
+		"| HTTP, modern client, 16 concurrent clients (calls/s) |",
+	} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `.*: (met|NOT met) \|$`).MatchString(table) {
+			t.Errorf("no row with a verdict %q:\n%s", want, table)
 		}
 	}
 
@@ -67,7 +78,7 @@ func TestBenchRunQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tr := range []string{"stdio", "http"} {
+	for _, tr := range []string{"stdio", "http", "stdio-modern", "http-modern"} {
 		line := regexp.MustCompile(`(?m)^BenchmarkLatency/` + tr + `-\d+\s.*$`).Find(rawOut)
 		want := []string{"direct:p50-µs", "planlock:p50-µs", "planlock:p99-µs", "passthrough:cpu-µs/call"}
 		if tr == "stdio" { // the disk, timed in the same rounds

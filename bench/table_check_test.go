@@ -26,6 +26,16 @@ var relaySetups = []struct {
 	{"`mcp-proxy` 6.7.19 (npm)", false, true, "npm relays skipped"},
 	{"`supergateway` 4.0.0 (npm)", false, true, "npm relays skipped"},
 	{"`@civic/passthrough-mcp-server` 0.12.1 (npm)", false, true, "npm relays skipped"},
+	// The same with a modern client (mcp-go v1.2.1's default, protocol
+	// 2026-07-28); the npm relays are measured with the legacy one only.
+	{"direct (no relay), modern client", true, true, ""},
+	{"floor: Go line copier, modern client", true, false, ""},
+	{"floor: copier + 1 JSON decode/encode each way, modern client", true, false, ""},
+	{"floor: copier + append & fdatasync of each request, modern client", true, false, ""},
+	{"bare mcp-go relay (bench/passthrough), modern client", true, true, ""},
+	{"planlock proxy, modern client", true, true, ""},
+	{"planlock proxy, state on memory (/dev/shm), modern client", true, true, "state on memory"},
+	{"planlock proxy --sync-each-call, modern client", true, true, ""},
 }
 
 // relayTableProblems checks the structure of the relay table bench/run
@@ -58,7 +68,7 @@ func relayTableProblems(table, why string) []string {
 		}
 		for i, c := range cells {
 			want := i < 2 && s.stdio || i >= 2 && s.http
-			if got := isFigure(c, i == 0 && s.label == "direct (no relay)"); got != want {
+			if got := isFigure(c, i == 0 && strings.HasPrefix(s.label, "direct (no relay)")); got != want {
 				out = append(out, fmt.Sprintf("row %q, column %d = %q; a figure: %v, want %v", s.label, i+2, c, got, want))
 			}
 		}
@@ -94,7 +104,7 @@ func TestRelayTableProblems(t *testing.T) {
 					cells[i] = strconv.Itoa(10 + i)
 				}
 			}
-			if s.label == "direct (no relay)" {
+			if strings.HasPrefix(s.label, "direct (no relay)") {
 				cells[0] += " (itself)"
 			}
 			if edit != nil {
@@ -140,6 +150,12 @@ func TestRelayTableProblems(t *testing.T) {
 			}
 			return c
 		}), "", `no row "planlock proxy"`},
+		{"a modern row missing", full(func(l string, c []string) []string {
+			if l == "planlock proxy, modern client" {
+				return nil
+			}
+			return c
+		}), "", `no row "planlock proxy, modern client"`},
 		{"npm rows left out, stderr says why", full(func(l string, c []string) []string {
 			if strings.Contains(l, "(npm)") {
 				return nil

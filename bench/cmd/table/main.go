@@ -150,19 +150,26 @@ func write(w io.Writer, r results) {
 		{"planlock-memstate", ", state on memory"},
 		{"planlock-sync-each-call", ", --sync-each-call"},
 	}
-	for _, tr := range []struct{ key, label string }{{"stdio", "stdio"}, {"http", "HTTP"}} {
+	// Each transport with a legacy client and a modern one (mcp-go
+	// v1.2.1's default client, protocol 2026-07-28); every target holds
+	// for both.
+	for _, tr := range []struct{ key, label string }{
+		{"stdio", "stdio"}, {"http", "HTTP"},
+		{"stdio-modern", "stdio, modern client"}, {"http-modern", "HTTP, modern client"},
+	} {
+		base := strings.TrimSuffix(tr.key, "-modern")
 		for _, q := range []string{"p50-µs", "p99-µs"} {
 			for _, m := range modes {
 				d, dok := r.get("Latency/"+tr.key+"/direct", q)
 				p, pok := r.get("Latency/"+tr.key+"/passthrough", q)
 				l, lok := r.get("Latency/"+tr.key+"/"+m.kind, q)
-				if m.suffix != "" && !lok {
-					continue // an older run without this mode
+				if (m.suffix != "" || base != tr.key) && !lok {
+					continue // an older run without this mode or client
 				}
 				target := ""
 				// The fdatasync target is the disk's; the state on memory
 				// has its own, next to the floor (relay.go).
-				if q == "p50-µs" && tr.key == "stdio" && m.kind != "planlock-memstate" && pok && lok && syncOK {
+				if q == "p50-µs" && base == "stdio" && m.kind != "planlock-memstate" && pok && lok && syncOK {
 					limit := 1.2*p + sync
 					target = fmt.Sprintf("≤ 1.2× pass-through + 1 fdatasync = %.0f µs: %s", limit, verdict(l <= limit))
 				}
@@ -174,11 +181,11 @@ func write(w io.Writer, r results) {
 			d, dok := r.get("Throughput16/"+tr.key+"/direct", "calls/s")
 			p, pok := r.get("Throughput16/"+tr.key+"/passthrough", "calls/s")
 			l, lok := r.get("Throughput16/"+tr.key+"/"+m.kind, "calls/s")
-			if m.suffix != "" && !lok {
+			if (m.suffix != "" || base != tr.key) && !lok {
 				continue
 			}
 			target := ""
-			if tr.key == "http" && m.suffix == "" && pok && lok {
+			if base == "http" && m.suffix == "" && pok && lok {
 				target = "≥ 0.8× pass-through: " + verdict(l >= 0.8*p)
 			}
 			row(fmt.Sprintf("%s, 16 concurrent clients%s (calls/s)", tr.label, m.suffix), num(d, dok), num(p, pok), num(l, lok), ratio(l, lok, p, pok), target)

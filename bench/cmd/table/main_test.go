@@ -15,12 +15,14 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // files: every figure lands in its row, ratios and verdicts are computed; a
 // run from before the state-on-memory setup prints without its rows, and
 // one from before the fdatasync timed in the latency rounds takes the
-// targets' fdatasync from BenchmarkFdatasync.
+// targets' fdatasync from BenchmarkFdatasync; one with a modern client has
+// its rows and targets for that client too.
 func TestWriteGolden(t *testing.T) {
 	for _, tt := range []struct{ raw, golden, cpu string }{
 		{"raw.txt", "table.md", "Oxide Virtual Turin-like Processor"},
 		{"memstate-raw.txt", "memstate-table.md", "AMD EPYC"},
 		{"fdatasync-raw.txt", "fdatasync-table.md", "AMD EPYC"},
+		{"modern-raw.txt", "modern-table.md", "AMD EPYC"},
 	} {
 		t.Run(tt.raw, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", tt.raw))

@@ -10,13 +10,15 @@ import (
 
 // The relay table of recorded runs (floor, npm relays, CPU per call,
 // memory; the later ones with the state on memory, then with the copier
-// that syncs and the fdatasync timed in the latency rounds), against their
-// golden files; a run without the floor has none.
+// that syncs and the fdatasync timed in the latency rounds, the last with a
+// modern client too), against their golden files; a run without the floor
+// has none.
 func TestWriteRelayGolden(t *testing.T) {
 	for _, tt := range []struct{ raw, golden string }{
 		{"relay-raw.txt", "relay.md"},
 		{"memstate-raw.txt", "memstate-relay.md"},
 		{"fdatasync-raw.txt", "fdatasync-relay.md"},
+		{"modern-raw.txt", "modern-relay.md"},
 	} {
 		t.Run(tt.raw, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", tt.raw))
@@ -117,7 +119,7 @@ func TestRelayTargetSyncEachCall(t *testing.T) {
 // there is none.
 func targetLine(r results, prefix string) string {
 	var got string
-	for _, l := range relayTargets(r) {
+	for _, l := range relayTargets(r, "") {
 		if strings.HasPrefix(l, prefix) {
 			got = l
 		}
