@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -713,6 +714,58 @@ func TestLanesTakeTheDefaultClientsCalls(t *testing.T) {
 				}
 			default:
 				t.Error("no progress notification before the answer")
+			}
+		})
+	}
+}
+
+// TestModernHeadersAsTheServerChecksThem: the HTTP lane takes a modern
+// call only when mcp-go's server would take its headers: the version in
+// the header and _meta alike, Mcp-Method and Mcp-Name matching the body,
+// and an Mcp-Param-* header for each argument the tool's schema binds
+// (x-mcp-header), with the argument's value.
+func TestModernHeadersAsTheServerChecksThem(t *testing.T) {
+	p, l, _ := laneProxy(t, fastPlan, true, nil)
+	defer l.Close()
+	p.srv.AddTool(mcp.Tool{Name: "bound", RawInputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, nil)
+	p.srv.AddTool(mcp.Tool{Name: "escaped", RawInputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-head\u0065r":"Region"}}}`)}, nil)
+	p.srv.AddTool(mcp.Tool{Name: "plain", RawInputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string"}}}`)}, nil)
+	era, ok := readLaneEra(json.RawMessage(`{` + modernMembers + `}`))
+	if !ok || !era.modern() {
+		t.Fatal("a modern _meta not read as modern")
+	}
+	for _, tt := range []struct {
+		name, tool, args string
+		headers          map[string]string
+		want             bool
+	}{
+		{"plain tool", "plain", `{"region":"eu"}`, nil, true},
+		{"bound argument with its header", "bound", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "eu"}, true},
+		{"bound argument without its header", "bound", `{"region":"eu"}`, nil, false},
+		{"bound argument, another value", "bound", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "us"}, false},
+		{"escaped binding without its header", "escaped", `{"region":"eu"}`, nil, false},
+		{"escaped binding with its header", "escaped", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "eu"}, true},
+		{"Mcp-Name of another tool", "plain", `{}`, map[string]string{mcp.HeaderName: "bound"}, false},
+		{"no Mcp-Method", "plain", `{}`, map[string]string{mcp.HeaderMethod: ""}, false},
+		{"another version in the header", "plain", `{}`, map[string]string{mcp.HeaderProtocolVersion: "2025-11-25"}, false},
+		{"Last-Event-ID", "plain", `{}`, map[string]string{mcp.HeaderLastEventID: "3"}, false},
+		{"unknown tool", "nope", `{}`, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			h.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+			h.Set(mcp.HeaderMethod, "tools/call")
+			h.Set(mcp.HeaderName, tt.tool)
+			for k, v := range tt.headers {
+				if v == "" {
+					h.Del(k)
+					continue
+				}
+				h.Set(k, v)
+			}
+			params := json.RawMessage(fmt.Sprintf(`{"name":%q,"arguments":%s,"_meta":{%s}}`, tt.tool, tt.args, modernMembers))
+			if got := p.modernHeaders(h, era, tt.tool, params); got != tt.want {
+				t.Errorf("modernHeaders = %v, want %v", got, tt.want)
 			}
 		})
 	}
