@@ -17,7 +17,11 @@
 //     mcp-proxy, supergateway and @civic/passthrough-mcp-server (HTTP).
 //
 // Each setup also reports cpu-µs/call, the CPU time its relay process (the
-// upstream's, when direct) spent per call.
+// upstream's, when direct) spent per call. Every transport is measured with
+// a legacy client (initialize, protocol 2025-11-25: "stdio", "http") and
+// with mcp-go v1.2.1's default client (protocol 2026-07-28, _meta on every
+// request, no HTTP session: "stdio-modern", "http-modern"); the npm relays
+// with the legacy one only.
 //
 // bench/run runs these with the other benchmarks of the repository and prints
 // one table. By hand, from the repository root:
