@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/planlock/planlock/internal/jsonscan"
 )
@@ -47,4 +48,26 @@ func compactFast(dst, src []byte) ([]byte, bool) {
 		}
 	}
 	return append(dst, src[run:end]...), true
+}
+
+// CheckArgs returns the error a record of a call with these arguments
+// would be refused with (Reserve's, Machine.Reserve's), without encoding
+// one: for a store that takes a call's number before it encodes the
+// call's record (pgstate's leases), so that refused arguments take none.
+func CheckArgs(args json.RawMessage, redact bool) error {
+	if len(args) == 0 {
+		return nil // recorded as {}
+	}
+	if redact {
+		_, err := ArgsDigest(args)
+		return err
+	}
+	start := jsonscan.Space(args, 0)
+	if end, err := jsonscan.Value(args, start, 0); err == nil && jsonscan.Space(args, end) == len(args) {
+		return nil
+	}
+	if err := json.Compact(new(bytes.Buffer), args); err != nil {
+		return fmt.Errorf("%w: arguments are not JSON: %v", ErrInvalidArgument, err)
+	}
+	return nil
 }

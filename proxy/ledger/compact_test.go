@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,4 +69,24 @@ func FuzzCompactFast(f *testing.F) {
 			t.Fatalf("%q: compactFast %q, json.Compact %q", src, got, want.Bytes())
 		}
 	})
+}
+
+// CheckArgs refuses exactly the arguments an allow record refuses, with
+// the same error.
+func TestCheckArgsAsRecords(t *testing.T) {
+	for _, args := range []string{``, `{}`, `{"a": [1, 2]}`, ` "x" `, `{"id":`, `{"a":1}}`, `nul`, "{\"a\":\"\xff\"}", `[1,]`} {
+		for _, redact := range []bool{false, true} {
+			r := record{Type: typeDecision}
+			err := argsFields(&r, json.RawMessage(args), redact)
+			if err == nil {
+				if _, eerr := encodeBody(&r); eerr != nil {
+					err = fmt.Errorf("%w: %v", ErrInvalidArgument, eerr)
+				}
+			}
+			got := CheckArgs(json.RawMessage(args), redact)
+			if (got == nil) != (err == nil) || (err != nil && got.Error() != err.Error()) {
+				t.Errorf("%q (redact %v): CheckArgs %v, the record %v", args, redact, got, err)
+			}
+		}
+	}
 }

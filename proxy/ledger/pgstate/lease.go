@@ -143,6 +143,11 @@ func (s *Store) prefetch(k stepKey, gr *grant, rv ledger.Reservation) {
 // reports whether it decided; with a nil error the call may be forwarded
 // once o, its allow record, has committed.
 func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, *op, bool, error) {
+	// Refused arguments take no call of the lease: its allow record could
+	// not be appended.
+	if err := ledger.CheckArgs(rv.Args, s.redact); err != nil {
+		return ledger.Ticket{}, nil, true, err
+	}
 	now := s.now()
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
