@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,6 +173,30 @@ func (p Progress) Calls(i int) int {
 		return 0
 	}
 	return p.used[i]
+}
+
+// Local is p as one replica of a shared state sees it (pgstate): unused[i]
+// calls of step i fewer, which its own leases cover and it has not handed
+// out (Machine.Progress counts them as taken, while the file ledger does
+// not count its lease ahead), and step i done where done[i], a success it
+// queued and the shared state does not hold yet (the file ledger's
+// Complete counts at once). The copy shares nothing with p.
+func (p Progress) Local(unused []int, done []bool) Progress {
+	q := Progress{Current: p.Current, used: slices.Clone(p.used), done: slices.Clone(p.done), held: slices.Clone(p.held)}
+	for i, n := range unused {
+		if i < len(q.used) {
+			q.used[i] = max(q.used[i]-n, 0)
+		}
+	}
+	for i, d := range done {
+		if d {
+			for len(q.done) <= i {
+				q.done = append(q.done, false)
+			}
+			q.done[i] = true
+		}
+	}
+	return q
 }
 
 // HoldState is the life cycle of a hold.

@@ -172,7 +172,8 @@ func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
 		p = &planState{}
 	}
 	if rv.Check != nil {
-		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
+		// The counts Progress reports: other replicas' open leases taken.
+		if err := rv.Check(m.Progress(rv.PlanDigest)); err != nil {
 			return Ticket{}, err
 		}
 	}

@@ -128,11 +128,7 @@ func (m *Machine) Lease(rv Reservation, replica string, ttl time.Duration, now t
 	}
 	now = now.UTC()
 	if rv.Check != nil {
-		p := m.st.plans[rv.PlanDigest]
-		if p == nil {
-			p = &planState{}
-		}
-		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
+		if err := rv.Check(m.Progress(rv.PlanDigest)); err != nil {
 			return LeaseGrant{}, err
 		}
 	}

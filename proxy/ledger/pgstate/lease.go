@@ -155,7 +155,7 @@ func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, *op, bool, error) 
 	if gr != nil && rv.Check != nil && now.Before(gr.useUntil) {
 		// The order rule against this replica's newest view of the chain,
 		// refreshed by every transaction.
-		if err := rv.Check(gr.prog); err != nil {
+		if err := rv.Check(s.localLocked(rv.PlanDigest, gr.prog)); err != nil {
 			return ledger.Ticket{}, nil, true, err
 		}
 	}
@@ -190,14 +190,16 @@ func (s *Store) leased(rv ledger.Reservation) (ledger.Ticket, *op, bool, error) 
 func (s *Store) reserveTx(m *ledger.Machine, rv ledger.Reservation, now time.Time) (ledger.Ticket, error) {
 	if rv.HoldID == "" && !rv.OverLimit {
 		s.lmu.Lock()
+		if rv.Check != nil && s.grants[stepKey{rv.PlanDigest, rv.StepIndex}] != nil {
+			// Before the take: a refused call takes no call number.
+			if err := rv.Check(s.localLocked(rv.PlanDigest, m.Progress(rv.PlanDigest))); err != nil {
+				s.lmu.Unlock()
+				return ledger.Ticket{}, err
+			}
+		}
 		gr, n := s.take(rv, s.now())
 		s.lmu.Unlock()
 		if gr != nil {
-			if rv.Check != nil {
-				if err := rv.Check(m.Progress(rv.PlanDigest)); err != nil {
-					return ledger.Ticket{}, err
-				}
-			}
 			t, err := m.RecordLeased(gr.g, rv.Call, n, now)
 			if err == nil {
 				s.sent[callKey{rv.PlanDigest, rv.StepIndex, n}] = t.Seq
@@ -209,6 +211,7 @@ func (s *Store) reserveTx(m *ledger.Machine, rv ledger.Reservation, now time.Tim
 	s.lmu.Lock()
 	off := s.leaseOff
 	s.lmu.Unlock()
+	rv = s.localCheck(rv)
 	if off { // closing: no new lease
 		return m.Reserve(rv, now)
 	}
@@ -267,4 +270,63 @@ func (s *Store) refreshGrants() {
 	for _, gr := range s.grants {
 		gr.prog = s.m.Progress(gr.g.PlanDigest)
 	}
+}
+
+// unused is the number of calls of gr (and its spare) not handed out yet.
+func (gr *grant) unused() int {
+	n := max(gr.g.Through-gr.next+1, 0)
+	if gr.spare != nil {
+		n += gr.spare.unused()
+	}
+	return n
+}
+
+// localLocked is p, the chain's progress of plan as of the last
+// transaction, as this replica sees it (ledger.Progress.Local): the calls
+// of its own leases it has not handed out are not counted, and the
+// successes it posted count. lmu held.
+func (s *Store) localLocked(plan string, p ledger.Progress) ledger.Progress {
+	var unused []int
+	for k, gr := range s.grants {
+		if k.plan != plan {
+			continue
+		}
+		if n := gr.unused(); n > 0 {
+			for len(unused) <= k.idx {
+				unused = append(unused, 0)
+			}
+			unused[k.idx] += n
+		}
+	}
+	done := s.done[plan]
+	if unused == nil && done == nil {
+		return p
+	}
+	return p.Local(unused, done)
+}
+
+// localCheck gives rv's order check, which the Machine runs with the
+// chain's progress, this replica's view of it.
+func (s *Store) localCheck(rv ledger.Reservation) ledger.Reservation {
+	if check := rv.Check; check != nil {
+		rv.Check = func(p ledger.Progress) error {
+			s.lmu.Lock()
+			p = s.localLocked(rv.PlanDigest, p)
+			s.lmu.Unlock()
+			return check(p)
+		}
+	}
+	return rv
+}
+
+// markDone counts a posted success of step i at once (see Store.done).
+func (s *Store) markDone(plan string, i int) {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	d := s.done[plan]
+	for len(d) <= i {
+		d = append(d, false)
+	}
+	d[i] = true
+	s.done[plan] = d
 }

@@ -100,9 +100,14 @@ type Store struct {
 	leasing  bool
 	replica  string
 	leaseTTL time.Duration
-	lmu      sync.Mutex // guards grants and leaseOff; taken after mu, before qmu
+	lmu      sync.Mutex // guards grants, leaseOff and done; taken after mu, before qmu
 	grants   map[stepKey]*grant
 	leaseOff bool
+	// done marks, by plan digest, the steps whose success this replica
+	// posted (a leased call's outcome): they count at once, as the file
+	// ledger's outcomes do, before the record is committed. A step's
+	// success is never undone, so the marks stay.
+	done map[string][]bool
 
 	// lastFail is the newest failed transaction's error and when, for a
 	// waiter that runs out of time behind it.
@@ -205,7 +210,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s := &Store{where: where, redact: o.Redact, now: o.Now, timeout: o.Timeout, key: o.StateKey,
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 		leasing: !o.NoLeases, replica: o.Replica, leaseTTL: o.LeaseTTL,
-		grants: map[stepKey]*grant{}, sent: map[callKey]uint64{}}
+		grants: map[stepKey]*grant{}, sent: map[callKey]uint64{}, done: map[string][]bool{}}
 	if s.replica == "" {
 		s.replica = replicaID()
 	}
@@ -694,7 +699,7 @@ func (s *Store) Reserve(ctx context.Context, rv ledger.Reservation) (ledger.Tick
 	err := s.do(ctx, func(m *ledger.Machine, now time.Time) error {
 		var err error
 		if !s.leasing {
-			t, err = m.Reserve(rv, now)
+			t, err = m.Reserve(s.localCheck(rv), now)
 			return err
 		}
 		t, err = s.reserveTx(m, rv, now)
@@ -723,6 +728,9 @@ func (s *Store) Complete(ctx context.Context, t ledger.Ticket, o ledger.Outcome)
 			return m.Complete(t, o, now)
 		}
 		if !o.HoldStep {
+			if o.OK && t.StepIndex >= 0 {
+				s.markDone(t.PlanDigest, t.StepIndex)
+			}
 			s.postRetry(fn)
 			return nil
 		}
@@ -777,7 +785,12 @@ func (s *Store) LoadPlan(ctx context.Context, p ledger.PlanLoad) error {
 
 // Progress returns the plan's order state and counts.
 func (s *Store) Progress(planDigest string) (p ledger.Progress) {
-	s.read(func(m *ledger.Machine, _ time.Time) { p = m.Progress(planDigest) })
+	s.read(func(m *ledger.Machine, _ time.Time) {
+		p = m.Progress(planDigest)
+		s.lmu.Lock()
+		p = s.localLocked(planDigest, p)
+		s.lmu.Unlock()
+	})
 	return p
 }
 
