@@ -50,34 +50,19 @@ func (l *Ledger) newHold(c Call, spec HoldSpec, key holdKey, canon []byte, now t
 	if err := l.usableLocked(); err != nil {
 		return Hold{}, nil, err
 	}
-	sha, reason := key.argsSHA, spec.Reason
-	if old, ok := l.st.byKey[key]; ok {
-		h := l.st.holds[old]
-		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
-			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-				Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Caller: c.Caller, ArgsSHA: sha, Reason: firstLine(reason), Hold: old}
-			body, err := encodeBody(&r)
-			if err != nil {
-				return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-			}
-			l.enqueueLocked(body, false)
-			return l.st.decided(h, now), nil, nil
+	if h := l.st.openHold(key, spec, now); h != nil {
+		r := holdAgainRecord(c, spec, h, now)
+		body, err := encodeBody(&r)
+		if err != nil {
+			return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 		}
+		l.enqueueLocked(body, false)
+		return l.st.decided(h, now), nil, nil
 	}
-	id, err := newHoldID()
+	h, r, err := newHold(c, spec, canon, key.argsSHA, l.redact, now)
 	if err != nil {
 		return Hold{}, nil, err
 	}
-	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
-		ArgsSHA256: sha, Reason: firstLine(reason), Cause: spec.Cause, ObservedPin: firstLine(spec.ObservedPin),
-		RequestedBy: c.Caller, State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
-	if !l.redact {
-		h.Args = canon
-	}
-	exp := h.Expires
-	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-		Step: c.Step, StepIndex: &c.StepIndex, Tool: c.Tool, Caller: c.Caller, Args: h.Args, ArgsSHA: sha,
-		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
 	body, err := encodeBody(&r)
 	if err != nil {
 		return Hold{}, nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
@@ -109,8 +94,8 @@ func CauseCovers(have, want string) bool {
 // UpdateHold approves or rejects a pending hold and/or sets its pull
 // request's URL. It returns the hold as updated, durable on return.
 func (l *Ledger) UpdateHold(ctx context.Context, id string, u HoldUpdate) (Hold, error) {
-	if u.State != "" && u.State != HoldApproved && u.State != HoldRejected {
-		return Hold{}, fmt.Errorf("%w: a hold can only be set to approved or rejected, not %q", ErrInvalidArgument, u.State)
+	if err := checkHoldUpdate(u); err != nil {
+		return Hold{}, err
 	}
 	out, b, err := l.updateHold(id, u, l.stamp())
 	if err != nil {
@@ -179,21 +164,6 @@ func (l *Ledger) ListHolds() []Hold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.st.listHolds(l.stamp())
-}
-
-// approvedHoldLocked returns the hold if it may be consumed by this call.
-func (l *Ledger) approvedHoldLocked(id string, c Call, argsSHA string, now time.Time) (*Hold, error) {
-	h := l.st.holds[id]
-	if h == nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownHold, id)
-	}
-	if h.PlanDigest != c.PlanDigest || h.Tool != c.Tool || h.ArgsSHA256 != argsSHA {
-		return nil, fmt.Errorf("%w: hold %s approves another call", ErrHoldMismatch, id)
-	}
-	if st := l.st.decided(h, now).State; st != HoldApproved {
-		return nil, fmt.Errorf("%w: hold %s is %s, not approved", ErrHoldState, id, st)
-	}
-	return h, nil
 }
 
 func newHoldID() (string, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -255,14 +254,8 @@ func argsFields(r *record, args json.RawMessage, redact bool) error {
 // means: do not forward. (After a context cancellation the count may still
 // have been taken.)
 func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
-	if rv.MaxCalls < 1 {
-		return Ticket{}, fmt.Errorf("%w: max_calls %d < 1", ErrInvalidArgument, rv.MaxCalls)
-	}
-	if rv.StepIndex < 0 {
-		return Ticket{}, fmt.Errorf("%w: step index %d", ErrInvalidArgument, rv.StepIndex)
-	}
-	if rv.OverLimit && rv.HoldID == "" {
-		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
+	if err := checkReservation(&rv); err != nil {
+		return Ticket{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Ticket{}, err // the client is gone: take nothing
@@ -270,22 +263,9 @@ func (l *Ledger) Reserve(ctx context.Context, rv Reservation) (Ticket, error) {
 	// The checks run once, under the lock, with the record ready (reserve):
 	// a refused call costs an encoding, every granted one a lock less.
 	now := l.stamp()
-	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
-		Step: rv.Step, StepIndex: &rv.StepIndex, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
-	if err := argsFields(&r, rv.Args, l.redact); err != nil {
-		return Ticket{}, err
-	}
-	var argsSHA string
-	if rv.HoldID != "" {
-		d, err := ArgsDigest(rv.Args)
-		if err != nil {
-			return Ticket{}, err
-		}
-		argsSHA = d
-	}
-	body, err := encodeBody(&r)
+	body, argsSHA, err := allowBody(&rv, l.redact, now)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		return Ticket{}, err
 	}
 	t, b, lease, err := l.reserve(rv, body, argsSHA, now)
 	if err != nil {
@@ -315,15 +295,13 @@ func (l *Ledger) reserve(rv Reservation, body []byte, argsSHA string, now time.T
 	if err := l.usableLocked(); err != nil {
 		return Ticket{}, nil, nil, err
 	}
-	if err := l.precheckLocked(rv); err != nil {
-		return Ticket{}, nil, nil, err
+	taken := 0
+	if p := l.st.plans[rv.PlanDigest]; p != nil && rv.StepIndex < len(p.used) {
+		taken = p.used[rv.StepIndex]
 	}
-	var h *Hold
-	if rv.HoldID != "" {
-		var err error
-		if h, err = l.approvedHoldLocked(rv.HoldID, rv.Call, argsSHA, now); err != nil {
-			return Ticket{}, nil, nil, err
-		}
+	h, err := l.st.admit(&rv, l.st.planView(rv.PlanDigest), taken, argsSHA, now)
+	if err != nil {
+		return Ticket{}, nil, nil, err
 	}
 	i := rv.StepIndex
 	p := l.st.plan(rv.PlanDigest)
@@ -372,39 +350,10 @@ func (l *Ledger) reserve(rv Reservation, body []byte, argsSHA string, now time.T
 			durable = false
 		}
 	}
-	p.used[i], p.names[i] = used, rv.Step
-	p.current = max(p.current, i)
-	if h != nil {
-		h.State, h.Updated = HoldConsumed, now
-		p.held[i] = false
-	}
-	body = append(body, `,"used":`...)
-	body = strconv.AppendInt(body, int64(used), 10)
-	seq, b := l.enqueueLocked(body, durable)
+	l.st.take(&rv, h, now)
+	seq, b := l.enqueueLocked(appendUsed(body, used), durable)
 	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex,
 		Tool: rv.Tool, Used: used, At: now}, b, lease, nil
-}
-
-// precheckLocked applies the gate's Check and max_calls, in the contract's order
-// (order before max_calls). mu must be held.
-func (l *Ledger) precheckLocked(rv Reservation) error {
-	p := l.st.plans[rv.PlanDigest]
-	if p == nil {
-		p = &planState{}
-	}
-	if rv.Check != nil {
-		if err := rv.Check(Progress{Current: p.current, done: p.done, used: p.used, held: p.held}); err != nil {
-			return err
-		}
-	}
-	used := 0
-	if rv.StepIndex < len(p.used) {
-		used = p.used[rv.StepIndex]
-	}
-	if used >= rv.MaxCalls && !rv.OverLimit {
-		return &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: used, Max: rv.MaxCalls}
-	}
-	return nil
 }
 
 // Complete records the upstream's outcome of a reserved call; a success marks
@@ -448,34 +397,8 @@ func (l *Ledger) CompleteLater(ctx context.Context, t Ticket, o Outcome) (write 
 
 // outcome is the record of a call's outcome and its change to the state.
 func (l *Ledger) outcome(t Ticket, o Outcome) (*record, func() error) {
-	now := l.stamp()
-	lat := o.Latency
-	if lat == 0 && !t.At.IsZero() {
-		lat = now.Sub(t.At)
-	}
-	ms := float64(lat.Microseconds()) / 1000
-	ok := o.OK
-	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &t.StepIndex,
-		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
-	if !ok {
-		r.Error = firstLine(o.Err)
-		if r.Error == "" {
-			r.Error = "failed"
-		}
-	}
-	return &r, func() error {
-		if t.StepIndex >= 0 {
-			p := l.st.plan(t.PlanDigest)
-			p.grow(t.StepIndex)
-			if ok {
-				p.done[t.StepIndex] = true
-			}
-			if o.HoldStep {
-				p.held[t.StepIndex] = true
-			}
-		}
-		return nil
-	}
+	r := outcomeRecord(t, o, l.stamp())
+	return &r, func() error { l.st.outcome(t, o); return nil }
 }
 
 // Block records a blocked call. Like Complete, it does not wait for disk.
@@ -489,12 +412,8 @@ func (l *Ledger) Block(ctx context.Context, c Call, reason string) error {
 // commitCallRecord writes a record about one call that changes no count (a
 // block, an observed call) without waiting for disk.
 func (l *Ledger) commitCallRecord(ctx context.Context, typ, decision string, c Call, reason string) error {
-	r := record{Time: l.stamp(), Type: typ, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Caller: c.Caller, Reason: firstLine(reason)}
-	if c.Step != "" {
-		r.StepIndex = &c.StepIndex
-	}
-	if err := argsFields(&r, c.Args, l.redact); err != nil {
+	r, err := callRecord(typ, decision, c, reason, l.redact, l.stamp())
+	if err != nil {
 		return err
 	}
 	return l.commit(ctx, &r, false, nil)
@@ -523,22 +442,11 @@ func (l *Ledger) checkNotOlderLocked(p PlanLoad) error { return l.st.downgrade(p
 // (of its name, without a path); durable on return. A plan signed at the
 // same time as the newest (the same plan, restarted) is accepted.
 func (l *Ledger) LoadPlan(ctx context.Context, p PlanLoad) error {
-	if p.Name == "" || p.SignedAt.IsZero() {
-		return fmt.Errorf("%w: a loaded plan needs a name and a signing time", ErrInvalidArgument)
+	p, r, err := planLoad(p, l.stamp())
+	if err != nil {
+		return err
 	}
-	p.SignedAt = p.SignedAt.UTC()
-	signed := p.SignedAt
-	r := record{Time: l.stamp(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path, SignedTrust: p.Trust, Note: firstLine(p.Note)}
-	if p.Path == "" {
-		r.SignedTrust = "" // a trust policy keys a path's mark only
-	}
-	return l.commit(ctx, &r, true, func() error {
-		if err := l.checkNotOlderLocked(p); err != nil {
-			return err
-		}
-		l.st.raise(PlanLoad{Name: p.Name, Path: r.SignedPath, Trust: r.SignedTrust}, signed)
-		return nil
-	})
+	return l.commit(ctx, &r, true, func() error { return l.st.loadPlan(p) })
 }
 
 // firstLine keeps what the journal records of a reason, error, note or

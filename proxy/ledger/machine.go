@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -155,110 +154,40 @@ func (m *Machine) encode(r *record) ([]byte, error) {
 }
 
 // Reserve takes one call of the step as Ledger.Reserve does, counted alone
-// (no leases: the store commits it before the call is forwarded).
+// (no leases: the store commits it before the call is forwarded). Its order
+// check gets the counts Progress reports (other replicas' open leases taken).
 func (m *Machine) Reserve(rv Reservation, now time.Time) (Ticket, error) {
-	if rv.MaxCalls < 1 {
-		return Ticket{}, fmt.Errorf("%w: max_calls %d < 1", ErrInvalidArgument, rv.MaxCalls)
-	}
-	if rv.StepIndex < 0 {
-		return Ticket{}, fmt.Errorf("%w: step index %d", ErrInvalidArgument, rv.StepIndex)
-	}
-	if rv.OverLimit && rv.HoldID == "" {
-		return Ticket{}, fmt.Errorf("%w: OverLimit needs an approved hold", ErrInvalidArgument)
-	}
-	now = now.UTC()
-	p := m.st.plans[rv.PlanDigest]
-	if p == nil {
-		p = &planState{}
-	}
-	if rv.Check != nil {
-		// The counts Progress reports: other replicas' open leases taken.
-		if err := rv.Check(m.Progress(rv.PlanDigest)); err != nil {
-			return Ticket{}, err
-		}
-	}
-	used := 0
-	if rv.StepIndex < len(p.used) {
-		used = p.used[rv.StepIndex]
-	}
-	// Calls other replicas' open leases cover are taken too.
-	taken := m.taken(rv.PlanDigest, rv.StepIndex)
-	if taken >= rv.MaxCalls && !rv.OverLimit {
-		return Ticket{}, &ExhaustedError{PlanDigest: rv.PlanDigest, Step: rv.Step, Used: taken, Max: rv.MaxCalls}
-	}
-	var h *Hold
-	if rv.HoldID != "" {
-		sha, err := ArgsDigest(rv.Args)
-		if err != nil {
-			return Ticket{}, err
-		}
-		h = m.st.holds[rv.HoldID]
-		switch {
-		case h == nil:
-			return Ticket{}, fmt.Errorf("%w %q", ErrUnknownHold, rv.HoldID)
-		case h.PlanDigest != rv.PlanDigest || h.Tool != rv.Tool || h.ArgsSHA256 != sha:
-			return Ticket{}, fmt.Errorf("%w: hold %s approves another call", ErrHoldMismatch, rv.HoldID)
-		}
-		if st := m.st.decided(h, now).State; st != HoldApproved {
-			return Ticket{}, fmt.Errorf("%w: hold %s is %s, not approved", ErrHoldState, rv.HoldID, st)
-		}
-	}
-	i := rv.StepIndex
-	r := record{Time: now, Type: typeDecision, Decision: DecisionAllow, Plan: rv.PlanDigest,
-		Step: rv.Step, StepIndex: &i, Tool: rv.Tool, Caller: rv.Caller, Hold: rv.HoldID, Max: rv.MaxCalls}
-	if err := argsFields(&r, rv.Args, m.redact); err != nil {
+	if err := checkReservation(&rv); err != nil {
 		return Ticket{}, err
 	}
-	body, err := m.encode(&r)
+	now = now.UTC()
+	body, argsSHA, err := allowBody(&rv, m.redact, now)
 	if err != nil {
 		return Ticket{}, err
 	}
-	body = append(body, `,"used":`...)
-	body = strconv.AppendInt(body, int64(taken+1), 10)
-	pp := m.st.plan(rv.PlanDigest)
-	pp.grow(i)
-	pp.used[i], pp.names[i] = used+1, rv.Step
-	pp.current = max(pp.current, i)
-	if h != nil {
-		h.State, h.Updated = HoldConsumed, now
-		pp.held[i] = false
+	var prog Progress
+	if rv.Check != nil {
+		prog = m.Progress(rv.PlanDigest)
 	}
-	seq := m.append(body)
-	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: i, Tool: rv.Tool, Used: taken + 1, At: now}, nil
+	// Calls other replicas' open leases cover are taken too.
+	taken := m.taken(rv.PlanDigest, rv.StepIndex)
+	h, err := m.st.admit(&rv, prog, taken, argsSHA, now)
+	if err != nil {
+		return Ticket{}, err
+	}
+	m.st.take(&rv, h, now)
+	seq := m.append(appendUsed(body, taken+1))
+	return Ticket{Seq: seq, PlanDigest: rv.PlanDigest, Step: rv.Step, StepIndex: rv.StepIndex, Tool: rv.Tool, Used: taken + 1, At: now}, nil
 }
 
 // Complete records the upstream's outcome, as Ledger.Complete.
 func (m *Machine) Complete(t Ticket, o Outcome, now time.Time) error {
-	now = now.UTC()
-	lat := o.Latency
-	if lat == 0 && !t.At.IsZero() {
-		lat = now.Sub(t.At)
-	}
-	ms := float64(lat.Microseconds()) / 1000
-	ok := o.OK
-	idx := t.StepIndex
-	r := record{Time: now, Type: typeOutcome, Plan: t.PlanDigest, Step: t.Step, StepIndex: &idx,
-		Tool: t.Tool, Ref: t.Seq, OK: &ok, LatencyMS: &ms, HoldStep: o.HoldStep}
-	if !ok {
-		r.Error = firstLine(o.Err)
-		if r.Error == "" {
-			r.Error = "failed"
-		}
-	}
+	r := outcomeRecord(t, o, now.UTC())
 	body, err := m.encode(&r)
 	if err != nil {
 		return err
 	}
-	if t.StepIndex >= 0 {
-		p := m.st.plan(t.PlanDigest)
-		p.grow(t.StepIndex)
-		if ok {
-			p.done[t.StepIndex] = true
-		}
-		if o.HoldStep {
-			p.held[t.StepIndex] = true
-		}
-	}
+	m.st.outcome(t, o)
 	m.append(body)
 	return nil
 }
@@ -270,22 +199,12 @@ func (m *Machine) Block(c Call, reason string, now time.Time) error {
 
 // Observe records an observed call (see Ledger.Observe).
 func (m *Machine) Observe(c Call, decision, reason string, now time.Time) error {
-	switch decision {
-	case WouldAllow, WouldBlock, WouldHold:
-	default:
-		return fmt.Errorf("%w: observe decision %q", ErrInvalidArgument, decision)
-	}
 	return m.callRecord(typeObserve, decision, c, reason, now)
 }
 
 func (m *Machine) callRecord(typ, decision string, c Call, reason string, now time.Time) error {
-	r := record{Time: now.UTC(), Type: typ, Decision: decision, Plan: c.PlanDigest,
-		Step: c.Step, Tool: c.Tool, Caller: c.Caller, Reason: firstLine(reason)}
-	if c.Step != "" {
-		idx := c.StepIndex
-		r.StepIndex = &idx
-	}
-	if err := argsFields(&r, c.Args, m.redact); err != nil {
+	r, err := callRecord(typ, decision, c, reason, m.redact, now.UTC())
+	if err != nil {
 		return err
 	}
 	body, err := m.encode(&r)
@@ -305,34 +224,19 @@ func (m *Machine) NewHold(c Call, spec HoldSpec, now time.Time) (Hold, error) {
 		return Hold{}, err
 	}
 	sha, _ := ArgsDigest(canon)
-	idx := c.StepIndex
-	if id, ok := m.st.byKey[holdKey{c.PlanDigest, c.Tool, sha}]; ok {
-		h := m.st.holds[id]
-		if st := view(h, now).State; (st == HoldPending || st == HoldApproved) && CauseCovers(h.Cause, spec.Cause) && h.ObservedPin == spec.ObservedPin {
-			r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-				Step: c.Step, StepIndex: &idx, Tool: c.Tool, Caller: c.Caller, ArgsSHA: sha, Reason: firstLine(spec.Reason), Hold: id}
-			body, err := m.encode(&r)
-			if err != nil {
-				return Hold{}, err
-			}
-			m.append(body)
-			return m.st.decided(h, now), nil
+	if h := m.st.openHold(holdKey{c.PlanDigest, c.Tool, sha}, spec, now); h != nil {
+		r := holdAgainRecord(c, spec, h, now)
+		body, err := m.encode(&r)
+		if err != nil {
+			return Hold{}, err
 		}
+		m.append(body)
+		return m.st.decided(h, now), nil
 	}
-	id, err := newHoldID()
+	h, r, err := newHold(c, spec, canon, sha, m.redact, now)
 	if err != nil {
 		return Hold{}, err
 	}
-	h := &Hold{ID: id, PlanDigest: c.PlanDigest, Step: c.Step, StepIndex: c.StepIndex, Tool: c.Tool,
-		ArgsSHA256: sha, Reason: firstLine(spec.Reason), Cause: spec.Cause, ObservedPin: firstLine(spec.ObservedPin), RequestedBy: c.Caller,
-		State: HoldPending, Created: now, Updated: now, Expires: spec.Expires.UTC()}
-	if !m.redact {
-		h.Args = canon
-	}
-	exp := h.Expires
-	r := record{Time: now, Type: typeDecision, Decision: DecisionHold, Plan: c.PlanDigest,
-		Step: c.Step, StepIndex: &idx, Tool: c.Tool, Caller: c.Caller, Args: h.Args, ArgsSHA: sha,
-		Reason: h.Reason, Hold: id, HoldState: HoldPending, Expires: &exp, Cause: h.Cause, ObservedPin: h.ObservedPin}
 	body, err := m.encode(&r)
 	if err != nil {
 		return Hold{}, err
@@ -344,8 +248,8 @@ func (m *Machine) NewHold(c Call, spec HoldSpec, now time.Time) (Hold, error) {
 
 // UpdateHold approves or rejects a pending hold and/or sets its PR URL.
 func (m *Machine) UpdateHold(id string, u HoldUpdate, now time.Time) (Hold, error) {
-	if u.State != "" && u.State != HoldApproved && u.State != HoldRejected {
-		return Hold{}, fmt.Errorf("%w: a hold can only be set to approved or rejected, not %q", ErrInvalidArgument, u.State)
+	if err := checkHoldUpdate(u); err != nil {
+		return Hold{}, err
 	}
 	now = now.UTC()
 	h := m.st.holds[id]
@@ -367,23 +271,17 @@ func (m *Machine) UpdateHold(id string, u HoldUpdate, now time.Time) (Hold, erro
 
 // LoadPlan applies the no-downgrade rule and records the load.
 func (m *Machine) LoadPlan(p PlanLoad, now time.Time) error {
-	if p.Name == "" || p.SignedAt.IsZero() {
-		return fmt.Errorf("%w: a loaded plan needs a name and a signing time", ErrInvalidArgument)
-	}
-	signed := p.SignedAt.UTC()
-	p.SignedAt = signed
-	if p.Path == "" {
-		p.Trust = "" // a trust policy keys a path's mark only
-	}
-	if err := m.st.downgrade(p); err != nil {
+	p, r, err := planLoad(p, now.UTC())
+	if err != nil {
 		return err
 	}
-	r := record{Time: now.UTC(), Type: typePlanLoaded, Plan: p.Digest, PlanName: p.Name, SignedAt: &signed, SignedPath: p.Path, SignedTrust: p.Trust, Note: firstLine(p.Note)}
 	body, err := m.encode(&r)
 	if err != nil {
 		return err
 	}
-	m.st.raise(p, signed)
+	if err := m.st.loadPlan(p); err != nil {
+		return err
+	}
 	m.append(body)
 	return nil
 }

@@ -86,6 +86,25 @@ var cases = []struct {
 		h.Restart()
 		h.calls(0, max)
 	}},
+	{"max_calls changed", func(h *H) {
+		// A reloaded plan may give a step another max_calls: what is
+		// counted stays, a lease taken under the old one is no excuse.
+		h.reserve(0, 1000, 2)
+		for n := 3; n <= 4; n++ {
+			if tk := h.reserve(0, 4, 1)[0]; tk.Used != n {
+				h.Fatalf("call %d under max_calls 4: ticket %d", n, tk.Used)
+			}
+		}
+		if _, err := h.S.Reserve(ctx, rv(0, 4, `{}`)); !errors.Is(err, ledger.ErrExhausted) {
+			h.Fatalf("past the lowered max_calls: %v", err)
+		}
+		h.calls(0, 4)
+		if tk := h.reserve(0, 1000, 1)[0]; tk.Used != 5 {
+			h.Fatalf("under the raised max_calls again: ticket %d", tk.Used)
+		}
+		h.Restart()
+		h.calls(0, 5)
+	}},
 	{"invalid reservations", func(h *H) {
 		for name, r := range map[string]ledger.Reservation{
 			"max_calls 0":        rv(0, 0, `{}`),
@@ -113,6 +132,40 @@ var cases = []struct {
 			}
 			h.calls(i, 2)
 		}
+	}},
+	{"refusal order", func(h *H) {
+		// Arguments no record can hold refuse the call before any rule:
+		// the order check, max_calls, the hold.
+		h.reserve(0, 1, 1)
+		bad := rv(0, 1, `{"id":`)
+		bad.Check = func(ledger.Progress) error { return errCheck }
+		if _, err := h.S.Reserve(ctx, bad); !errors.Is(err, ledger.ErrInvalidArgument) {
+			h.Fatalf("arguments that are not JSON, check refusing: %v", err)
+		}
+		bad.Check = nil
+		if _, err := h.S.Reserve(ctx, bad); !errors.Is(err, ledger.ErrInvalidArgument) {
+			h.Fatalf("arguments that are not JSON, step used up: %v", err)
+		}
+		bad.HoldID = "0000"
+		if _, err := h.S.Reserve(ctx, bad); !errors.Is(err, ledger.ErrInvalidArgument) {
+			h.Fatalf("arguments that are not JSON, unknown hold: %v", err)
+		}
+		// Then the order check, then max_calls, then the hold.
+		r := rv(0, 1, `{}`)
+		r.HoldID = "0000"
+		r.Check = func(ledger.Progress) error { return errCheck }
+		if _, err := h.S.Reserve(ctx, r); err != errCheck {
+			h.Fatalf("check refusing, step used up, unknown hold: %v", err)
+		}
+		r.Check = nil
+		if _, err := h.S.Reserve(ctx, r); !errors.Is(err, ledger.ErrExhausted) {
+			h.Fatalf("step used up, unknown hold: %v", err)
+		}
+		r.OverLimit = true
+		if _, err := h.S.Reserve(ctx, r); !errors.Is(err, ledger.ErrUnknownHold) {
+			h.Fatalf("over the limit, unknown hold: %v", err)
+		}
+		h.calls(0, 1)
 	}},
 	{"order check", func(h *H) {
 		// The Progress a check gets is valid only during the check.
