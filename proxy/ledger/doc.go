@@ -155,6 +155,16 @@
 //   - Progress exposes the current step, which steps are done, held, and
 //     their counts.
 //
+// # One set of rules, two stores
+//
+// The rules that decide a change (the order check, max_calls, holds, the
+// no-downgrade marks, what a record says) are in rules.go, applied to the
+// same derived state by the Ledger for a journal file and by the Machine
+// for a journal kept elsewhere (package pgstate, PostgreSQL). The stores
+// differ in how records reach storage: group commit and a process's lease
+// here, transactions and replicas' leases there. Package ledgertest is the
+// conformance suite both run, so that they cannot drift apart.
+//
 // # Public API
 //
 // ledger is a subpackage of the public package proxy: a program embedding
