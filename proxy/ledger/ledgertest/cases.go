@@ -40,18 +40,18 @@ var errCheck = errors.New("order rule refused")
 
 var cases = []struct {
 	name string
-	run  func(h *H)
+	run  func(h *harness)
 }{
-	{"max_calls", func(h *H) {
+	{"max_calls", func(h *harness) {
 		ts := h.reserve(0, 3, 3)
 		for n, tk := range ts {
-			if tk.Used != n+1 || tk.PlanDigest != Digest || tk.Step != stepName(0) || tk.StepIndex != 0 || tk.Tool != "refund" || !tk.At.Equal(start) {
+			if tk.Used != n+1 || tk.PlanDigest != digest || tk.Step != stepName(0) || tk.StepIndex != 0 || tk.Tool != "refund" || !tk.At.Equal(start) {
 				h.Fatalf("ticket %d: %+v", n, tk)
 			}
 		}
 		_, err := h.S.Reserve(ctx, rv(0, 3, `{"id":1}`))
 		var ex *ledger.ExhaustedError
-		if !errors.As(err, &ex) || !errors.Is(err, ledger.ErrExhausted) || ex.Used != 3 || ex.Max != 3 || ex.Step != stepName(0) || ex.PlanDigest != Digest {
+		if !errors.As(err, &ex) || !errors.Is(err, ledger.ErrExhausted) || ex.Used != 3 || ex.Max != 3 || ex.Step != stepName(0) || ex.PlanDigest != digest {
 			h.Fatalf("fourth call of max_calls 3: %v (%+v)", err, ex)
 		}
 		h.calls(0, 3)
@@ -67,7 +67,7 @@ var cases = []struct {
 		h.reserve(0, 4, 1)
 		h.calls(0, 4)
 	}},
-	{"max_calls in leases", func(h *H) {
+	{"max_calls in leases", func(h *harness) {
 		// 250 calls: counted in leases while 200 are left, one by one after.
 		const max = 250
 		for n := 1; n <= max; n++ {
@@ -86,7 +86,7 @@ var cases = []struct {
 		h.Restart()
 		h.calls(0, max)
 	}},
-	{"max_calls changed", func(h *H) {
+	{"max_calls changed", func(h *harness) {
 		// A reloaded plan may give a step another max_calls: what is
 		// counted stays, a lease taken under the old one is no excuse.
 		h.reserve(0, 1000, 2)
@@ -105,10 +105,10 @@ var cases = []struct {
 		h.Restart()
 		h.calls(0, 5)
 	}},
-	{"invalid reservations", func(h *H) {
+	{"invalid reservations", func(h *harness) {
 		for name, r := range map[string]ledger.Reservation{
 			"max_calls 0":        rv(0, 0, `{}`),
-			"negative step":      {Call: ledger.Call{PlanDigest: Digest, Step: "x", StepIndex: -1, Tool: "refund"}, MaxCalls: 5},
+			"negative step":      {Call: ledger.Call{PlanDigest: digest, Step: "x", StepIndex: -1, Tool: "refund"}, MaxCalls: 5},
 			"over limit no hold": {Call: call(0, `{}`), MaxCalls: 5, OverLimit: true},
 		} {
 			if _, err := h.S.Reserve(ctx, r); !errors.Is(err, ledger.ErrInvalidArgument) {
@@ -133,7 +133,7 @@ var cases = []struct {
 			h.calls(i, 2)
 		}
 	}},
-	{"refusal order", func(h *H) {
+	{"refusal order", func(h *harness) {
 		// Arguments no record can hold refuse the call before any rule:
 		// the order check, max_calls, the hold.
 		h.reserve(0, 1, 1)
@@ -167,7 +167,7 @@ var cases = []struct {
 		}
 		h.calls(0, 1)
 	}},
-	{"order check", func(h *H) {
+	{"order check", func(h *harness) {
 		// The Progress a check gets is valid only during the check.
 		var calls, current int
 		r := rv(0, 1000, `{"id":1}`)
@@ -190,7 +190,7 @@ var cases = []struct {
 		if _, err := h.S.Reserve(ctx, r3); err != errCheck {
 			h.Fatalf("refused by the check: %v", err)
 		}
-		if p := h.S.Progress(Digest); p.Current != 0 || p.Calls(3) != 0 {
+		if p := h.S.Progress(digest); p.Current != 0 || p.Calls(3) != 0 {
 			h.Fatalf("a refused call moved the order: current %d, calls %d", p.Current, p.Calls(3))
 		}
 		// The order rule comes before max_calls.
@@ -201,14 +201,14 @@ var cases = []struct {
 			h.Fatalf("exhausted step refused by the check: %v, want the check's error", err)
 		}
 	}},
-	{"current step", func(h *H) {
+	{"current step", func(h *harness) {
 		h.reserve(0, 1000, 1)
-		if p := h.S.Progress(Digest); p.Current != 0 || p.Done(0) {
+		if p := h.S.Progress(digest); p.Current != 0 || p.Done(0) {
 			h.Fatalf("after step 0: current %d done %v", p.Current, p.Done(0))
 		}
 		tk := h.reserve(2, 1000, 1)[0]
 		h.reserve(1, 1000, 1) // the gate decides whether that may be; the count is taken
-		if p := h.S.Progress(Digest); p.Current != 2 {
+		if p := h.S.Progress(digest); p.Current != 2 {
 			h.Fatalf("after step 2 and 1: current %d, want 2", p.Current)
 		}
 		if err := h.S.Complete(ctx, tk, ledger.Outcome{OK: true}); err != nil {
@@ -231,7 +231,7 @@ var cases = []struct {
 		if err := h.S.Complete(ctx, ts[2], ledger.Outcome{OK: true}); err != nil {
 			h.Fatal(err)
 		}
-		if p := h.S.Progress(Digest); !p.Done(3) || p.Current != 3 {
+		if p := h.S.Progress(digest); !p.Done(3) || p.Current != 3 {
 			h.Fatalf("after the third call's success: done %v current %d", p.Done(3), p.Current)
 		}
 		r4 := rv(4, 1000, `{}`)
@@ -240,17 +240,17 @@ var cases = []struct {
 			h.Fatalf("the next step's check after a success: done %v, %v", done, err)
 		}
 		h.Restart()
-		if p := h.S.Progress(Digest); p.Current != 4 || !p.Done(2) || !p.Done(3) || p.Done(0) || p.Calls(2) != 2 {
+		if p := h.S.Progress(digest); p.Current != 4 || !p.Done(2) || !p.Done(3) || p.Done(0) || p.Calls(2) != 2 {
 			h.Fatalf("after a restart: current %d done %v/%v calls %d", p.Current, p.Done(2), p.Done(0), p.Calls(2))
 		}
 	}},
-	{"outcomes", func(h *H) {
+	{"outcomes", func(h *harness) {
 		ts := h.reserve(0, 1000, 3)
 		ts = append(ts, h.reserve(1, 2, 1)...)
 		if err := h.S.Complete(ctx, ts[0], ledger.Outcome{OK: false, Err: "upstream said no\nsecond line"}); err != nil {
 			h.Fatal(err)
 		}
-		if p := h.S.Progress(Digest); p.Done(0) {
+		if p := h.S.Progress(digest); p.Done(0) {
 			h.Fatal("a failed call marked its step done")
 		}
 		if err := h.S.Complete(ctx, ts[1], ledger.Outcome{OK: true, Latency: 1500 * time.Microsecond}); err != nil {
@@ -259,7 +259,7 @@ var cases = []struct {
 		if err := h.S.Complete(ctx, ts[3], ledger.Outcome{OK: true}); err != nil {
 			h.Fatal(err)
 		}
-		if p := h.S.Progress(Digest); !p.Done(0) || !p.Done(1) || p.Calls(0) != 3 {
+		if p := h.S.Progress(digest); !p.Done(0) || !p.Done(1) || p.Calls(0) != 3 {
 			h.Fatalf("after the outcomes: done %v/%v calls %d", p.Done(0), p.Done(1), p.Calls(0))
 		}
 		if err := h.S.Block(ctx, call(3, `{"id":2}`), "not in the plan"); err != nil {
@@ -271,16 +271,16 @@ var cases = []struct {
 		if err := h.S.Observe(ctx, call(4, `{}`), "maybe", "observe mode"); !errors.Is(err, ledger.ErrInvalidArgument) {
 			h.Fatalf("observe decision maybe: %v", err)
 		}
-		if p := h.S.Progress(Digest); p.Calls(3) != 0 || p.Calls(4) != 0 || p.Current != 1 {
+		if p := h.S.Progress(digest); p.Calls(3) != 0 || p.Calls(4) != 0 || p.Current != 1 {
 			h.Fatalf("a block or an observed call counted: calls %d/%d current %d", p.Calls(3), p.Calls(4), p.Current)
 		}
 		h.Restart()
-		if p := h.S.Progress(Digest); !p.Done(0) || !p.Done(1) || p.Calls(0) != 3 || p.Calls(3) != 0 {
+		if p := h.S.Progress(digest); !p.Done(0) || !p.Done(1) || p.Calls(0) != 3 || p.Calls(3) != 0 {
 			h.Fatalf("after a restart: done %v/%v calls %d/%d", p.Done(0), p.Done(1), p.Calls(0), p.Calls(3))
 		}
 		h.S.Close()
 		recs := records(h, h.b.Journal(h.T))
-		h.S = h.b.Open(h.T, h.clock.Now)
+		h.S = h.b.Open(h.T, h.clk.Now)
 		var outcomes, blocks, observed []map[string]any
 		allows := map[float64]map[string]any{}
 		for _, r := range recs {
@@ -317,26 +317,26 @@ var cases = []struct {
 			h.Fatalf("observe record: %v", o)
 		}
 	}},
-	{"on_error hold", func(h *H) {
+	{"on_error hold", func(h *harness) {
 		tk := h.reserve(1, 1000, 1)[0]
 		if err := h.S.Complete(ctx, tk, ledger.Outcome{OK: false, Err: "boom", HoldStep: true}); err != nil {
 			h.Fatal(err)
 		}
-		if p := h.S.Progress(Digest); !p.Held(1) || p.Done(1) {
+		if p := h.S.Progress(digest); !p.Held(1) || p.Done(1) {
 			h.Fatalf("step on hold: held %v done %v", p.Held(1), p.Done(1))
 		}
 		h.Crash() // an outcome that holds its step is durable on return
-		if p := h.S.Progress(Digest); !p.Held(1) {
+		if p := h.S.Progress(digest); !p.Held(1) {
 			h.Fatal("the step's hold did not survive a crash")
 		}
 		// Calls of a held step are still counted when the gate lets them
 		// through; only a reservation that consumes a hold lifts it.
 		h.reserve(1, 1000, 1)
-		if p := h.S.Progress(Digest); !p.Held(1) {
+		if p := h.S.Progress(digest); !p.Held(1) {
 			h.Fatal("a plain reservation lifted the step's hold")
 		}
 		c := call(1, `{"id":1}`)
-		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "on_error", Cause: "on_error", Expires: h.clock.Now().Add(time.Hour)})
+		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "on_error", Cause: "on_error", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil {
 			h.Fatal(err)
 		}
@@ -345,21 +345,21 @@ var cases = []struct {
 		}
 		r := rv(1, 1000, `{"id":1}`)
 		r.HoldID = hd.ID
-		n := h.S.Progress(Digest).Calls(1)
+		n := h.S.Progress(digest).Calls(1)
 		if _, err := h.S.Reserve(ctx, r); err != nil {
 			h.Fatal(err)
 		}
-		if p := h.S.Progress(Digest); p.Held(1) || p.Calls(1) != n+1 {
+		if p := h.S.Progress(digest); p.Held(1) || p.Calls(1) != n+1 {
 			h.Fatalf("after the approved hold: held %v calls %d, want %d", p.Held(1), p.Calls(1), n+1)
 		}
 		h.Restart()
-		if p := h.S.Progress(Digest); p.Held(1) {
+		if p := h.S.Progress(digest); p.Held(1) {
 			h.Fatal("the lifted hold is back after a restart")
 		}
 	}},
-	{"holds", func(h *H) {
+	{"holds", func(h *harness) {
 		c := call(0, `{"b":2,"a":1}`)
-		exp := h.clock.Now().Add(time.Hour)
+		exp := h.clk.Now().Add(time.Hour)
 		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "needs approval\nmore", Expires: exp})
 		if err != nil {
 			h.Fatal(err)
@@ -396,7 +396,7 @@ var cases = []struct {
 		if err != nil || pr.PR != 7 || pr.State != ledger.HoldPending {
 			h.Fatalf("set the PR: %+v %v", pr, err)
 		}
-		h.clock.Advance(time.Minute)
+		h.clk.Advance(time.Minute)
 		ap, err := h.S.UpdateHold(ctx, hd.ID, ledger.HoldUpdate{State: ledger.HoldApproved, Evidence: strings.Repeat("e", 64)})
 		if err != nil || ap.State != ledger.HoldApproved || ap.ApprovalSHA256 != strings.Repeat("e", 64) || !ap.Updated.Equal(start.Add(time.Minute)) {
 			h.Fatalf("approve: %+v %v", ap, err)
@@ -410,7 +410,7 @@ var cases = []struct {
 		}
 		for name, bad := range map[string]ledger.Reservation{
 			"other arguments": {Call: call(0, `{"a":2}`), MaxCalls: 1, HoldID: hd.ID},
-			"other tool":      {Call: ledger.Call{PlanDigest: Digest, Step: stepName(0), Tool: "delete", Args: c.Args}, MaxCalls: 1, HoldID: hd.ID},
+			"other tool":      {Call: ledger.Call{PlanDigest: digest, Step: stepName(0), Tool: "delete", Args: c.Args}, MaxCalls: 1, HoldID: hd.ID},
 			"other plan":      {Call: ledger.Call{PlanDigest: "sha256:other", Step: stepName(0), Tool: "refund", Args: c.Args}, MaxCalls: 1, HoldID: hd.ID},
 		} {
 			if _, err := h.S.Reserve(ctx, bad); !errors.Is(err, ledger.ErrHoldMismatch) {
@@ -449,10 +449,10 @@ var cases = []struct {
 			h.Fatalf("holds after a restart: %+v", hs)
 		}
 	}},
-	{"hold over the limit", func(h *H) {
+	{"hold over the limit", func(h *harness) {
 		h.reserve(0, 2, 2)
 		c := call(0, `{"id":1}`)
-		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "max_calls", Cause: "max_calls", Expires: h.clock.Now().Add(time.Hour)})
+		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "max_calls", Cause: "max_calls", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil {
 			h.Fatal(err)
 		}
@@ -471,9 +471,9 @@ var cases = []struct {
 			h.Fatalf("after the call over the limit: %v", err)
 		}
 	}},
-	{"hold causes and pins", func(h *H) {
+	{"hold causes and pins", func(h *harness) {
 		c := call(2, `{"id":9}`)
-		exp := h.clock.Now().Add(time.Hour)
+		exp := h.clk.Now().Add(time.Hour)
 		a, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Cause: "approval,pin", ObservedPin: "v1", Expires: exp})
 		if err != nil || a.Cause != "approval,pin" || a.ObservedPin != "v1" {
 			h.Fatalf("hold: %+v %v", a, err)
@@ -500,20 +500,20 @@ var cases = []struct {
 			h.Fatalf("find: %+v, want the newest %s", f, a.ID)
 		}
 	}},
-	{"hold expiry", func(h *H) {
+	{"hold expiry", func(h *harness) {
 		c := call(0, `{"id":1}`)
-		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Expires: h.clock.Now().Add(time.Hour)})
+		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil {
 			h.Fatal(err)
 		}
-		ap, err := h.S.NewHold(ctx, call(1, `{}`), ledger.HoldSpec{Reason: "r", Expires: h.clock.Now().Add(time.Hour)})
+		ap, err := h.S.NewHold(ctx, call(1, `{}`), ledger.HoldSpec{Reason: "r", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil {
 			h.Fatal(err)
 		}
 		if _, err := h.S.UpdateHold(ctx, ap.ID, ledger.HoldUpdate{State: ledger.HoldApproved}); err != nil {
 			h.Fatal(err)
 		}
-		h.clock.Advance(time.Hour + time.Second)
+		h.clk.Advance(time.Hour + time.Second)
 		for _, id := range []string{hd.ID, ap.ID} {
 			if g, ok := h.S.GetHold(id); !ok || g.State != ledger.HoldExpired {
 				h.Fatalf("hold past its expiry: %+v", g)
@@ -525,7 +525,7 @@ var cases = []struct {
 		if _, err := h.S.Reserve(ctx, ledger.Reservation{Call: call(1, `{}`), MaxCalls: 5, HoldID: ap.ID}); !errors.Is(err, ledger.ErrHoldState) {
 			h.Fatalf("expired approved hold consumed: %v", err)
 		}
-		next, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Expires: h.clock.Now().Add(time.Hour)})
+		next, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil || next.ID == hd.ID {
 			h.Fatalf("hold after an expired one: %+v %v", next, err)
 		}
@@ -534,9 +534,9 @@ var cases = []struct {
 			h.Fatalf("after a restart: %s", g.State)
 		}
 	}},
-	{"approval read back", func(h *H) {
+	{"approval read back", func(h *harness) {
 		c := call(0, `{}`)
-		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Expires: h.clock.Now().Add(time.Hour)})
+		hd, err := h.S.NewHold(ctx, c, ledger.HoldSpec{Reason: "r", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil {
 			h.Fatal(err)
 		}
@@ -558,9 +558,9 @@ var cases = []struct {
 			h.Fatalf("verified again, consumed: %v", err)
 		}
 	}},
-	{"lease returned at close", func(h *H) {
+	{"lease returned at close", func(h *harness) {
 		for round, want := range []int{5, 12, 40} {
-			h.reserve(0, 1000, want-h.S.Progress(Digest).Calls(0))
+			h.reserve(0, 1000, want-h.S.Progress(digest).Calls(0))
 			h.calls(0, want)
 			h.Restart()
 			h.calls(0, want)
@@ -570,7 +570,7 @@ var cases = []struct {
 			h.Restart()
 		}
 	}},
-	{"lease after a crash", func(h *H) {
+	{"lease after a crash", func(h *harness) {
 		// 3 calls of 1000: the lease of 10 (1% of what is left) taken with
 		// the first call counts whole after a crash.
 		h.reserve(0, 1000, 3)
@@ -580,7 +580,7 @@ var cases = []struct {
 			want = 10
 		}
 		h.calls(0, want)
-		h.clock.Advance(h.b.LeaseTTL() + time.Second)
+		h.clk.Advance(h.b.LeaseTTL() + time.Second)
 		h.Restart()
 		h.calls(0, want)
 		if tk := h.reserve(0, 1000, 1)[0]; tk.Used != want+1 {
@@ -590,9 +590,9 @@ var cases = []struct {
 		// A crash never grants more than max_calls.
 		h.reserve(1, 250, 248)
 		h.Crash()
-		h.clock.Advance(h.b.LeaseTTL() + time.Second)
+		h.clk.Advance(h.b.LeaseTTL() + time.Second)
 		h.Restart()
-		n := h.S.Progress(Digest).Calls(1)
+		n := h.S.Progress(digest).Calls(1)
 		if n < 248 || n > 250 {
 			h.Fatalf("after a crash: %d calls of 250 counted, 248 taken", n)
 		}
@@ -603,7 +603,7 @@ var cases = []struct {
 			h.Fatalf("past max_calls after a crash: %v", err)
 		}
 	}},
-	{"lease over time", func(h *H) {
+	{"lease over time", func(h *harness) {
 		// Calls spread over time: a lease used past its time is given
 		// back, and the counts stay exact.
 		for n := 1; n <= 30; n++ {
@@ -611,22 +611,22 @@ var cases = []struct {
 			if tk.Used != n {
 				h.Fatalf("call %d: ticket %d", n, tk.Used)
 			}
-			h.clock.Advance(h.b.LeaseTTL()/3 + time.Millisecond)
+			h.clk.Advance(h.b.LeaseTTL()/3 + time.Millisecond)
 		}
 		h.calls(0, 30)
 		h.Restart()
 		h.calls(0, 30)
 	}},
-	{"crash keeps what was decided", func(h *H) {
+	{"crash keeps what was decided", func(h *harness) {
 		ts := h.reserve(0, 3, 2)
-		hd, err := h.S.NewHold(ctx, call(1, `{}`), ledger.HoldSpec{Reason: "r", Expires: h.clock.Now().Add(time.Hour)})
+		hd, err := h.S.NewHold(ctx, call(1, `{}`), ledger.HoldSpec{Reason: "r", Expires: h.clk.Now().Add(time.Hour)})
 		if err != nil {
 			h.Fatal(err)
 		}
 		if _, err := h.S.UpdateHold(ctx, hd.ID, ledger.HoldUpdate{State: ledger.HoldRejected}); err != nil {
 			h.Fatal(err)
 		}
-		if err := h.S.LoadPlan(ctx, ledger.PlanLoad{Name: "p", Digest: Digest, SignedAt: start}); err != nil {
+		if err := h.S.LoadPlan(ctx, ledger.PlanLoad{Name: "p", Digest: digest, SignedAt: start}); err != nil {
 			h.Fatal(err)
 		}
 		_ = ts
@@ -639,12 +639,12 @@ var cases = []struct {
 			h.Fatalf("downgrade after a crash: %v", err)
 		}
 	}},
-	{"no downgrade", func(h *H) {
+	{"no downgrade", func(h *harness) {
 		t1, t2 := start.Add(-2*time.Hour), start.Add(-time.Hour)
-		if err := h.S.LoadPlan(ctx, ledger.PlanLoad{Name: "p", Digest: Digest, SignedAt: t2}); err != nil {
+		if err := h.S.LoadPlan(ctx, ledger.PlanLoad{Name: "p", Digest: digest, SignedAt: t2}); err != nil {
 			h.Fatal(err)
 		}
-		if err := h.S.LoadPlan(ctx, ledger.PlanLoad{Name: "p", Digest: Digest, SignedAt: t2}); err != nil {
+		if err := h.S.LoadPlan(ctx, ledger.PlanLoad{Name: "p", Digest: digest, SignedAt: t2}); err != nil {
 			h.Fatalf("the same plan again: %v", err)
 		}
 		var de *ledger.DowngradeError
@@ -678,7 +678,7 @@ var cases = []struct {
 }
 
 // records parses a journal's lines.
-func records(h *H, data []byte) []map[string]any {
+func records(h *harness, data []byte) []map[string]any {
 	h.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {

@@ -53,21 +53,21 @@ type Backend interface {
 	LeaseTTL() time.Duration
 }
 
-// Clock is the suite's clock: it moves only when a case moves it.
-type Clock struct {
+// clock is the suite's clock: it moves only when a case moves it.
+type clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
 // Now reads the clock.
-func (c *Clock) Now() time.Time {
+func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
 // Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
+func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
@@ -77,8 +77,8 @@ func (c *Clock) Advance(d time.Duration) {
 func TestBackend(t *testing.T, newBackend func(t *testing.T) Backend) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := &H{T: t, b: newBackend(t), clock: &Clock{t: start}}
-			h.S = h.b.Open(t, h.clock.Now)
+			h := &harness{T: t, b: newBackend(t), clk: &clock{t: start}}
+			h.S = h.b.Open(t, h.clk.Now)
 			t.Cleanup(func() {
 				if h.S != nil {
 					h.S.Close()
@@ -93,38 +93,38 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) Backend) {
 // start is the clock's time when a case begins.
 var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Digest is the plan digest the cases' calls carry.
-const Digest = "sha256:c0ffee0000000000000000000000000000000000000000000000000000000000"
+// digest is the plan digest the cases' calls carry.
+const digest = "sha256:c0ffee0000000000000000000000000000000000000000000000000000000000"
 
-// H is one case's state under test and its clock.
-type H struct {
+// harness is one case's state under test and its clock.
+type harness struct {
 	*testing.T
-	S     State
-	b     Backend
-	clock *Clock
+	S   State
+	b   Backend
+	clk *clock
 }
 
 var ctx = context.Background()
 
 // Restart closes the state and opens it again.
-func (h *H) Restart() {
+func (h *harness) Restart() {
 	h.Helper()
 	if err := h.S.Close(); err != nil {
 		h.Fatalf("close: %v", err)
 	}
-	h.S = h.b.Open(h.T, h.clock.Now)
+	h.S = h.b.Open(h.T, h.clk.Now)
 }
 
 // Crash kills the state and opens what it left.
-func (h *H) Crash() {
+func (h *harness) Crash() {
 	h.Helper()
 	h.b.Crash(h.T, h.S)
-	h.S = h.b.Open(h.T, h.clock.Now)
+	h.S = h.b.Open(h.T, h.clk.Now)
 }
 
 // call is the call of step i with the given arguments.
 func call(i int, args string) ledger.Call {
-	return ledger.Call{PlanDigest: Digest, Step: stepName(i), StepIndex: i, Tool: "refund", Args: json.RawMessage(args), Caller: "token:ci"}
+	return ledger.Call{PlanDigest: digest, Step: stepName(i), StepIndex: i, Tool: "refund", Args: json.RawMessage(args), Caller: "token:ci"}
 }
 
 func stepName(i int) string { return string(rune('a'+i)) + "-step" }
@@ -135,7 +135,7 @@ func rv(i, max int, args string) ledger.Reservation {
 
 // reserve takes n calls of step i, which must all be granted, and returns
 // the tickets.
-func (h *H) reserve(i, max, n int) []ledger.Ticket {
+func (h *harness) reserve(i, max, n int) []ledger.Ticket {
 	h.Helper()
 	var ts []ledger.Ticket
 	for range n {
@@ -149,9 +149,9 @@ func (h *H) reserve(i, max, n int) []ledger.Ticket {
 }
 
 // calls checks the calls counted of step i.
-func (h *H) calls(i, want int) {
+func (h *harness) calls(i, want int) {
 	h.Helper()
-	if got := h.S.Progress(Digest).Calls(i); got != want {
+	if got := h.S.Progress(digest).Calls(i); got != want {
 		h.Fatalf("step %d: %d calls counted, want %d", i, got, want)
 	}
 }
@@ -159,10 +159,10 @@ func (h *H) calls(i, want int) {
 // replay checks the records against the state that made them: the
 // journal verifies, and replayed into a fresh state machine it gives the
 // order state, counts and holds the backend reports after a restart.
-func (h *H) replay() {
+func (h *harness) replay() {
 	h.Helper()
 	h.Restart()
-	want := h.S.Progress(Digest)
+	want := h.S.Progress(digest)
 	holds := h.S.ListHolds()
 	if err := h.S.Close(); err != nil {
 		h.Fatalf("close: %v", err)
@@ -173,11 +173,11 @@ func (h *H) replay() {
 	if err := ledger.JournalLines(data, m.Apply); err != nil {
 		h.Fatalf("replay the journal: %v", err)
 	}
-	got := m.Progress(Digest)
+	got := m.Progress(digest)
 	if d := diffProgress(got, want); d != "" {
 		h.Fatalf("journal replayed: %s", d)
 	}
-	mh := m.ListHolds(h.clock.Now())
+	mh := m.ListHolds(h.clk.Now())
 	if len(mh) != len(holds) {
 		h.Fatalf("journal replayed: %d holds, the state lists %d", len(mh), len(holds))
 	}
