@@ -78,9 +78,15 @@ type replicaEnv struct {
 
 func newReplicaEnv(t *testing.T) *replicaEnv {
 	t.Helper()
+	return newReplicaEnvPlan(t, replicaPlan)
+}
+
+// newReplicaEnvPlan is newReplicaEnv with another plan.
+func newReplicaEnvPlan(t *testing.T, plan string) *replicaEnv {
+	t.Helper()
 	cl := pgtest.Start(t)
-	e := &replicaEnv{t: t, cluster: cl, db: cl.NewDatabase(t), plan: writePlan(t, replicaPlan), root: t.TempDir()}
-	p, diags := hclplan.Parse("plan.hcl", []byte(replicaPlan))
+	e := &replicaEnv{t: t, cluster: cl, db: cl.NewDatabase(t), plan: writePlan(t, plan), root: t.TempDir()}
+	p, diags := hclplan.Parse("plan.hcl", []byte(plan))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -2,7 +2,7 @@
 // A scripted MCP agent built on the TypeScript SDK v2 client
 // (@modelcontextprotocol/client), which speaks 2026-07-28 and the 2025 era.
 // It prints what agent.mjs prints, for the steps listTools, callTool,
-// request and ping:
+// request, ping and parallel:
 //
 //   node agent-v2.mjs --negotiation legacy|auto|2026-07-28 [--url URL [--token T]]
 //                     [--script FILE|-] [--timeout MS] [-- COMMAND ARGS...]
@@ -81,6 +81,12 @@ async function runStep(client, step, id, timeout) {
       case "ping": {
         await client.ping(opts);
         return { ...base, ok: true };
+      }
+      case "parallel": {
+        // Concurrently, each sub-step's line printed before this one.
+        const results = await Promise.all((step.steps ?? []).map((s, j) => runStep(client, s, `${id}.${j}`, timeout)));
+        for (const r of results) emit(r);
+        return { ...base, ok: true, count: results.length };
       }
       default:
         throw new Error(`agent-v2 does not run step op ${step.op}`);
