@@ -38,6 +38,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/oneline"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -252,6 +253,13 @@ func (p *Proxy) applyTools(raw []json.RawMessage, fromUpstream bool) {
 		t, err := rawTool(r)
 		if err != nil {
 			fmt.Fprintf(p.cfg.Log, "planlock proxy: skipping an upstream tool: %v\n", err)
+			continue
+		}
+		if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+			// A client must exclude such a tool (protocol 2026-07-28,
+			// x-mcp-header), and mcp-go's server refuses to serve it: not
+			// listed, not callable, whatever the plan says.
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: skipping upstream tool %q: invalid x-mcp-header annotations: %s\n", t.Name, oneline.Of(err.Error(), 200))
 			continue
 		}
 		if why, changed := toolChanged(st.plan, p.defs, true, t.Name); changed {

@@ -35,8 +35,9 @@ import (
 // governs it as before. Only an upstream that speaks no legacy version
 // planlock speaks is spoken to in 2026-07-28.
 
-// discoverProbeTimeout bounds the server/discover probe: a legacy server
-// may ignore an unknown method before initialize instead of answering it.
+// discoverProbeTimeout bounds the server/discover probe over stdio: a
+// legacy server may ignore an unknown method before initialize instead of
+// answering it.
 const discoverProbeTimeout = 5 * time.Second
 
 // ErrStartRefused marks a definite refusal of the upstream (no protocol
@@ -110,7 +111,16 @@ type negotiated struct {
 func (u *Upstream) probe(ctx context.Context, c *upConn) (negotiated, error) {
 	want := mcp.LATEST_PROTOCOL_VERSION
 	for attempt := 0; attempt < 2; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, min(discoverProbeTimeout, u.cfg.InitTimeout))
+		// Over HTTP every POST is answered (a legacy server answers an
+		// unknown method with an error or a 4xx), so the probe waits as
+		// long as initialize would: on a loaded machine a modern server
+		// slower than the stdio bound is still modern, never taken for a
+		// legacy one (and then refused for answering initialize in its era).
+		timeout := u.cfg.InitTimeout
+		if u.cfg.URL == "" {
+			timeout = min(discoverProbeTimeout, timeout)
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
 		c.version = want
 		h, isHTTP := c.tr.(transport.HTTPConnection)
 		if isHTTP {
@@ -142,7 +152,11 @@ func (u *Upstream) probe(ctx context.Context, c *upConn) (negotiated, error) {
 			if v := mutual(supported, false); v != "" {
 				return negotiated{legacy: v}, nil // dual-era: its legacy era (see above)
 			}
-			if v := mutual(supported, true); v != "" && v != want {
+			// A refusal naming the very version asked for is asked once
+			// more (the spec's "retry with a supported version"; a server
+			// may refuse a first request before its state is ready); a
+			// second one is definite.
+			if v := mutual(supported, true); v != "" && (v != want || attempt == 0) {
 				want = v
 				continue
 			}

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -584,4 +586,163 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return false
+}
+
+// TestUpstreamRejectingItsOwnVersionOnce: an upstream whose first answer is
+// -32022 naming the very version planlock asked for (what the conformance
+// scenario request-metadata does: a client must retry with a supported
+// version) is asked once more in that version, and then proxied in its
+// era; a second such refusal would be definite.
+func TestUpstreamRejectingItsOwnVersionOnce(t *testing.T) {
+	u, rec := mcpgoUpstream(t, mcp.LATEST_PROTOCOL_VERSION)
+	target, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rejected atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && rejected.CompareAndSwap(false, true) {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&m)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":[%q],"requested":%q}}}`,
+				m.ID, mcp.LATEST_PROTOCOL_VERSION, r.Header.Get(mcp.HeaderProtocolVersion))
+			return
+		}
+		rec.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	p := eraProxy(t, eraPlan, UpstreamConfig{URL: ts.URL + target.Path})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := eraClient(t, p, "")
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"message": "hi"}
+	res, err := c.CallTool(ctx, req)
+	if refused(res, err) || resultText(res) != "hi" {
+		t.Fatalf("call through the upstream: %v %+v", err, res)
+	}
+	calls := rec.calls()
+	if len(calls) != 1 || calls[0].version != mcp.LATEST_PROTOCOL_VERSION {
+		t.Fatalf("the upstream saw calls %+v, want one in %s", calls, mcp.LATEST_PROTOCOL_VERSION)
+	}
+}
+
+// TestUpstreamToolWithInvalidHeaderAnnotations: a modern upstream that
+// lists a tool whose x-mcp-header annotations break the rules (an empty
+// header name; the conformance scenario http-invalid-tool-headers lists
+// eleven such) neither stops planlock nor reaches the agent: the client
+// must exclude such a tool, so it is not listed and a call of it never
+// reaches the upstream, even with a plan that names it; the valid tool
+// next to it works.
+func TestUpstreamToolWithInvalidHeaderAnnotations(t *testing.T) {
+	var mu sync.Mutex
+	var called []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		if len(m.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result string
+		switch m.Method {
+		case "server/discover":
+			result = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"bad-headers","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[` +
+				`{"name":"valid_tool","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}},` +
+				`{"name":"invalid_empty_header","inputSchema":{"type":"object","properties":{"value":{"type":"string","x-mcp-header":""}},"required":["value"]}}]}`
+		case "tools/call":
+			mu.Lock()
+			called = append(called, m.Params.Name)
+			mu.Unlock()
+			result = `{"content":[{"type":"text","text":"called"}]}`
+		default:
+			result = `{}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+	}))
+	defer ts.Close()
+	p := eraProxy(t, `
+plan "headers" {
+  goal  = "only valid tools"
+  order = "any"
+  step "valid" {
+    tool      = "valid_tool"
+    max_calls = 5
+    arg "region" { any = true }
+  }
+  step "invalid" {
+    tool      = "invalid_empty_header"
+    max_calls = 5
+    arg "value" { any = true }
+  }
+}`, UpstreamConfig{URL: ts.URL + "/mcp"})
+	c := eraClient(t, p, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if strings.Join(names, ",") != "valid_tool" {
+		t.Fatalf("tools/list shows %v, want only valid_tool", names)
+	}
+	if res, err := callTool(ctx, c, "valid_tool", map[string]any{"region": "eu"}); refused(res, err) {
+		t.Fatalf("valid_tool: %v %+v", err, res)
+	}
+	if res, err := callTool(ctx, c, "invalid_empty_header", map[string]any{"value": "x"}); !refused(res, err) {
+		t.Fatalf("invalid_empty_header was answered: %+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(called, ",") != "valid_tool" {
+		t.Fatalf("the upstream received calls of %v, want only valid_tool", called)
+	}
+}
+
+// TestSlowModernHTTPUpstreamIsModern: a modern-only HTTP upstream that
+// answers server/discover later than the stdio probe's bound (a loaded
+// machine) is still spoken to in 2026-07-28: over HTTP every POST is
+// answered, so the probe waits as long as initialize would.
+func TestSlowModernHTTPUpstreamIsModern(t *testing.T) {
+	u, rec := mcpgoUpstream(t, mcp.LATEST_PROTOCOL_VERSION)
+	target, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodServerDiscover) {
+			time.Sleep(discoverProbeTimeout + time.Second)
+		}
+		rec.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	p := eraProxy(t, eraPlan, UpstreamConfig{URL: ts.URL + target.Path, InitTimeout: 60 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := eraClient(t, p, "")
+	res, err := callTool(ctx, c, "echo", map[string]any{"message": "hi"})
+	if refused(res, err) || resultText(res) != "hi" {
+		t.Fatalf("call through the slow upstream: %v %+v", err, res)
+	}
+	if calls := rec.calls(); len(calls) != 1 || calls[0].version != mcp.LATEST_PROTOCOL_VERSION {
+		t.Fatalf("the upstream saw calls %+v, want one in %s", calls, mcp.LATEST_PROTOCOL_VERSION)
+	}
 }
