@@ -189,3 +189,65 @@ func (s ConformanceScenario) String() string {
 	b, _ := json.Marshal(s.Checks)
 	return fmt.Sprintf("%s: %d passed, %d failed: %s", s.Name, s.Passed(), s.Failed(), b)
 }
+
+// clientResultDirRE matches a client scenario's result directory under
+// the output directory (auth scenarios sit one level deeper, in auth/).
+var clientResultDirRE = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
+
+// ConformanceClient2026 runs the pinned 0.2 suite's client scenarios that
+// MCP 2026-07-28 requires (`conformance client --command COMMAND
+// --requirements 2026-07-28`): the suite starts each scenario's server and
+// runs COMMAND with its URL as the last argument, with env added to the
+// environment. It returns every scenario's checks by name ("auth/…" for
+// the authorization ones).
+func ConformanceClient2026(t testing.TB, command string, env []string) map[string]ConformanceScenario {
+	t.Helper()
+	bin := filepath.Join(Dir(t), "node_modules/conformance-2026/dist/index.js")
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Node(t), bin, "client", "--command", command, "--requirements", Revision2026, "-o", out)
+	cmd.Dir = Dir(t)
+	cmd.Env = append(os.Environ(), env...)
+	leakcheck.OwnGroup(cmd)
+	// Non-zero when a scenario fails: the verdicts are read from the
+	// checks it writes.
+	combined, _ := cmd.CombinedOutput()
+	leakcheck.EndGroup(cmd, groupGrace)
+	if ctx.Err() != nil {
+		t.Fatalf("peers: conformance client did not finish\n%s", combined)
+	}
+	res := make(map[string]ConformanceScenario)
+	for _, sub := range []string{"", "auth"} {
+		entries, err := os.ReadDir(filepath.Join(out, sub))
+		if sub != "" && os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("peers: read conformance client results: %v\n%s", err, combined)
+		}
+		for _, e := range entries {
+			m := clientResultDirRE.FindStringSubmatch(e.Name())
+			if !e.IsDir() || m == nil {
+				continue
+			}
+			name := m[1]
+			if sub != "" {
+				name = sub + "/" + name
+			}
+			b, err := os.ReadFile(filepath.Join(out, sub, e.Name(), "checks.json"))
+			if err != nil {
+				t.Fatalf("peers: conformance client scenario %s: %v", name, err)
+			}
+			var checks []ConformanceCheck
+			if err := json.Unmarshal(b, &checks); err != nil {
+				t.Fatalf("peers: conformance client scenario %s: parse checks: %v", name, err)
+			}
+			res[name] = ConformanceScenario{Name: name, Checks: checks}
+		}
+	}
+	if len(res) == 0 {
+		t.Fatalf("peers: conformance client produced no results\n%s", combined)
+	}
+	return res
+}
