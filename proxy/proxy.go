@@ -202,6 +202,7 @@ func New(cfg Config) (*Proxy, error) {
 	cfg.Upstream.ClientVersion = cfg.Version
 	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect
+	p.up.listenFilter = p.listenFilter
 	p.setServerTools(p.placeholders(cfg.Plan))
 	p.initExtras()
 	return p, nil

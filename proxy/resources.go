@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ type sendFunc func(ctx context.Context, method string, params any) (json.RawMess
 // relays.
 type upstreamCaps struct {
 	Resources, Subscribe, Prompts, Completions bool
+	// Modern: the upstream speaks 2026-07-28, where a subscription is
+	// part of planlock's listen stream (uplisten.go), not an RPC.
+	Modern bool
 }
 
 func parseCaps(raw json.RawMessage) upstreamCaps {
@@ -170,6 +174,9 @@ func (p *Proxy) onConnect(ctx context.Context, send sendFunc, caps upstreamCaps)
 		}
 		p.ex.subMu.Unlock()
 		for _, u := range uris {
+			if caps.Modern {
+				break // the new connection's listen stream has them (Upstream.connect)
+			}
 			if _, err := send(ctx, "resources/subscribe", map[string]any{"uri": u}); err != nil {
 				fmt.Fprintf(p.cfg.Log, "planlock proxy: subscribe again to %s: %v\n", u, err)
 			}
@@ -706,6 +713,23 @@ func (p *Proxy) subscribeAs(ctx context.Context, sid, uri string) error {
 	}
 	p.ex.subs[uri][sid] = true
 	p.ex.subMu.Unlock()
+	if first && p.up.Modern() {
+		// A modern upstream: planlock's listen stream, replaced by one
+		// that names uri too, and only what it acknowledged counts.
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+		acked, err := p.up.Relisten(cctx)
+		cancel()
+		if err == nil && !slices.Contains(acked.ResourceSubscriptions, uri) {
+			err = errors.New("the upstream did not acknowledge it")
+		}
+		if err != nil {
+			if p.unsubscribeLocal(sid, uri) {
+				p.relistenLater()
+			}
+			return fmt.Errorf("subscriptions/listen %s: %s", uri, oneline.Of(err.Error(), 300))
+		}
+		return nil
+	}
 	if first {
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 		_, err := p.up.Request(cctx, "resources/subscribe", map[string]any{"uri": uri})
@@ -716,6 +740,34 @@ func (p *Proxy) subscribeAs(ctx context.Context, sid, uri string) error {
 		}
 	}
 	return nil
+}
+
+// listenFilter is what planlock listens for on a modern upstream: the
+// URIs its clients are subscribed to (each allowed by the plan when it was
+// subscribed; a refused one never gets here) and the list changes it
+// re-reads.
+func (p *Proxy) listenFilter() mcp.SubscriptionFilter {
+	f := mcp.SubscriptionFilter{ToolsListChanged: true, ResourcesListChanged: p.ex.resources, PromptsListChanged: p.ex.prompts}
+	p.ex.subMu.Lock()
+	for uri := range p.ex.subs {
+		f.ResourceSubscriptions = append(f.ResourceSubscriptions, uri)
+	}
+	p.ex.subMu.Unlock()
+	sort.Strings(f.ResourceSubscriptions)
+	return f
+}
+
+// relistenLater replaces the listen stream of a modern upstream after a
+// URI's last subscriber left (best effort: a failure leaves a stream that
+// delivers a URI nobody reads, which relayExtra drops).
+func (p *Proxy) relistenLater() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CallTimeout)
+		defer cancel()
+		if _, err := p.up.Relisten(ctx); err != nil {
+			fmt.Fprintf(p.cfg.Log, "planlock proxy: replace the upstream listen stream: %s\n", oneline.Of(err.Error(), 300))
+		}
+	}()
 }
 
 // unsubscribeLocal forgets one session's subscription; it reports whether
@@ -738,11 +790,16 @@ func (p *Proxy) unsubscribeLocal(sid, uri string) bool {
 // unsubscribe forgets a session's subscription and unsubscribes upstream
 // after the last one (best effort).
 func (p *Proxy) unsubscribe(ctx context.Context, sid, uri string) {
-	if p.unsubscribeLocal(sid, uri) {
-		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-		_, _ = p.up.Request(cctx, "resources/unsubscribe", map[string]any{"uri": uri})
-		cancel()
+	if !p.unsubscribeLocal(sid, uri) {
+		return
 	}
+	if p.up.Modern() {
+		p.relistenLater()
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	_, _ = p.up.Request(cctx, "resources/unsubscribe", map[string]any{"uri": uri})
+	cancel()
 }
 
 // dropSubscriptions forgets a closed session's subscriptions.

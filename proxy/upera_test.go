@@ -390,7 +390,7 @@ func TestModernUpstreamGetsParamHeaders(t *testing.T) {
 		}
 		rec.ServeHTTP(w, r)
 	}))
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the proxy's cleanup: its listen stream holds a connection open
 	p := eraProxy(t, `
 plan "route" {
   goal  = "route"
@@ -614,7 +614,7 @@ func TestUpstreamRejectingItsOwnVersionOnce(t *testing.T) {
 		}
 		rec.ServeHTTP(w, r)
 	}))
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the proxy's cleanup: its listen stream holds a connection open
 	p := eraProxy(t, eraPlan, UpstreamConfig{URL: ts.URL + target.Path})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -674,7 +674,7 @@ func TestUpstreamToolWithInvalidHeaderAnnotations(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
 	}))
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the proxy's cleanup: its listen stream holds a connection open
 	p := eraProxy(t, `
 plan "headers" {
   goal  = "only valid tools"
@@ -733,7 +733,7 @@ func TestSlowModernHTTPUpstreamIsModern(t *testing.T) {
 		}
 		rec.ServeHTTP(w, r)
 	}))
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the proxy's cleanup: its listen stream holds a connection open
 	p := eraProxy(t, eraPlan, UpstreamConfig{URL: ts.URL + target.Path, InitTimeout: 60 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -61,6 +61,10 @@ type Upstream struct {
 	// before onReady, with that connection's request function and the
 	// upstream's announced capabilities (resources.go).
 	onConnect func(ctx context.Context, send sendFunc, caps upstreamCaps)
+	// listenFilter, when set, is what planlock listens for on a modern
+	// upstream's subscriptions/listen stream (uplisten.go).
+	listenFilter func() mcp.SubscriptionFilter
+	listen       upListen
 
 	mu      sync.Mutex
 	conn    *upConn
@@ -148,6 +152,7 @@ func (u *Upstream) Run(ctx context.Context) {
 			why = c.why // written before dead was closed
 		}
 		u.setConn(nil, fmt.Errorf("restarting after: %w", why))
+		c.kill(why) // ends what waits on the connection (its listen stream)
 		_ = c.tr.Close()
 	}
 }
@@ -244,10 +249,10 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 		if h, ok := c.tr.(transport.HTTPConnection); ok {
 			h.SetProtocolVersion(n.version)
 		}
+		// resources/subscribe is gone in 2026-07-28: a subscription is
+		// part of planlock's own subscriptions/listen stream (uplisten.go).
 		caps = parseCaps(n.caps)
-		// resources/subscribe is gone in 2026-07-28 (subscriptions/listen
-		// replaced it, which planlock does not relay yet): offer none.
-		caps.Subscribe = false
+		caps.Modern = true
 	} else {
 		if u.cfg.URL != "" {
 			// A legacy HTTP upstream sends its notifications (such as
@@ -274,6 +279,17 @@ func (u *Upstream) connect(ctx context.Context) (*upConn, error) {
 	}
 	if u.onReady != nil {
 		u.onReady(tools)
+	}
+	if c.version != "" && u.listenFilter != nil {
+		// What clients subscribed to before a restart, and the list
+		// changes, are listened for on the new connection at once.
+		go func() {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), u.cfg.InitTimeout)
+			defer cancel()
+			if _, err := u.relisten(lctx, c); err != nil {
+				u.logger().Warn("planlock: upstream " + u.name() + ": " + err.Error())
+			}
+		}()
 	}
 	return c, nil
 }
@@ -321,6 +337,9 @@ func (u *Upstream) open(ctx context.Context, listen bool) (*upConn, error) {
 		}
 	}
 	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
+		if u.listenAcked(n) {
+			return
+		}
 		if u.onNotify != nil {
 			u.onNotify(n)
 		}

@@ -1,0 +1,223 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// listenUpstream is a modern-only HTTP upstream with resource
+// subscriptions: subscriptions/listen answers with an SSE stream that
+// acknowledges what was asked and then carries notifications/resources/
+// updated for the subscribed URIs when the tool touch names one. It keeps
+// every listen filter it received.
+type listenUpstream struct {
+	mu      sync.Mutex
+	filters []mcp.SubscriptionFilter // every subscriptions/listen received
+	streams map[*listenStream]bool   // open ones
+}
+
+type listenStream struct {
+	id     json.RawMessage
+	filter mcp.SubscriptionFilter
+	out    chan string
+}
+
+func (s *listenUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Arguments struct {
+				URI string `json:"uri"`
+			} `json:"arguments"`
+			URI           string                 `json:"uri"`
+			Notifications mcp.SubscriptionFilter `json:"notifications"`
+		} `json:"params"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&m)
+	if len(m.ID) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var result string
+	switch m.Method {
+	case "server/discover":
+		result = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true}},"serverInfo":{"name":"listen-upstream","version":"1"}}`
+	case "tools/list":
+		result = `{"tools":[{"name":"touch","inputSchema":{"type":"object","properties":{"uri":{"type":"string"}}}}]}`
+	case "resources/list":
+		result = `{"resources":[{"uri":"demo://allowed","name":"allowed"},{"uri":"demo://secret","name":"secret"}]}`
+	case "resources/templates/list":
+		result = `{"resourceTemplates":[]}`
+	case "resources/read":
+		result = fmt.Sprintf(`{"contents":[{"uri":%q,"text":"content"}]}`, m.Params.URI)
+	case "tools/call":
+		uri := m.Params.Arguments.URI
+		s.mu.Lock()
+		for st := range s.streams {
+			if slices.Contains(st.filter.ResourceSubscriptions, uri) {
+				st.out <- fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":%s},"uri":%q}}`, st.id, uri)
+			}
+		}
+		s.mu.Unlock()
+		result = `{"content":[{"type":"text","text":"touched"}]}`
+	case "subscriptions/listen":
+		s.listen(w, r, m.ID, m.Params.Notifications)
+		return
+	default:
+		result = `{}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+}
+
+func (s *listenUpstream) listen(w http.ResponseWriter, r *http.Request, id json.RawMessage, f mcp.SubscriptionFilter) {
+	st := &listenStream{id: id, filter: f, out: make(chan string, 16)}
+	s.mu.Lock()
+	s.filters = append(s.filters, f)
+	s.streams[st] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.streams, st)
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	ack, _ := json.Marshal(f)
+	fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s},\"notifications\":%s}}\n\n", id, ack)
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg := <-st.out:
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+			fl.Flush()
+		}
+	}
+}
+
+// subscribed reports whether an open listen stream names uri.
+func (s *listenUpstream) subscribed(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for st := range s.streams {
+		if slices.Contains(st.filter.ResourceSubscriptions, uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// everAsked reports whether any listen request named uri.
+func (s *listenUpstream) everAsked(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.filters {
+		if slices.Contains(f.ResourceSubscriptions, uri) {
+			return true
+		}
+	}
+	return false
+}
+
+const upListenPlan = `
+plan "listen" {
+  goal  = "resource updates through planlock's own listen stream"
+  order = "any"
+  step "touch" {
+    tool      = "touch"
+    max_calls = 10
+    arg "uri" { any = true }
+  }
+  resource "allowed" {
+    uri       = "demo://allowed"
+    max_reads = 5
+  }
+}`
+
+// TestListenTowardModernUpstream: a modern upstream (2026-07-28 only, no
+// resources/subscribe) with resource subscriptions. A modern client's
+// subscriptions/listen for an allowed and a refused URI is acknowledged for
+// the allowed one only; planlock subscribes upstream on its own listen
+// stream for the allowed one and never names the refused one; the
+// upstream's resources/updated reaches the client's stream; when the
+// client's stream ends, planlock's stream is replaced by one without it.
+func TestListenTowardModernUpstream(t *testing.T) {
+	up := &listenUpstream{streams: map[*listenStream]bool{}}
+	ts := httptest.NewServer(up)
+	t.Cleanup(ts.Close) // after the proxy's cleanup, which ends its stream
+	p := eraProxy(t, upListenPlan, UpstreamConfig{URL: ts.URL + "/mcp"})
+	c := eraClient(t, p, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var mu sync.Mutex
+	var updated []string
+	var acked []mcp.SubscriptionFilter
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch n.Method {
+		case string(mcp.MethodNotificationResourceUpdated):
+			uri, _ := n.Params.AdditionalFields["uri"].(string)
+			updated = append(updated, uri)
+		case mcp.MethodNotificationSubscriptionsAcknowledged:
+			var f mcp.SubscriptionFilter
+			b, _ := json.Marshal(n.Params.AdditionalFields["notifications"])
+			_ = json.Unmarshal(b, &f)
+			acked = append(acked, f)
+		}
+	})
+	lctx, stop := context.WithCancel(ctx)
+	listenDone := make(chan error, 1)
+	go func() {
+		listenDone <- c.Listen(lctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"demo://allowed", "demo://secret"}})
+	}()
+	if !eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) > 0 }) {
+		t.Fatal("the client's listen was not acknowledged")
+	}
+	mu.Lock()
+	if got := acked[0].ResourceSubscriptions; !slices.Equal(got, []string{"demo://allowed"}) {
+		t.Errorf("acknowledged %v, want only demo://allowed", got)
+	}
+	mu.Unlock()
+	if !up.subscribed("demo://allowed") {
+		t.Fatal("planlock did not subscribe upstream to demo://allowed before acknowledging it")
+	}
+	for _, uri := range []string{"demo://secret", "demo://allowed"} {
+		if res, err := callTool(ctx, c, "touch", map[string]any{"uri": uri}); refused(res, err) {
+			t.Fatalf("touch %s: %v %+v", uri, err, res)
+		}
+	}
+	if !eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(updated) > 0 }) {
+		t.Fatal("resources/updated for demo://allowed did not reach the client")
+	}
+	mu.Lock()
+	if !slices.Equal(updated, []string{"demo://allowed"}) {
+		t.Errorf("the client received updates for %v, want demo://allowed", updated)
+	}
+	mu.Unlock()
+	if up.everAsked("demo://secret") {
+		t.Error("planlock subscribed upstream to demo://secret, which the plan refuses")
+	}
+	stop()
+	<-listenDone
+	if !eventually(func() bool { return !up.subscribed("demo://allowed") }) {
+		t.Error("planlock still listens upstream for demo://allowed after the client's stream ended")
+	}
+}
