@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/peers"
 )
 
 // listenUpstream is a modern-only HTTP upstream with resource
@@ -219,5 +224,96 @@ func TestListenTowardModernUpstream(t *testing.T) {
 	<-listenDone
 	if !eventually(func() bool { return !up.subscribed("demo://allowed") }) {
 		t.Error("planlock still listens upstream for demo://allowed after the client's stream ended")
+	}
+}
+
+// listenStdio is listenUpstream over stdio (node): every subscriptions/listen
+// it receives is appended to log as a JSON line of its filter.
+func listenStdio(t *testing.T, log string) []string {
+	t.Helper()
+	script := `const fs = require("fs");
+const log = process.argv[1];
+const streams = new Map();
+const say = (m) => process.stdout.write(JSON.stringify({jsonrpc: "2.0", ...m}) + "\n");
+require("readline").createInterface({input: process.stdin}).on("line", (l) => {
+  let m; try { m = JSON.parse(l); } catch { return; }
+  const p = m.params || {};
+  if (m.method === "notifications/cancelled") { streams.delete(String(p.requestId)); return; }
+  if (m.id === undefined) return;
+  switch (m.method) {
+  case "server/discover": return say({id: m.id, result: {supportedVersions: ["2026-07-28"],
+    capabilities: {tools: {listChanged: true}, resources: {subscribe: true, listChanged: true}}, serverInfo: {name: "listen-stdio", version: "1"}}});
+  case "tools/list": return say({id: m.id, result: {tools: [{name: "touch", inputSchema: {type: "object", properties: {uri: {type: "string"}}}}]}});
+  case "resources/list": return say({id: m.id, result: {resources: [{uri: "demo://allowed", name: "allowed"}, {uri: "demo://secret", name: "secret"}]}});
+  case "resources/templates/list": return say({id: m.id, result: {resourceTemplates: []}});
+  case "tools/call": {
+    const uri = (p.arguments || {}).uri;
+    for (const [id, s] of streams) if ((s.resourceSubscriptions || []).includes(uri))
+      say({method: "notifications/resources/updated", params: {_meta: {"io.modelcontextprotocol/subscriptionId": s.id}, uri}});
+    return say({id: m.id, result: {content: [{type: "text", text: "touched"}]}});
+  }
+  case "subscriptions/listen": {
+    const f = p.notifications || {};
+    fs.appendFileSync(log, JSON.stringify(f) + "\n");
+    streams.set(String(m.id), {...f, id: m.id});
+    return say({method: "notifications/subscriptions/acknowledged", params: {_meta: {"io.modelcontextprotocol/subscriptionId": m.id}, notifications: f}});
+  }
+  default: return say({id: m.id, result: {}});
+  }
+});`
+	return []string{peers.Node(t), "-e", script, log}
+}
+
+// TestListenTowardModernStdioUpstream is TestListenTowardModernUpstream over
+// stdio, with a legacy client (resources/subscribe): the subscription of an
+// allowed URI is planlock's listen stream upstream, a refused URI is
+// refused and never named upstream, and the update reaches the client.
+func TestListenTowardModernStdioUpstream(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "listens.jsonl")
+	p := eraProxy(t, upListenPlan, UpstreamConfig{Command: listenStdio(t, log)})
+	c := eraClient(t, p, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var updated []string
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+			uri, _ := n.Params.AdditionalFields["uri"].(string)
+			mu.Lock()
+			updated = append(updated, uri)
+			mu.Unlock()
+		}
+	})
+	sub := func(uri string) error {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = uri
+		//lint:ignore SA1019 a legacy client subscribes with resources/subscribe
+		return c.Subscribe(ctx, req)
+	}
+	if err := sub("demo://secret"); err == nil {
+		t.Fatal("resources/subscribe of demo://secret, which the plan refuses, succeeded")
+	}
+	if err := sub("demo://allowed"); err != nil {
+		t.Fatalf("resources/subscribe demo://allowed: %v", err)
+	}
+	for _, uri := range []string{"demo://secret", "demo://allowed"} {
+		if res, err := callTool(ctx, c, "touch", map[string]any{"uri": uri}); refused(res, err) {
+			t.Fatalf("touch %s: %v %+v", uri, err, res)
+		}
+	}
+	if !eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(updated) > 0 }) {
+		t.Fatal("resources/updated for demo://allowed did not reach the client")
+	}
+	mu.Lock()
+	if !slices.Equal(updated, []string{"demo://allowed"}) {
+		t.Errorf("the client received updates for %v, want demo://allowed", updated)
+	}
+	mu.Unlock()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"demo://allowed"`) || strings.Contains(string(b), "secret") {
+		t.Fatalf("the upstream's listen requests:\n%s\nwant demo://allowed and never demo://secret", b)
 	}
 }
