@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -25,9 +27,19 @@ import (
 type upListen struct {
 	mu     sync.Mutex // serialises replacing the stream
 	cancel context.CancelFunc
+	gen    uint64 // the current stream's number
 
 	wmu     sync.Mutex
-	waiters map[string]chan mcp.SubscriptionFilter // by the listen request's id
+	waiters map[string]*listenWaiter // by the listen request's id
+}
+
+// listenWaiter waits for the acknowledgement of one listen request.
+type listenWaiter struct {
+	acked chan mcp.SubscriptionFilter
+	// live: the acknowledgement names something to deliver. Set when it
+	// is read, before the stream's end can be (the stream carries the
+	// acknowledgement first).
+	live atomic.Bool
 }
 
 // Modern reports whether the current connection speaks protocol 2026-07-28.
@@ -72,17 +84,19 @@ func (u *Upstream) relisten(ctx context.Context, c *upConn) (mcp.SubscriptionFil
 	}
 	id := u.nextID.Add(1)
 	key := fmt.Sprint(id)
-	acked := make(chan mcp.SubscriptionFilter, 1)
+	w := &listenWaiter{acked: make(chan mcp.SubscriptionFilter, 1)}
 	l.wmu.Lock()
 	if l.waiters == nil {
-		l.waiters = map[string]chan mcp.SubscriptionFilter{}
+		l.waiters = map[string]*listenWaiter{}
 	}
-	l.waiters[key] = acked
+	l.waiters[key] = w
 	l.wmu.Unlock()
 	// The stream lives until it is replaced or the connection ends, not
 	// as long as the request that opened it.
 	sctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
+	l.gen++
+	gen := l.gen
 	go func() {
 		select {
 		case <-c.dead:
@@ -100,9 +114,15 @@ func (u *Upstream) relisten(ctx context.Context, c *upConn) (mcp.SubscriptionFil
 			err = errors.New("the upstream ended the listen stream")
 		}
 		ended <- err
+		if sctx.Err() == nil && w.live.Load() {
+			// Neither replaced nor its connection gone: the upstream
+			// ended it (a modern HTTP server restarted, say). What it
+			// carried is listened for again, after a pause.
+			go u.listenAgain(c, gen)
+		}
 	}()
 	select {
-	case a := <-acked:
+	case a := <-w.acked:
 		return a, nil
 	case err := <-ended:
 		return mcp.SubscriptionFilter{}, fmt.Errorf("subscriptions/listen: %w", err)
@@ -129,11 +149,40 @@ func (u *Upstream) listenAcked(n mcp.JSONRPCNotification) bool {
 	}
 	l := &u.listen
 	l.wmu.Lock()
-	ch := l.waiters[fmt.Sprint(id)]
+	w := l.waiters[fmt.Sprint(id)]
 	delete(l.waiters, fmt.Sprint(id))
 	l.wmu.Unlock()
-	if ch != nil {
-		ch <- f
+	if w != nil {
+		// A stream whose acknowledgement names nothing ends at once, and
+		// is not opened again.
+		w.live.Store(!f.IsEmpty())
+		w.acked <- f
 	}
 	return true
+}
+
+// listenAgainDelay is the pause before a stream the upstream ended is
+// opened again.
+const listenAgainDelay = time.Second
+
+// listenAgain opens the listen stream of c again when stream gen, which
+// the upstream ended, is still the current one.
+func (u *Upstream) listenAgain(c *upConn, gen uint64) {
+	select {
+	case <-c.dead:
+		return
+	case <-time.After(listenAgainDelay):
+	}
+	l := &u.listen
+	l.mu.Lock()
+	current := l.gen == gen
+	l.mu.Unlock()
+	if !current {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), u.cfg.InitTimeout)
+	defer cancel()
+	if _, err := u.relisten(ctx, c); err != nil {
+		u.logger().Warn("planlock: upstream " + u.name() + ": " + err.Error())
+	}
 }

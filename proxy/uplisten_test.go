@@ -28,6 +28,7 @@ type listenUpstream struct {
 	mu      sync.Mutex
 	filters []mcp.SubscriptionFilter // every subscriptions/listen received
 	streams map[*listenStream]bool   // open ones
+	endNext int                      // how many of the next streams end right after their acknowledgement
 }
 
 type listenStream struct {
@@ -105,6 +106,16 @@ func (s *listenUpstream) listen(w http.ResponseWriter, r *http.Request, id json.
 	ack, _ := json.Marshal(f)
 	fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s},\"notifications\":%s}}\n\n", id, ack)
 	fl.Flush()
+	s.mu.Lock()
+	end := s.endNext > 0
+	if end {
+		s.endNext--
+	}
+	s.mu.Unlock()
+	if end {
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", id)
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -315,5 +326,51 @@ func TestListenTowardModernStdioUpstream(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"demo://allowed"`) || strings.Contains(string(b), "secret") {
 		t.Fatalf("the upstream's listen requests:\n%s\nwant demo://allowed and never demo://secret", b)
+	}
+}
+
+// TestListenStreamEndedByTheUpstreamIsOpenedAgain: a modern upstream that
+// ends planlock's listen stream (a restarted HTTP server) gets it again,
+// with the same subscriptions, and updates reach the client again.
+func TestListenStreamEndedByTheUpstreamIsOpenedAgain(t *testing.T) {
+	up := &listenUpstream{streams: map[*listenStream]bool{}}
+	ts := httptest.NewServer(up)
+	t.Cleanup(ts.Close) // after the proxy's cleanup, which ends its stream
+	p := eraProxy(t, upListenPlan, UpstreamConfig{URL: ts.URL + "/mcp"})
+	c := eraClient(t, p, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var updated []string
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+			uri, _ := n.Params.AdditionalFields["uri"].(string)
+			mu.Lock()
+			updated = append(updated, uri)
+			mu.Unlock()
+		}
+	})
+	if !eventually(func() bool { up.mu.Lock(); defer up.mu.Unlock(); return len(up.streams) == 1 }) {
+		t.Fatal("planlock opened no listen stream on connecting")
+	}
+	up.mu.Lock()
+	up.endNext = 1
+	up.mu.Unlock()
+	req := mcp.SubscribeRequest{}
+	req.Params.URI = "demo://allowed"
+	//lint:ignore SA1019 a legacy client subscribes with resources/subscribe
+	if err := c.Subscribe(ctx, req); err != nil {
+		t.Fatalf("resources/subscribe demo://allowed: %v", err)
+	}
+	// The stream that acknowledged it was ended at once: planlock opens
+	// it again.
+	if !eventually(func() bool { return up.subscribed("demo://allowed") }) {
+		t.Fatal("planlock did not listen again after the upstream ended its stream")
+	}
+	if res, err := callTool(ctx, c, "touch", map[string]any{"uri": "demo://allowed"}); refused(res, err) {
+		t.Fatalf("touch: %v %+v", err, res)
+	}
+	if !eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(updated) == 1 }) {
+		t.Fatal("resources/updated did not reach the client after the stream was opened again")
 	}
 }
