@@ -197,7 +197,7 @@ func canonical(t *testing.T, line string, drop ...string) string {
 // afterAllow names the steps whose lines after the first are sent once the
 // first has been allowed (its allow record is in the audit log), so that a
 // cancellation finds the call in flight in either lane.
-var afterAllow = map[string]bool{"cancelled by the client": true}
+var afterAllow = map[string]bool{"cancelled by the client": true, "modern cancelled by the client": true}
 
 var fastScript = []struct {
 	name  string
