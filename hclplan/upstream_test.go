@@ -15,7 +15,7 @@ func TestUpstreamCommandIn(t *testing.T) {
 		{[]string{"bin/server"}, "/plans/a", []string{"/plans/a/bin/server"}},
 		{[]string{"../tools/server"}, "/plans/a", []string{"/plans/tools/server"}},
 		{[]string{"npx", "-y", "./pkg"}, "/plans", []string{"npx", "-y", "./pkg"}}, // only the program
-		{[]string{"node"}, "/plans", []string{"node"}},                            // PATH
+		{[]string{"node"}, "/plans", []string{"node"}},                             // PATH
 		{[]string{"/usr/bin/server"}, "/plans", []string{"/usr/bin/server"}},
 		{[]string{"./server"}, "", []string{"./server"}}, // no directory known
 		{nil, "/plans", nil},

@@ -187,4 +187,3 @@ func memberIndent(doc []byte, members []member, obj int, def string) string {
 	}
 	return lineIndent(doc, obj) + "  "
 }
-

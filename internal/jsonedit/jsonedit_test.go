@@ -64,4 +64,3 @@ func TestSetMember(t *testing.T) {
 		})
 	}
 }
-
