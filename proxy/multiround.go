@@ -10,12 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/oneline"
@@ -412,6 +414,11 @@ func (p *Proxy) interim(ctx context.Context, res json.RawMessage, rules *hclplan
 	if err != nil {
 		return nil, "", err
 	}
+	for _, id := range slices.Sorted(maps.Keys(ir.asked)) {
+		if err := clientCanAnswer(ctx, ir.asked[id].Method); err != nil {
+			return nil, "", fmt.Errorf("input request %q: %v", oneline.Of(id, 60), err)
+		}
+	}
 	st := prev
 	st.Round++
 	st.Up, st.Asked = ir.state, ir.asked
@@ -427,4 +434,50 @@ func (p *Proxy) interim(ctx context.Context, res json.RawMessage, rules *hclplan
 // does not allow.
 func inputRefused(why string) string {
 	return "the upstream asked for input this plan does not allow (" + why + "): planlock relayed none of it, and the call ended"
+}
+
+// clientCanAnswer says why the client cannot be given an input request of
+// method: a modern client must have declared the capability in this
+// request's _meta; a legacy one gets the old server-to-client request
+// (mcp-go's server sends it and retries the handler with the answer), so
+// it must have declared it at initialize, on a session that can carry
+// such requests (the HTTP front's; planlock's stdio front carries none).
+func clientCanAnswer(ctx context.Context, method string) error {
+	var caps *mcp.ClientCapabilities
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		caps = info.ClientCapabilities
+	} else {
+		sess := server.ClientSessionFromContext(ctx)
+		var carries bool
+		switch method {
+		case hclplan.MethodElicitation:
+			_, carries = sess.(server.SessionWithElicitation)
+		case hclplan.MethodSampling:
+			_, carries = sess.(server.SessionWithSampling)
+		case hclplan.MethodRoots:
+			_, carries = sess.(server.SessionWithRoots)
+		}
+		if !carries {
+			return fmt.Errorf("the client's session cannot carry %s requests (a client of protocol %s over this front)", method, oneline.Of(server.RequestProtocolVersion(ctx), 40))
+		}
+		if ci, ok := sess.(server.SessionWithClientInfo); ok {
+			c := ci.GetClientCapabilities()
+			caps = &c
+		}
+	}
+	declared := caps != nil
+	if declared {
+		switch method {
+		case hclplan.MethodElicitation:
+			declared = caps.Elicitation != nil
+		case hclplan.MethodSampling:
+			declared = caps.Sampling != nil
+		case hclplan.MethodRoots:
+			declared = caps.Roots != nil
+		}
+	}
+	if !declared {
+		return fmt.Errorf("the client did not declare the capability for %s", method)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/authn"
 )
@@ -148,7 +149,13 @@ func TestMultiRoundRetryRealClients(t *testing.T) {
 			} {
 				t.Run(name+"/"+tc.rt, func(t *testing.T) {
 					if front == "stdio" && version != "" && !tc.refused {
-						t.Skip("a legacy stdio client gets no server-to-client requests through planlock (see TestMultiRoundLegacyStdio)")
+						// planlock's stdio front carries no server-to-client
+						// request: the call ends with the reason, counted once.
+						tc.want = "the client's session cannot carry elicitation/create requests"
+						if tc.rt == "sample" {
+							tc.want = "the client's session cannot carry sampling/createMessage requests"
+						}
+						tc.elicited, tc.sampled, tc.refused = 0, 0, true
 					}
 					if front == "http" && version != "" && tc.rt == "sample" {
 						// mcp-go v1.2.1's own legacy HTTP client never
@@ -209,8 +216,11 @@ func TestMultiRoundRetryRefused(t *testing.T) {
 	_, p, audit := realClient(t, inputPlan, "stdio", "", &askedHandlers{}, "--mode", "multi-round", "--calls-log", calls)
 	now := fixedNow()
 	p.cfg.Now = func() time.Time { return now }
-	alice := authn.WithIdentity(context.Background(), authn.Identity{Subject: "token:alice", Plans: []string{"*"}})
-	bob := authn.WithIdentity(context.Background(), authn.Identity{Subject: "token:bob", Plans: []string{"*"}})
+	// Modern requests of clients that can answer a form.
+	modern := server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mcp.ProtocolVersion20260728,
+		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
+	alice := authn.WithIdentity(modern, authn.Identity{Subject: "token:alice", Plans: []string{"*"}})
+	bob := authn.WithIdentity(modern, authn.Identity{Subject: "token:bob", Plans: []string{"*"}})
 	call := func(ctx context.Context, rt, state string, answers string) *mcp.CallToolResult {
 		t.Helper()
 		req := mcp.CallToolRequest{}
@@ -288,5 +298,49 @@ func TestMultiRoundRetryRefused(t *testing.T) {
 	}
 	if got := p.cfg.State.Progress(p.cur.Load().plan.Digest).Calls(0); got != 1 {
 		t.Errorf("counted %d calls, want 1", got)
+	}
+}
+
+// TestMultiRoundRetryPrompt: a prompts/get whose upstream asks for a
+// password the prompt's input block allows completes through planlock for
+// a modern client over stdio and HTTP, counted once (max_calls = 1).
+func TestMultiRoundRetryPrompt(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			calls := filepath.Join(t.TempDir(), "calls.jsonl")
+			h := &answering{password: "hunter2"}
+			c, p, audit := realClient(t, inputPlan, front, "", h, "--mode", "multi-round", "--calls-log", calls)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			gr := mcp.GetPromptRequest{}
+			gr.Params.Name = "ask"
+			gr.Params.Arguments = map[string]string{"resultType": "elicit"}
+			res, err := c.GetPrompt(ctx, gr)
+			if err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			text := ""
+			if len(res.Messages) == 1 {
+				text, _ = contentText(res.Messages[0].Content)
+			}
+			if !strings.Contains(text, `prompt done; state upstream-state-1; answers {"password":{"action":"accept","content":{"password":"hunter2"}}}`) {
+				t.Errorf("get answered %+v", res)
+			}
+			if e := h.elicited.Load(); e != 1 {
+				t.Errorf("elicited %d times, want 1", e)
+			}
+			plan := p.cur.Load().plan
+			if n := p.cfg.State.Progress(plan.Digest).Calls(promptIndex(plan, 0)); n != 1 {
+				t.Errorf("counted %d gets, want 1", n)
+			}
+			n, errs := auditCounts(t, audit)
+			if n["allow"] != 1 || n["input"] != 1 || n["outcome"] != 1 || n["failed"] != 0 {
+				t.Errorf("audit records %v (%v), want one allow, one input, one outcome", n, errs)
+			}
+			// Another get is refused by max_calls: the two rounds counted once.
+			if _, err := c.GetPrompt(ctx, gr); err == nil || !strings.Contains(err.Error(), "max_calls 1 used up") {
+				t.Errorf("a second get: %v, want max_calls used up", err)
+			}
+		})
 	}
 }
