@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // inputPlan lets the multi-round test upstream's "ask" ask for a password
@@ -342,5 +344,54 @@ func TestMultiRoundRetryPrompt(t *testing.T) {
 				t.Errorf("a second get: %v, want max_calls used up", err)
 			}
 		})
+	}
+}
+
+// TestRoundKey: with a state key every process derives the same key, so a
+// requestState one sealed opens in another (replicas of a shared state);
+// without one, a state directory keeps its own across restarts, and
+// another directory's key does not open it.
+func TestRoundKey(t *testing.T) {
+	sk, err := ledger.ParseStateKey([]byte(strings.Repeat("ab", 16) + strings.Repeat("cd", 16)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := RoundKey(sk, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := RoundKey(sk, "")
+	if len(a) != 32 || !bytes.Equal(a, b) {
+		t.Fatal("two processes with the same state key derive different keys")
+	}
+	dir := t.TempDir()
+	d1, err := RoundKey(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := RoundKey(nil, dir)
+	other, _ := RoundKey(nil, t.TempDir())
+	if !bytes.Equal(d1, d2) || bytes.Equal(d1, other) || bytes.Equal(d1, a) {
+		t.Fatal("a state directory's key is not kept, or is shared")
+	}
+	if fi, err := os.Stat(filepath.Join(dir, RoundKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	now := fixedNow()
+	sealed, err := newRoundKeeper(a, 0).seal(roundState{Method: "tools/call", Name: "ask"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := newRoundKeeper(b, 0).open(sealed, now); err != nil || st.Name != "ask" {
+		t.Fatalf("a replica with the same key: %v", err)
+	}
+	if _, err := newRoundKeeper(d1, 0).open(sealed, now); err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Fatalf("another key: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RoundKeyFile), []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RoundKey(nil, dir); err == nil || !strings.Contains(err.Error(), "not a 32-byte key") {
+		t.Fatalf("a broken key file: %v", err)
 	}
 }
