@@ -479,7 +479,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	if ptok != "" {
 		params = map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args), "_meta": map[string]any{"progressToken": ptok}}
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, g.step.Input), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", params)
 	cause := ""
 	switch {
@@ -719,7 +719,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) *mcp.Cal
 	if ptok != "" {
 		params["_meta"] = map[string]any{"progressToken": ptok}
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, step.Input), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", retryParams(params, rs, answers))
 	cause := ""
 	switch {

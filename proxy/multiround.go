@@ -481,3 +481,55 @@ func clientCanAnswer(ctx context.Context, method string) error {
 	}
 	return nil
 }
+
+type inputCapsKey struct{}
+
+// withInputCapabilities is ctx carrying the client capabilities planlock
+// declares to a modern upstream for one request of a step with input
+// rules: what the plan allows and the client declared, nothing more (the
+// upstream asks only for what it sees declared). A legacy upstream gets
+// none: it would ask with server-to-client requests, which planlock
+// refuses (upstream.go).
+func withInputCapabilities(ctx context.Context, rules *hclplan.InputRules) context.Context {
+	if rules == nil {
+		return ctx
+	}
+	var client *mcp.ClientCapabilities
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		client = info.ClientCapabilities
+	} else if ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		c := ci.GetClientCapabilities()
+		client = &c
+	}
+	caps := map[string]any{}
+	if client != nil {
+		if e := client.Elicitation; e != nil {
+			el := map[string]any{}
+			formOnly := e.Form == nil && e.URL == nil // {} is form mode
+			if rules.Elicitation != nil && (e.Form != nil || formOnly) {
+				el["form"] = struct{}{}
+			}
+			if rules.URL != nil && e.URL != nil {
+				el["url"] = struct{}{}
+			}
+			if len(el) > 0 {
+				caps["elicitation"] = el
+			}
+		}
+		if rules.Sampling != nil && client.Sampling != nil {
+			caps["sampling"] = struct{}{}
+		}
+		if rules.Roots && client.Roots != nil {
+			caps["roots"] = struct{}{}
+		}
+	}
+	b, _ := json.Marshal(caps)
+	return context.WithValue(ctx, inputCapsKey{}, json.RawMessage(b))
+}
+
+// inputCapabilities is what withInputCapabilities put in ctx; nil means
+// planlock's own (ourCapabilities).
+func inputCapabilities(ctx context.Context) json.RawMessage {
+	b, _ := ctx.Value(inputCapsKey{}).(json.RawMessage)
+	return b
+}

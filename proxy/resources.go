@@ -514,7 +514,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 func (p *Proxy) promptRound(ctx context.Context, pr *hclplan.Prompt, st roundState, params map[string]any) (*mcp.GetPromptResult, error) {
 	t := st.ticket()
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, pr.Input), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "prompts/get", params)
 	cancel()
 	var out *mcp.GetPromptResult
