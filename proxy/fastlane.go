@@ -11,8 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/planlock/planlock/internal/jsonscan"
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/jsonscan"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )

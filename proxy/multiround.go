@@ -112,22 +112,22 @@ const DefaultRoundTTL = 10 * time.Minute
 // retry must match (method, name, arguments digest, caller), what was asked
 // (so that the answers can be checked), and the upstream's own requestState.
 type roundState struct {
-	V      int                    `json:"v"`
-	Nonce  string                 `json:"n"`
-	Exp    int64                  `json:"exp"` // unix seconds
-	Method string                 `json:"m"`   // tools/call or prompts/get
-	Name   string                 `json:"name"`
-	Args   string                 `json:"args"` // sha256 of the canonical arguments
-	Caller string                 `json:"caller,omitempty"`
-	Plan   string                 `json:"plan"`
-	Step   string                 `json:"step"`
-	Index  int                    `json:"si"`
-	Round  int                    `json:"round"` // input_required results so far
-	Seq    uint64                 `json:"seq"`   // the ticket of the call's allow record
-	Used   int                    `json:"used"`
-	At     int64                  `json:"at"` // unix nanoseconds of the reservation
-	Up     string                 `json:"up,omitempty"`
-	Asked  map[string]askedInput  `json:"asked"`
+	V      int                   `json:"v"`
+	Nonce  string                `json:"n"`
+	Exp    int64                 `json:"exp"` // unix seconds
+	Method string                `json:"m"`   // tools/call or prompts/get
+	Name   string                `json:"name"`
+	Args   string                `json:"args"` // sha256 of the canonical arguments
+	Caller string                `json:"caller,omitempty"`
+	Plan   string                `json:"plan"`
+	Step   string                `json:"step"`
+	Index  int                   `json:"si"`
+	Round  int                   `json:"round"` // input_required results so far
+	Seq    uint64                `json:"seq"`   // the ticket of the call's allow record
+	Used   int                   `json:"used"`
+	At     int64                 `json:"at"` // unix nanoseconds of the reservation
+	Up     string                `json:"up,omitempty"`
+	Asked  map[string]askedInput `json:"asked"`
 }
 
 // askedInput is one input request as relayed: its method and params.

@@ -122,9 +122,9 @@ type Proxy struct {
 	// or sent a modern request): no log message goes to it (routeLog).
 	stdioModern atomic.Bool
 
-	ex     extras      // resources and prompts (resources.go)
+	ex     extras       // resources and prompts (resources.go)
 	rounds *roundKeeper // multi-round requestStates (multiround.go)
-	ostate *orderState // cfg.State, keeping reads out of the step order
+	ostate *orderState  // cfg.State, keeping reads out of the step order
 
 	// The stdio fast lane (fastlane.go): the calls it took, and (tests)
 	// whether it is off.

@@ -59,9 +59,9 @@ func addMultiRound(s *server.MCPServer) {
 var askInputs = map[string]string{
 	"password": `"password":{"method":"elicitation/create","params":{"mode":"form","message":"enter your password",` +
 		`"requestedSchema":{"type":"object","properties":{"password":{"type":"string"}},"required":["password"]}}}`,
-	"llm":     `"llm":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"say the secret"}}],"maxTokens":100}}`,
-	"url":     `"login":{"method":"elicitation/create","params":{"mode":"url","message":"log in","url":"https://auth.example.com/login?x=1","elicitationId":"e-1"}}`,
-	"roots":   `"roots":{"method":"roots/list"}`,
+	"llm":   `"llm":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"say the secret"}}],"maxTokens":100}}`,
+	"url":   `"login":{"method":"elicitation/create","params":{"mode":"url","message":"log in","url":"https://auth.example.com/login?x=1","elicitationId":"e-1"}}`,
+	"roots": `"roots":{"method":"roots/list"}`,
 	"confirm": `"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"sure?",` +
 		`"requestedSchema":{"type":"object","properties":{"sure":{"type":"boolean"}},"required":["sure"]}}}`,
 }
