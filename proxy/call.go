@@ -83,7 +83,7 @@ func (tc *toolCall) decide(p *Proxy) gate.Decision {
 // the same road without waiting for the upstream's answer.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if isRetry(req.Params.MultiRoundTripParams) {
-		return p.retryCall(ctx, req), nil
+		return p.retryCall(ctx, req)
 	}
 	tc, res := p.openCall(ctx, req)
 	if tc == nil {
@@ -677,7 +677,9 @@ func (g grant) roundBase() roundState {
 // requestState and answers verified (openRetry), it goes to the upstream
 // under the decision of its first round, counted no second time, and its
 // result is read as any forwarded call's (another round, or the outcome).
-func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) *mcp.CallToolResult {
+// A refused retry is a JSON-RPC error (as the protocol asks of a state that
+// fails its integrity check), recorded as a block.
+func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx, st := p.withPlan(ctx)
 	tool := req.Params.Name
 	raw := bytes.TrimSpace(req.Params.RawArguments)
@@ -689,7 +691,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) *mcp.Cal
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
 	if _, err := decodeArgs(raw); err != nil {
 		call.Args = nil
-		return p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err))
+		return p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
 	}
 	plan := st.plan
 	rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodToolsCall), tool, raw, req.Params.MultiRoundTripParams,
@@ -700,7 +702,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) *mcp.Cal
 			return nil
 		})
 	if refused != nil {
-		return p.block(ctx, call, RuleMultiRound, refused.reason)
+		return nil, &BlockedError{Reason: firstText(p.block(ctx, call, RuleMultiRound, refused.reason))}
 	}
 	step := plan.Steps[rs.Index]
 	call.Step, call.StepIndex = step.Name, step.Index
@@ -711,7 +713,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) *mcp.Cal
 		msg := upstreamDown(why, "the retry was not forwarded")
 		p.record(ctx, st, g, ledger.Outcome{OK: false, Err: msg})
 		note(ctx, step.Name, OutcomeNotSent, RuleUpstreamDown, 0)
-		return errorResult(msg)
+		return errorResult(msg), nil
 	}
 	params := map[string]any{"name": tool, "arguments": json.RawMessage(raw)}
 	ptok, done := p.progressFor(ctx, req)
@@ -731,5 +733,5 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) *mcp.Cal
 	}
 	cancel()
 	r, _ := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), recordBeforeAnswer)
-	return r
+	return r, nil
 }

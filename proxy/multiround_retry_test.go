@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,6 +224,7 @@ func TestMultiRoundRetryRefused(t *testing.T) {
 		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
 	alice := authn.WithIdentity(modern, authn.Identity{Subject: "token:alice", Plans: []string{"*"}})
 	bob := authn.WithIdentity(modern, authn.Identity{Subject: "token:bob", Plans: []string{"*"}})
+	// A refused retry is a JSON-RPC error: its message as a tool error here.
 	call := func(ctx context.Context, rt, state string, answers string) *mcp.CallToolResult {
 		t.Helper()
 		req := mcp.CallToolRequest{}
@@ -235,6 +237,10 @@ func TestMultiRoundRetryRefused(t *testing.T) {
 			}
 		}
 		res, err := p.handleCall(ctx, req)
+		var blocked *BlockedError
+		if errors.As(err, &blocked) {
+			return errorResult(blocked.Reason)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
