@@ -188,18 +188,48 @@ func rawResponse(id json.RawMessage, method, rt string) []byte {
 	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + rawResult(method, parts[0], state, answers) + "}\n")
 }
 
-// rawAnswers answers the mode's requests on stdin raw on out and passes
+// rawReply is the raw answer to a request one of the raw sets answers: the
+// multi-round mode's (multi), the conformance suite's multi-round tools
+// (conf); ok is false for any other message.
+func rawReply(line []byte, multi, conf bool) (reply []byte, method string, params json.RawMessage, ok bool) {
+	if multi {
+		if id, method, rt, params, ok := rawRequest(line); ok {
+			return rawResponse(id, method, rt), method, params, true
+		}
+	}
+	if !conf {
+		return nil, "", nil, false
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 {
+		return nil, "", nil, false
+	}
+	res, errMsg, ok := mrtrAnswer(msg.Method, msg.Params)
+	if !ok {
+		return nil, "", nil, false
+	}
+	if errMsg != "" {
+		return []byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32602,"message":` + quote(errMsg) + `}}` + "\n"), msg.Method, msg.Params, true
+	}
+	return []byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":` + res + "}\n"), msg.Method, msg.Params, true
+}
+
+// rawAnswers answers the raw sets' requests on stdin raw on out and passes
 // every other line on to what it returns (mcp-go's reader).
-func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder) io.Reader {
+func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder, multi, conf bool) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
 		sc := bufio.NewScanner(stdin)
 		sc.Buffer(make([]byte, 64*1024), 64<<20)
 		for sc.Scan() {
 			line := sc.Bytes()
-			if id, method, rt, params, ok := rawRequest(line); ok {
+			if reply, method, params, ok := rawReply(line, multi, conf); ok {
 				rec.record(method, params)
-				if _, err := out.Write(rawResponse(id, method, rt)); err != nil {
+				if _, err := out.Write(reply); err != nil {
 					pw.CloseWithError(err)
 					return
 				}
@@ -214,21 +244,21 @@ func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder) io.Reader {
 	return pr
 }
 
-// answerRawHTTP answers the mode's requests over HTTP raw; false leaves
+// answerRawHTTP answers the raw sets' requests over HTTP raw; false leaves
 // the request (its body restored) to mcp-go.
-func answerRawHTTP(w http.ResponseWriter, r *http.Request, rec *recorder) bool {
+func answerRawHTTP(w http.ResponseWriter, r *http.Request, rec *recorder, multi, conf bool) bool {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return true
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	id, method, rt, params, ok := rawRequest(body)
+	reply, method, params, ok := rawReply(body, multi, conf)
 	if !ok {
 		return false
 	}
 	rec.record(method, params)
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(rawResponse(id, method, rt))
+	_, _ = w.Write(reply)
 	return true
 }
