@@ -365,8 +365,9 @@ type grant struct {
 	observed bool
 	shadow   bool
 	// round is the requestState a multi-round retry came with (the zero
-	// value for a call's first round).
-	round roundState
+	// value for a call's first round), answers its checked inputResponses.
+	round   roundState
+	answers json.RawMessage
 }
 
 // run carries out a Forward: read the pin if the step has one → reserve
@@ -476,10 +477,21 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	ptok, done := p.progressFor(ctx, req)
 	defer done()
 	var params any = toolCallParams(call.Tool, call.Args)
-	if ptok != "" {
-		params = map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args), "_meta": map[string]any{"progressToken": ptok}}
+	if ptok != "" || g.round.Method != "" {
+		m := map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args)}
+		if ptok != "" {
+			m["_meta"] = map[string]any{"progressToken": ptok}
+		}
+		if g.round.Method != "" {
+			m = retryParams(m, g.round, g.answers) // a multi-round retry
+		}
+		params = m
 	}
-	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, g.step.Input), p.cfg.CallTimeout)
+	var inputRules *hclplan.InputRules
+	if !g.observed {
+		inputRules = g.step.Input
+	}
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, inputRules), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", params)
 	cause := ""
 	switch {
@@ -706,8 +718,9 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	step := plan.Steps[rs.Index]
 	call.Step, call.StepIndex = step.Name, step.Index
-	g := grant{call: call, step: step, ticket: rs.ticket(), round: rs}
-	start := time.Now()
+	// The grant of the first round's decision and count, which openRetry
+	// verified: forwarded, not counted again.
+	g := grant{call: call, step: step, ticket: rs.ticket(), round: rs, answers: answers}
 	if ok, why := p.up.Ready(); !ok {
 		// The call was counted in its first round; it ends here.
 		msg := upstreamDown(why, "the retry was not forwarded")
@@ -715,23 +728,5 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		note(ctx, step.Name, OutcomeNotSent, RuleUpstreamDown, 0)
 		return errorResult(msg), nil
 	}
-	params := map[string]any{"name": tool, "arguments": json.RawMessage(raw)}
-	ptok, done := p.progressFor(ctx, req)
-	defer done()
-	if ptok != "" {
-		params["_meta"] = map[string]any{"progressToken": ptok}
-	}
-	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, step.Input), p.cfg.CallTimeout)
-	res, err := p.up.Request(cctx, "tools/call", retryParams(params, rs, answers))
-	cause := ""
-	switch {
-	case err == nil:
-	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		cause = causeTimeout
-	case ctx.Err() != nil:
-		cause = causeCancelled
-	}
-	cancel()
-	r, _ := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), recordBeforeAnswer)
-	return r, nil
+	return p.forward(ctx, req, st, g, nil), nil
 }
