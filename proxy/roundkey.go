@@ -52,7 +52,7 @@ func RoundKey(stateKey *ledger.StateKey, dir string) ([]byte, error) {
 		return nil, fmt.Errorf("make the multi-round key: %w", err)
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err == nil {
+	if _, err = f.Write(b); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
