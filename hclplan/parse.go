@@ -47,6 +47,7 @@ var (
 			{Type: "pin"},
 			{Type: "tool_pin"},
 			{Type: "check"},
+			{Type: "input"},
 		},
 	}
 	argSchema = &hcl.BodySchema{
@@ -325,6 +326,7 @@ func (d *decoder) step(b *hcl.Block) *Step {
 			s.Checks = append(s.Checks, e)
 		}
 	}
+	s.Input = d.inputBlocks(c.Blocks.OfType("input"))
 	return s
 }
 

@@ -106,6 +106,9 @@ type Step struct {
 	Pin      *Pin     // nil when the step has no pin
 	ToolPin  *ToolPin // nil when the step does not pin its tool's definition
 	Checks   []*Expr  // step-level CEL checks over all arguments (v2), in file order
+	// Input is what a multi-round call may ask of the client (input.go);
+	// nil allows no input request.
+	Input *InputRules
 
 	DeclRange hcl.Range
 	ToolRange hcl.Range

@@ -17,7 +17,7 @@ var (
 	}
 	promptSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "max_calls"}},
-		Blocks:     []hcl.BlockHeaderSchema{{Type: "arg", LabelNames: []string{"name"}}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "arg", LabelNames: []string{"name"}}, {Type: "input"}},
 	}
 )
 
@@ -40,6 +40,7 @@ type Prompt struct {
 	Name     string // the prompt's name on the upstream
 	MaxCalls int
 	Args     []*Arg
+	Input    *InputRules // what a multi-round get may ask of the client; nil: nothing
 
 	DeclRange hcl.Range
 
@@ -184,6 +185,7 @@ func (d *decoder) prompts(blocks hcl.Blocks) []*Prompt {
 			st.byName[an] = a
 		}
 		pr.Args, pr.step = st.Args, st
+		pr.Input = d.inputBlocks(c.Blocks.OfType("input"))
 		out = append(out, pr)
 	}
 	return out

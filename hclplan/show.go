@@ -78,6 +78,7 @@ func Summary(p *Plan) string {
 			}
 			writeToolPinSummary(&b, tp)
 		}
+		writeInput(&b, s.Input, "   ")
 	}
 	writeResourcesAndPrompts(&b, p)
 	b.WriteString("\nAny other tool, argument or call is blocked.\n")
@@ -185,6 +186,7 @@ type jsonStep struct {
 	Pin      *jsonPin     `json:"pin"`
 	ToolPin  *jsonToolPin `json:"tool_pin,omitempty"`
 	Checks   []jsonExpr   `json:"checks,omitempty"`
+	Input    *jsonInput   `json:"input,omitempty"`
 }
 
 type jsonArg struct {
@@ -262,6 +264,7 @@ func JSON(p *Plan) ([]byte, error) {
 		for _, c := range s.Checks {
 			js.Checks = append(js.Checks, jsonExpr{Source: c.Source, Message: c.Message})
 		}
+		js.Input = jsonInputOf(s.Input)
 		jp.Steps = append(jp.Steps, js)
 	}
 	jp.Resources, jp.Prompts = jsonResourcesAndPrompts(p)

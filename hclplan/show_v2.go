@@ -60,9 +60,10 @@ type jsonResource struct {
 }
 
 type jsonPrompt struct {
-	Name     string    `json:"name"`
-	MaxCalls int       `json:"max_calls"`
-	Args     []jsonArg `json:"args"`
+	Name     string     `json:"name"`
+	MaxCalls int        `json:"max_calls"`
+	Args     []jsonArg  `json:"args"`
+	Input    *jsonInput `json:"input,omitempty"`
 }
 
 func jsonResourcesAndPrompts(p *Plan) ([]jsonResource, []jsonPrompt) {
@@ -80,6 +81,7 @@ func jsonResourcesAndPrompts(p *Plan) ([]jsonResource, []jsonPrompt) {
 		for _, a := range pr.Args {
 			jp.Args = append(jp.Args, jsonArgOf(a))
 		}
+		jp.Input = jsonInputOf(pr.Input)
 		ps = append(ps, jp)
 	}
 	return rs, ps
@@ -105,6 +107,53 @@ func writeResourcesAndPrompts(b *strings.Builder, p *Plan) {
 				fmt.Fprintf(b, "  - %s %s\n", MarkdownCode(a.Name), describeArg(a))
 				writeNested(b, a, "    ")
 			}
+			writeInput(b, pr.Input, "  ")
 		}
 	}
+}
+
+// writeInput lists what a multi-round call may ask of the client; a step
+// without an input block says that none reaches it.
+func writeInput(b *strings.Builder, in *InputRules, indent string) {
+	for _, line := range in.Describe() {
+		fmt.Fprintf(b, "%s- %s.\n", indent, line)
+	}
+}
+
+type jsonInput struct {
+	MaxRounds   int              `json:"max_rounds"`
+	Elicitation *jsonElicitation `json:"elicitation,omitempty"`
+	URL         *URLRule         `json:"elicitation_url,omitempty"`
+	Sampling    *SamplingRule    `json:"sampling,omitempty"`
+	Roots       bool             `json:"roots"`
+}
+
+type jsonElicitation struct {
+	MaxMessageLength int              `json:"max_message_length"`
+	Fields           []jsonInputField `json:"fields"`
+}
+
+type jsonInputField struct {
+	Name      string   `json:"name"`
+	Type      string   `json:"type"`
+	MaxLength *int     `json:"max_length,omitempty"`
+	Min       *float64 `json:"min,omitempty"`
+	Max       *float64 `json:"max,omitempty"`
+	Enum      []string `json:"enum,omitempty"`
+	Optional  bool     `json:"optional"`
+}
+
+func jsonInputOf(in *InputRules) *jsonInput {
+	if in == nil {
+		return nil
+	}
+	j := &jsonInput{MaxRounds: in.MaxRounds, URL: in.URL, Sampling: in.Sampling, Roots: in.Roots}
+	if e := in.Elicitation; e != nil {
+		j.Elicitation = &jsonElicitation{MaxMessageLength: e.MaxMessageLength, Fields: []jsonInputField{}}
+		for _, f := range e.Fields {
+			j.Elicitation.Fields = append(j.Elicitation.Fields, jsonInputField{Name: f.Name, Type: f.Type, MaxLength: f.MaxLength,
+				Min: f.Min, Max: f.Max, Enum: f.Enum, Optional: f.Optional})
+		}
+	}
+	return j
 }

@@ -82,6 +82,9 @@ func (tc *toolCall) decide(p *Proxy) gate.Decision {
 // upstream is act → run → forward. The stdio fast lane (fastlane.go) takes
 // the same road without waiting for the upstream's answer.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if isRetry(req.Params.MultiRoundTripParams) {
+		return p.retryCall(ctx, req)
+	}
 	tc, res := p.openCall(ctx, req)
 	if tc == nil {
 		return res, nil
@@ -361,6 +364,10 @@ type grant struct {
 	ticket   ledger.Ticket
 	observed bool
 	shadow   bool
+	// round is the requestState a multi-round retry came with (the zero
+	// value for a call's first round), answers its checked inputResponses.
+	round   roundState
+	answers json.RawMessage
 }
 
 // run carries out a Forward: read the pin if the step has one → reserve
@@ -470,10 +477,21 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	ptok, done := p.progressFor(ctx, req)
 	defer done()
 	var params any = toolCallParams(call.Tool, call.Args)
-	if ptok != "" {
-		params = map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args), "_meta": map[string]any{"progressToken": ptok}}
+	if ptok != "" || g.round.Method != "" {
+		m := map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args)}
+		if ptok != "" {
+			m["_meta"] = map[string]any{"progressToken": ptok}
+		}
+		if g.round.Method != "" {
+			m = retryParams(m, g.round, g.answers) // a multi-round retry
+		}
+		params = m
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	var inputRules *hclplan.InputRules
+	if !g.observed {
+		inputRules = g.step.Input
+	}
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, inputRules), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", params)
 	cause := ""
 	switch {
@@ -563,6 +581,19 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 		r, perr := relayResult(res)
 		var un *unrelayedResult
 		switch {
+		case errors.As(perr, &un) && un.resultType == string(mcp.ResultTypeInputRequired) && !g.observed && step.Input != nil:
+			// A round of a multi-round call: relayed when the plan allows
+			// every input request, and not yet an outcome; else the call
+			// ends here.
+			reqs, state, ierr := p.interim(ctx, res, step.Input, g.roundBase())
+			if ierr == nil {
+				note(ctx, step.Name, OutcomeForwarded, RuleMultiRound, lat)
+				return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+					MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state}}, nil
+			}
+			msg := inputRefused(oneline.Of(ierr.Error(), 300))
+			outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
+			result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d)", msg, step.Name, t.Used, step.MaxCalls))
 		case errors.As(perr, &un):
 			// Forwarded and counted, but not a completed call: an error
 			// outcome, and the client sees none of what the upstream asked.
@@ -641,4 +672,61 @@ func firstText(r *mcp.CallToolResult) string {
 		}
 	}
 	return "(no text)"
+}
+
+// roundBase is the requestState of the call's next round before its input
+// requests: the one it came with, or for a first round what binds the
+// retry to this decision.
+func (g grant) roundBase() roundState {
+	if g.round.Method != "" {
+		return g.round
+	}
+	return roundState{Method: string(mcp.MethodToolsCall), Name: g.call.Tool, Args: argsDigest(g.call.Args), Caller: g.call.Caller,
+		Plan: g.call.PlanDigest, Step: g.step.Name, Index: g.step.Index, Seq: g.ticket.Seq, Used: g.ticket.Used, At: g.ticket.At.UnixNano()}
+}
+
+// retryCall is a tools/call carrying a multi-round retry's fields: its
+// requestState and answers verified (openRetry), it goes to the upstream
+// under the decision of its first round, counted no second time, and its
+// result is read as any forwarded call's (another round, or the outcome).
+// A refused retry is a JSON-RPC error (as the protocol asks of a state that
+// fails its integrity check), recorded as a block.
+func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, st := p.withPlan(ctx)
+	tool := req.Params.Name
+	raw := bytes.TrimSpace(req.Params.RawArguments)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
+	defer end()
+	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
+	if _, err := decodeArgs(raw); err != nil {
+		call.Args = nil
+		return p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
+	}
+	plan := st.plan
+	rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodToolsCall), tool, raw, req.Params.MultiRoundTripParams,
+		func(rs roundState) *hclplan.InputRules {
+			if rs.Index >= 0 && rs.Index < len(plan.Steps) && plan.Steps[rs.Index].Name == rs.Step && plan.Steps[rs.Index].Tool == tool {
+				return plan.Steps[rs.Index].Input
+			}
+			return nil
+		})
+	if refused != nil {
+		return nil, &BlockedError{Reason: firstText(p.block(ctx, call, RuleMultiRound, refused.reason))}
+	}
+	step := plan.Steps[rs.Index]
+	call.Step, call.StepIndex = step.Name, step.Index
+	// The grant of the first round's decision and count, which openRetry
+	// verified: forwarded, not counted again.
+	g := grant{call: call, step: step, ticket: rs.ticket(), round: rs, answers: answers}
+	if ok, why := p.up.Ready(); !ok {
+		// The call was counted in its first round; it ends here.
+		msg := upstreamDown(why, "the retry was not forwarded")
+		p.record(ctx, st, g, ledger.Outcome{OK: false, Err: msg})
+		note(ctx, step.Name, OutcomeNotSent, RuleUpstreamDown, 0)
+		return errorResult(msg), nil
+	}
+	return p.forward(ctx, req, st, g, nil), nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/jsonscan"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -220,7 +221,18 @@ func (p *Proxy) laneParams(params []byte) (fastParams, bool) {
 		return ps, false
 	}
 	names := p.callable.Load()
-	return ps, names != nil && (*names)[ps.Name]
+	return ps, names != nil && (*names)[ps.Name] && !asksInput(p.cur.Load().plan, ps.Name)
+}
+
+// asksInput reports whether a step of tool may relay input requests: its
+// calls may have rounds, which only the server relays (multiround.go).
+func asksInput(plan *hclplan.Plan, tool string) bool {
+	for _, s := range plan.Steps {
+		if s.Tool == tool && s.Input != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // call takes a tools/call request (its id and params as the client wrote

@@ -64,11 +64,11 @@ var multiRoundScript = []struct {
 		`call done`, true, true},
 	{"retry with answers", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"},` +
 		`"inputResponses":{"password":{"action":"accept","content":{"password":"hunter2"}}},"requestState":"upstream-state-1"}}`,
-		`tools/call carries inputResponses or requestState, but planlock asked for no input`, false, false},
+		`tools/call retry refused: the requestState is not one planlock issued; it was not forwarded`, false, false},
 	{"retry with state only", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"},"requestState":"upstream-state-1"}}`,
-		`tools/call carries inputResponses or requestState`, false, false},
+		`tools/call retry refused: the requestState is not one planlock issued`, false, false},
 	{"retry with empty answers", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"},"inputResponses":{}}}`,
-		`tools/call carries inputResponses or requestState`, false, false},
+		`tools/call retry refused: it carries inputResponses without a requestState`, false, false},
 	{"read input_required", `{"jsonrpc":"2.0","id":11,"method":"resources/read","params":{"uri":"test://ask/input_required"}}`,
 		`the upstream asked for input`, true, false},
 	{"read task", `{"jsonrpc":"2.0","id":12,"method":"resources/read","params":{"uri":"test://ask/task"}}`,
@@ -84,7 +84,7 @@ var multiRoundScript = []struct {
 	{"get complete", `{"jsonrpc":"2.0","id":17,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"complete"}}}`,
 		`prompt done`, true, true},
 	{"get retry", `{"jsonrpc":"2.0","id":18,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"complete"},"requestState":"upstream-state-1"}}`,
-		`prompts/get carries inputResponses or requestState`, false, false},
+		`prompts/get retry refused: the requestState is not one planlock issued`, false, false},
 }
 
 // TestMultiRoundResultsAreNotRelayed runs multiRoundScript over stdio and
@@ -193,7 +193,8 @@ func checkMultiRoundRecords(t *testing.T, p *Proxy, audit, callsLog string) {
 			seq, _ := r["seq"].(float64)
 			seqTool[seq] = tool(r)
 		case r["type"] == "decision" && r["decision"] == "block":
-			if reason, _ := r["reason"].(string); !strings.Contains(reason, "carries inputResponses or requestState, but planlock asked for no input") {
+			if reason, _ := r["reason"].(string); !strings.Contains(reason, "carries inputResponses or requestState, but planlock asked for no input") &&
+				!strings.Contains(reason, "retry refused: ") {
 				t.Errorf("a block with reason %q", reason)
 			}
 			blocked++
@@ -286,11 +287,17 @@ func (h *askedHandlers) CreateMessage(context.Context, mcp.CreateMessageRequest)
 	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("the secret")}, Model: "m"}, nil
 }
 
+// clientHandlers are what a test client answers input requests with.
+type clientHandlers interface {
+	client.ElicitationHandler
+	client.SamplingHandler
+}
+
 // realClient connects an mcp-go v1.2.1 client, with h as its elicitation
 // and sampling handlers, to a proxy served in process over stdio or HTTP
 // in front of the test upstream started with upstreamArgs. version pins
 // the client's protocol ("" is the client's default, 2026-07-28).
-func realClient(t *testing.T, planText, front, version string, h *askedHandlers, upstreamArgs ...string) (*client.Client, *Proxy, string) {
+func realClient(t *testing.T, planText, front, version string, h clientHandlers, upstreamArgs ...string) (*client.Client, *Proxy, string) {
 	t.Helper()
 	p, l, audit := laneProxy(t, planText, true, nil, upstreamArgs...)
 	ctx, cancel := context.WithCancel(context.Background())

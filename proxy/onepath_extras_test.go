@@ -14,7 +14,9 @@ import (
 // TestReadsAndGetsHaveOneRoadToTheUpstream proves by the package's source
 // that resources/read and prompts/get reach the upstream only from
 // readResource and getPrompt, each after its durable reservation
-// (reserveExtra), and that every upstream Request names a constant method.
+// (reserveExtra) or, for a multi-round retry, the check of the first
+// round's sealed reservation (openRetry), and that every upstream Request
+// names a constant method.
 func TestReadsAndGetsHaveOneRoadToTheUpstream(t *testing.T) {
 	pkg, err := build.Default.ImportDir(".", 0)
 	if err != nil {
@@ -43,7 +45,7 @@ func TestReadsAndGetsHaveOneRoadToTheUpstream(t *testing.T) {
 				if !ok {
 					return true
 				}
-				if sel.Sel.Name == "reserveExtra" && reservedAt == token.NoPos {
+				if (sel.Sel.Name == "reserveExtra" || sel.Sel.Name == "openRetry") && reservedAt == token.NoPos {
 					reservedAt = c.Pos()
 				}
 				x, ok := sel.X.(*ast.SelectorExpr)
@@ -59,7 +61,7 @@ func TestReadsAndGetsHaveOneRoadToTheUpstream(t *testing.T) {
 				senders[m] = append(senders[m], fd.Name.Name)
 				if m == "resources/read" || m == "prompts/get" {
 					if reservedAt == token.NoPos || reservedAt > c.Pos() {
-						t.Errorf("%s: %s sends %s before reserveExtra", fset.Position(c.Pos()), fd.Name.Name, m)
+						t.Errorf("%s: %s sends %s before reserveExtra or openRetry", fset.Position(c.Pos()), fd.Name.Name, m)
 					}
 					checked = append(checked, m)
 				}

@@ -91,7 +91,8 @@ func calls(fn *ast.FuncDecl, name string) []*ast.CallExpr {
 //   - readPin sends the pin's tool and arguments (from the signed plan);
 //   - forward takes a grant, and only run builds a grant value, after its
 //     readPin (when the decision asks for it) and its Reserve;
-//   - forward is called from run only.
+//   - forward is called from run only (and observe's and a multi-round
+//     retry's: retryCall, after openRetry verified its first round's ticket).
 func TestOneRoadToTheUpstream(t *testing.T) {
 	funcs, fset := pkgFuncs(t)
 	var toolCallers []string
@@ -170,6 +171,15 @@ func TestOneRoadToTheUpstream(t *testing.T) {
 					if len(pins) != 1 || len(reserves) != 1 || pins[0].Pos() > reserves[0].Pos() || reserves[0].Pos() > cl.Pos() {
 						t.Errorf("%s: run must read the pin, then Reserve, then build the grant", fset.Position(cl.Pos()))
 					}
+				case "Proxy.retryCall":
+					// A multi-round retry: the grant of its first round,
+					// whose sealed ticket openRetry verified.
+					if observed != "" {
+						t.Errorf("%s: retryCall builds a grant with observed = %s", fset.Position(cl.Pos()), observed)
+					}
+					if opens := calls(fn, "openRetry"); len(opens) != 1 || opens[0].Pos() > cl.Pos() {
+						t.Errorf("%s: retryCall must verify the retry (openRetry) before it builds the grant", fset.Position(cl.Pos()))
+					}
 				case "Proxy.observe":
 					if observed != "true" {
 						t.Errorf("%s: observe builds a grant that is not observed: true", fset.Position(cl.Pos()))
@@ -183,8 +193,8 @@ func TestOneRoadToTheUpstream(t *testing.T) {
 			}
 			return true
 		})
-		if name != "Proxy.run" && name != "Proxy.observe" && len(calls(fn, "forward")) > 0 {
-			t.Errorf("%s calls forward; only run and observe may", name)
+		if name != "Proxy.run" && name != "Proxy.observe" && name != "Proxy.retryCall" && len(calls(fn, "forward")) > 0 {
+			t.Errorf("%s calls forward; only run, observe and retryCall may", name)
 		}
 		if name != "Proxy.act" && len(calls(fn, "observe")) > 0 {
 			t.Errorf("%s calls observe; only act may", name)

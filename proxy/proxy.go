@@ -80,6 +80,13 @@ type Config struct {
 	// Observer, when set, is told what became of each tools/call
 	// (internal/telemetry: metrics and traces).
 	Observer CallObserver
+	// RoundKey authenticates the requestState of multi-round calls
+	// (multiround.go): every replica of a shared state needs the same one.
+	// Empty means a random key of this process.
+	RoundKey []byte
+	// RoundTTL is how long an input_required result may be answered; zero
+	// means DefaultRoundTTL.
+	RoundTTL time.Duration
 }
 
 // Proxy is one running gate. Create it with New, then Serve (stdio) or ServeListener (streamable HTTP on a listener).
@@ -116,8 +123,9 @@ type Proxy struct {
 	// or sent a modern request): no log message goes to it (routeLog).
 	stdioModern atomic.Bool
 
-	ex     extras      // resources and prompts (resources.go)
-	ostate *orderState // cfg.State, keeping reads out of the step order
+	ex     extras       // resources and prompts (resources.go)
+	rounds *roundKeeper // multi-round requestStates (multiround.go)
+	ostate *orderState  // cfg.State, keeping reads out of the step order
 
 	// The stdio fast lane (fastlane.go): the calls it took, and (tests)
 	// whether it is off.
@@ -164,7 +172,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}}
+	p := &Proxy{cfg: cfg, progs: map[string]progressRoute{}, rounds: newRoundKeeper(cfg.RoundKey, cfg.RoundTTL)}
 	p.serverInfo = mcp.Implementation{Name: "planlock", Version: cfg.Version}
 	p.serverInfoJSON, _ = json.Marshal(p.serverInfo) // nil: the lanes encode with mcp-go
 	p.ostate = &orderState{State: cfg.State, steps: map[string]int{}}

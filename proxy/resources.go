@@ -468,6 +468,11 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 
 // getPrompt is every prompts/get: plan expiry, the prompt block, its
 // argument constraints, the durable count (max_calls), then the upstream.
+// A multi-round retry (multiround.go) takes instead the decision and count
+// of its first round, once its requestState and answers pass openRetry.
+// Either way the result is another round of input requests the prompt's
+// input block allows (relayed with planlock's requestState, not yet an
+// outcome), or the outcome, recorded.
 func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	ctx, st := p.withPlan(ctx)
 	plan := st.plan
@@ -480,42 +485,75 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	// re-encoded from this map (the raw bytes passed strictArgs first).
 	args, _ := json.Marshal(map[string]any{"name": name, "arguments": promptArgs})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodPromptsGet), Args: args}
-	if why := roundTripRefusal("prompts/get", req.Params.MultiRoundTripParams); why != "" {
-		return nil, p.blockExtra(ctx, plan, call, why)
-	}
-	if plan.Expired(p.cfg.Now()) {
-		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
-	}
-	idx := -1
-	for i, pr := range plan.Prompts {
-		if pr.Name == name {
-			idx = i
-			break
+	var pr *hclplan.Prompt
+	var round roundState
+	params := map[string]any{"name": name, "arguments": promptArgs}
+	if isRetry(req.Params.MultiRoundTripParams) {
+		rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodPromptsGet), name, args, req.Params.MultiRoundTripParams, func(rs roundState) *hclplan.InputRules {
+			i := rs.Index - len(plan.Steps) - len(plan.Resources)
+			if i >= 0 && i < len(plan.Prompts) && "prompt:"+plan.Prompts[i].Name == rs.Step && plan.Prompts[i].Name == name {
+				pr = plan.Prompts[i]
+				return pr.Input
+			}
+			return nil
+		})
+		if refused != nil {
+			return nil, p.blockExtra(ctx, plan, call, refused.reason)
 		}
+		if ok, why := p.up.Ready(); !ok {
+			// Counted in its first round; the get ends here.
+			err := errors.New(upstreamDown(why, "the retry was not forwarded"))
+			p.completeExtra(ctx, rs.ticket(), err, time.Now())
+			return nil, err
+		}
+		round, params = rs, retryParams(params, rs, answers)
+	} else {
+		if plan.Expired(p.cfg.Now()) {
+			return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
+		}
+		idx := -1
+		for i, pp := range plan.Prompts {
+			if pp.Name == name {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("prompt %q is not in plan %q", name, plan.Name))
+		}
+		pr = plan.Prompts[idx]
+		call.Step, call.StepIndex = "prompt:"+pr.Name, promptIndex(plan, idx)
+		checked := make(map[string]any, len(promptArgs))
+		for k, v := range promptArgs {
+			checked[k] = v
+		}
+		if err := pr.Check(checked); err != nil {
+			return nil, p.blockExtra(ctx, plan, call, oneline.Of(err.Error(), 300))
+		}
+		t, err := p.reserveExtra(ctx, plan, call, pr.MaxCalls, "max_calls")
+		if err != nil {
+			return nil, err
+		}
+		round = roundState{Method: string(mcp.MethodPromptsGet), Name: name, Args: argsDigest(args), Caller: call.Caller,
+			Plan: plan.Digest, Step: call.Step, Index: call.StepIndex, Seq: t.Seq, Used: t.Used, At: t.At.UnixNano()}
 	}
-	if idx < 0 {
-		return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("prompt %q is not in plan %q", name, plan.Name))
-	}
-	pr := plan.Prompts[idx]
-	call.Step, call.StepIndex = "prompt:"+pr.Name, promptIndex(plan, idx)
-	checked := make(map[string]any, len(promptArgs))
-	for k, v := range promptArgs {
-		checked[k] = v
-	}
-	if err := pr.Check(checked); err != nil {
-		return nil, p.blockExtra(ctx, plan, call, oneline.Of(err.Error(), 300))
-	}
-	t, err := p.reserveExtra(ctx, plan, call, pr.MaxCalls, "max_calls")
-	if err != nil {
-		return nil, err
-	}
+	t := round.ticket()
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	res, err := p.up.Request(cctx, "prompts/get", map[string]any{"name": name, "arguments": promptArgs})
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, pr.Input), p.cfg.CallTimeout)
+	res, err := p.up.Request(cctx, "prompts/get", params)
 	cancel()
 	var out *mcp.GetPromptResult
 	if err == nil {
 		err = checkResultType(res)
+		var un *unrelayedResult
+		if errors.As(err, &un) && un.resultType == string(mcp.ResultTypeInputRequired) && pr.Input != nil {
+			reqs, state, ierr := p.interim(ctx, res, pr.Input, round)
+			if ierr == nil {
+				return &mcp.GetPromptResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+					MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state}}, nil
+			}
+			err = errors.New(inputRefused(oneline.Of(ierr.Error(), 300)))
+		}
 	}
 	if err == nil {
 		out, err = mcp.ParseGetPromptResult(&res)

@@ -193,18 +193,19 @@ func quoteList(vs []string) string {
 }
 
 // ourCapabilities are the client capabilities planlock declares to a
-// modern upstream: its own, never the agent's. The gate relays no input
-// request (multiround.go), so it declares none of elicitation, sampling
-// or roots.
+// modern upstream: its own, never the agent's. A request whose step may
+// relay input requests declares those the plan allows and the client
+// declared (inputCapabilities, multiround.go); every other declares none
+// of elicitation, sampling or roots.
 var ourCapabilities = json.RawMessage(`{}`)
 
 // modernParams is params with the _meta a modern upstream requires:
 // planlock's protocol version, identity and capabilities replace whatever
 // the client put under those keys (and its log level: none is relayed);
 // the rest of its _meta (a progress token) stays.
-func (u *Upstream) modernParams(params json.RawMessage, version string) (json.RawMessage, error) {
+func (u *Upstream) modernParams(params json.RawMessage, version string, caps json.RawMessage) (json.RawMessage, error) {
 	p := bytes.TrimSpace(params)
-	if !bytes.Contains(p, []byte(`"_meta"`)) && !bytes.Contains(p, []byte(`\u`)) {
+	if caps == nil && !bytes.Contains(p, []byte(`"_meta"`)) && !bytes.Contains(p, []byte(`\u`)) {
 		// No _meta of the client's to merge (no key can spell it, not
 		// even escaped): planlock's goes in front of the members, which
 		// costs a copy and not a decode, on every call of the fast lanes.
@@ -242,6 +243,9 @@ func (u *Upstream) modernParams(params json.RawMessage, version string) (json.Ra
 	v, _ := json.Marshal(version)
 	meta[mcp.MetaKeyProtocolVersion] = v
 	meta[mcp.MetaKeyClientCapabilities] = ourCapabilities
+	if caps != nil {
+		meta[mcp.MetaKeyClientCapabilities] = caps
+	}
 	info, err := json.Marshal(mcp.Implementation{Name: u.cfg.ClientName, Version: u.cfg.ClientVersion})
 	if err != nil {
 		return nil, err
@@ -309,7 +313,7 @@ type cachedMeta struct {
 // modernRequest turns req into a modern one for c's version: _meta in
 // its params and, for HTTP, the standard headers (and a tool's
 // Mcp-Param-* headers) derived from that body, never from the client's.
-func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest) error {
+func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest, caps json.RawMessage) error {
 	version := c.version
 	var raw json.RawMessage
 	switch p := req.Params.(type) {
@@ -323,7 +327,7 @@ func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest) error
 		}
 		raw = b
 	}
-	params, err := u.modernParams(raw, version)
+	params, err := u.modernParams(raw, version, caps)
 	if err != nil {
 		return fmt.Errorf("%s: %w", req.Method, err)
 	}

@@ -464,7 +464,7 @@ func BenchmarkModernParams(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := u.modernParams(json.RawMessage(tc.params), mcp.ProtocolVersion20260728); err != nil {
+				if _, err := u.modernParams(json.RawMessage(tc.params), mcp.ProtocolVersion20260728, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -488,7 +488,7 @@ func TestModernParams(t *testing.T) {
 		{`{"name":"\u005fmeta"}`, `{"_meta":{` + ours + `},"name":"_meta"}`},
 		{`{"\u005fmeta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`, `{"_meta":{` + ours + `}}`},
 	} {
-		got, err := u.modernParams(json.RawMessage(tt.in), mcp.ProtocolVersion20260728)
+		got, err := u.modernParams(json.RawMessage(tt.in), mcp.ProtocolVersion20260728, nil)
 		if err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
@@ -499,7 +499,7 @@ func TestModernParams(t *testing.T) {
 		}
 	}
 	for _, in := range []string{`[1]`, `"x"`, `{"_meta":[1]}`} {
-		if got, err := u.modernParams(json.RawMessage(in), mcp.ProtocolVersion20260728); err == nil {
+		if got, err := u.modernParams(json.RawMessage(in), mcp.ProtocolVersion20260728, nil); err == nil {
 			t.Errorf("%s: got %s, want an error", in, got)
 		}
 	}

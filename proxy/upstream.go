@@ -485,7 +485,7 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 func (u *Upstream) sendID(ctx context.Context, c *upConn, id int64, method string, params any) (json.RawMessage, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params}
 	if c.version != "" {
-		if err := u.modernRequest(c, &req); err != nil {
+		if err := u.modernRequest(c, &req, inputCapabilities(ctx)); err != nil {
 			return nil, err
 		}
 	}
@@ -567,7 +567,7 @@ func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawM
 		return nil, ErrNoAsync
 	}
 	if c.version != "" {
-		if params, err = u.modernParams(params, c.version); err != nil {
+		if params, err = u.modernParams(params, c.version, nil); err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
 	}

@@ -94,6 +94,7 @@ func (d *differ) plan(o, n *hclplan.Plan) {
 			continue
 		}
 		d.add(Wider, "new step %s may call %s %s%s", md(s.Name), md(s.Tool), times(s.MaxCalls), argSummary(s))
+		d.input("step "+md(s.Name), nil, s.Input)
 	}
 	for _, s := range o.Steps {
 		if !newSteps[s.Name] {
@@ -184,6 +185,22 @@ func (d *differ) step(o, n *hclplan.Step) {
 		}
 	}
 	d.checks(at, o.Checks, n.Checks)
+	d.input(at, o.Input, n.Input)
+}
+
+// input compares what a step or prompt lets the upstream ask of the
+// client, line by line as plan show says it: a line the proposed plan adds
+// is more power (a new kind of input request, a wider bound), one it drops
+// is less.
+func (d *differ) input(at string, o, n *hclplan.InputRules) {
+	ol, nl := o.Describe(), n.Describe()
+	added, removed := setDiff(ol, nl)
+	for _, l := range added {
+		d.add(Wider, "%s: now allows: %s", at, l)
+	}
+	for _, l := range removed {
+		d.add(Narrower, "%s: no longer allows: %s", at, l)
+	}
 }
 
 func (d *differ) pin(at string, o, n *hclplan.Pin) {

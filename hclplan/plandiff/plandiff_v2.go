@@ -211,6 +211,7 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 		prev, ok := oldP[p.Name]
 		if !ok {
 			d.add(Wider, "new prompt `%s` may be used %s", p.Name, times(p.MaxCalls))
+			d.input("prompt `"+p.Name+"`", nil, p.Input)
 			continue
 		}
 		switch {
@@ -238,6 +239,7 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 				d.add(Narrower, "%s: argument `%s` removed", at, a.Name)
 			}
 		}
+		d.input(at, prev.Input, p.Input)
 	}
 	for _, p := range o.Prompts {
 		if !nowP[p.Name] {

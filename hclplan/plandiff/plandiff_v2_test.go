@@ -74,3 +74,37 @@ func parsePlanSrc(t testing.TB, src string) *hclplan.Plan {
 	}
 	return p
 }
+
+// Input rules (multi-round calls): a new kind of input request, or a wider
+// bound, is more power; dropping one is less.
+func TestPowerDiffInput(t *testing.T) {
+	step := func(input string) string {
+		return "plan \"p\" {\n  goal = \"g\"\n  step \"s\" {\n    tool = \"t\"\n" + input + "\n  }\n}\n"
+	}
+	none := step("")
+	sampling := step("input {\n  sampling { max_tokens = 10 }\n}")
+	wider := step("input {\n  sampling { max_tokens = 20 }\n}")
+	names := map[Power]string{Wider: "more", Narrower: "less", Changed: "changed"}
+	for _, tt := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"allowed", none, sampling, []string{"more step `s`: now allows: Input requests: at most 1 round per call",
+			"more step `s`: now allows: Sampling (an LLM completion the upstream asks the client for), at most 10 tokens and 10 messages"}},
+		{"dropped", sampling, none, []string{"less step `s`: no longer allows: Input requests: at most 1 round per call",
+			"less step `s`: no longer allows: Sampling (an LLM completion the upstream asks the client for), at most 10 tokens and 10 messages"}},
+		{"bound raised", sampling, wider, []string{"more step `s`: now allows: Sampling (an LLM completion the upstream asks the client for), at most 20 tokens and 10 messages",
+			"less step `s`: no longer allows: Sampling (an LLM completion the upstream asks the client for), at most 10 tokens and 10 messages"}},
+		{"same", sampling, sampling, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range Diff(parsePlanSrc(t, tt.old), parsePlanSrc(t, tt.new)) {
+				got = append(got, names[c.Power]+" "+c.Text)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("diff\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

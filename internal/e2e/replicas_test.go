@@ -73,7 +73,8 @@ type replicaEnv struct {
 	digest   string
 	upURL    string
 	callsLog string
-	root     string // --state-root (local files)
+	root     string   // --state-root (local files)
+	extra    []string // more flags for every replica
 }
 
 func newReplicaEnv(t *testing.T) *replicaEnv {
@@ -117,6 +118,7 @@ func (e *replicaEnv) startOn(state string) *replica {
 	t.Helper()
 	cmd := exec.Command(planlockBin, "proxy", "--plan", e.plan, "--insecure-skip-verify", "--state", state,
 		"--state-root", e.root, "--listen", "127.0.0.1:0", "--upstream-url", e.upURL, "--reload-interval", "0", "--no-hold-prs")
+	cmd.Args = append(cmd.Args, e.extra...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,8 @@ type Target struct {
 	// Negotiation, when set, runs the TypeScript SDK v2 client
 	// (agent-v2.mjs) with this versionNegotiation: "legacy", "auto" or a
 	// revision to pin such as "2026-07-28". It runs the steps listTools,
-	// callTool, request and ping, without OAuth, sampling or elicitation.
+	// callTool, request and ping, with the script's sampling and
+	// elicitation answers, without OAuth.
 	Negotiation string
 }
 
@@ -217,8 +218,8 @@ func RunAgentContext(ctx context.Context, peersDir string, target Target, script
 	}
 	args := []string{filepath.Join(peersDir, "agent.mjs")}
 	if target.Negotiation != "" {
-		if target.OAuth != nil || script.Sampling != nil || script.Elicitation != nil {
-			return Transcript{}, fmt.Errorf("the SDK v2 agent runs without OAuth, sampling or elicitation")
+		if target.OAuth != nil {
+			return Transcript{}, fmt.Errorf("the SDK v2 agent runs without OAuth")
 		}
 		args = []string{filepath.Join(peersDir, "agent-v2.mjs"), "--negotiation", target.Negotiation}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/telemetry"
 	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/planload"
 )
 
@@ -103,7 +104,14 @@ func Open(ctx context.Context, loaded *planload.Loaded, o Options) (g *Gate, err
 			g = nil
 		}
 	}()
-	if g.State, err = OpenState(ctx, loaded, o.State); err != nil {
+	var key *ledger.StateKey
+	if g.State, key, err = openState(ctx, loaded, o.State); err != nil {
+		return g, err
+	}
+	// The multi-round requestState key: the state key's, else the local
+	// directory's own (proxy.RoundKey).
+	roundKey, err := proxy.RoundKey(key, g.State.Dir())
+	if err != nil {
 		return g, err
 	}
 	if err := planload.Admit(ctx, g.State, loaded); err != nil {
@@ -114,7 +122,7 @@ func Open(ctx context.Context, loaded *planload.Loaded, o Options) (g *Gate, err
 	}
 	g.Proxy, err = proxy.New(proxy.Config{Plan: plan, State: g.State, Upstream: o.Upstream, CallTimeout: o.CallTimeout,
 		MaxMessageBytes: o.MaxMessageBytes, Log: o.LogWriter, Version: o.Version, Now: o.Now,
-		Approvals: g.approver, Observe: observe, Observer: o.Observer})
+		Approvals: g.approver, Observe: observe, Observer: o.Observer, RoundKey: roundKey})
 	if err != nil {
 		return g, err
 	}

@@ -91,6 +91,12 @@ func (o *StateOptions) planDir(ctx context.Context, l *planload.Loaded) (*stated
 
 // OpenState opens the loaded plan's state. Errors are one line.
 func OpenState(ctx context.Context, loaded *planload.Loaded, o StateOptions) (State, error) {
+	st, _, err := openState(ctx, loaded, o)
+	return st, err
+}
+
+// openState is OpenState, also returning the state key (nil: none).
+func openState(ctx context.Context, loaded *planload.Loaded, o StateOptions) (State, *ledger.StateKey, error) {
 	if IsPostgres(o.State) {
 		return openPostgres(ctx, loaded, o)
 	}
@@ -99,7 +105,7 @@ func OpenState(ctx context.Context, loaded *planload.Loaded, o StateOptions) (St
 	if stateDir == "" {
 		d, err := o.planDir(ctx, loaded)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		prepared, stateDir = d, d.Path
 	}
@@ -109,44 +115,44 @@ func OpenState(ctx context.Context, loaded *planload.Loaded, o StateOptions) (St
 	}
 	key, err := o.key(dirs...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lo := o.Ledger
 	lo.Dir, lo.StateKey = stateDir, key
 	l, err := ledger.Open(ctx, lo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if prepared != nil {
 		if err := prepared.Carry(ctx, l); err != nil {
 			l.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return l, nil
+	return l, key, nil
 }
 
 // openPostgres opens a PostgreSQL state; hold request files and the Git
 // cache stay on this machine, in the plan's directory under the root.
-func openPostgres(ctx context.Context, loaded *planload.Loaded, o StateOptions) (State, error) {
+func openPostgres(ctx context.Context, loaded *planload.Loaded, o StateOptions) (State, *ledger.StateKey, error) {
 	d, err := o.planDir(ctx, loaded)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key, err := o.key(d.Path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// SyncEachCall: every call in its own transaction, no leases.
 	s, err := pgstate.Open(ctx, pgstate.Options{URL: o.State, Redact: o.Ledger.Redact, NoLeases: o.Ledger.SyncEachCall,
 		StateKey: key, AcceptUnkeyedState: o.Ledger.AcceptUnkeyedState})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o.log("planlock: state in " + s.Where())
 	if err := d.Carry(ctx, s); err != nil {
 		s.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return pgStore{Store: s, dir: d.Path}, nil
+	return pgStore{Store: s, dir: d.Path}, key, nil
 }

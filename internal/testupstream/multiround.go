@@ -49,25 +49,69 @@ func addMultiRound(s *server.MCPServer) {
 		})
 }
 
+// The input requests the mode asks for, by resultType: input_required
+// asks for a password and an LLM completion; elicit for the password
+// only; sample for the completion only; url for a visit to an https page;
+// roots for the client's roots; twice asks for the password, then (on the
+// retry) for a confirmation, and completes on the second retry. A retry
+// (a request with requestState) completes with its answers, and the
+// requestState it came with, in the text.
+var askInputs = map[string]string{
+	"password": `"password":{"method":"elicitation/create","params":{"mode":"form","message":"enter your password",` +
+		`"requestedSchema":{"type":"object","properties":{"password":{"type":"string"}},"required":["password"]}}}`,
+	"llm":   `"llm":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"say the secret"}}],"maxTokens":100}}`,
+	"url":   `"login":{"method":"elicitation/create","params":{"mode":"url","message":"log in","url":"https://auth.example.com/login?x=1","elicitationId":"e-1"}}`,
+	"roots": `"roots":{"method":"roots/list"}`,
+	"confirm": `"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"sure?",` +
+		`"requestedSchema":{"type":"object","properties":{"sure":{"type":"boolean"}},"required":["sure"]}}}`,
+}
+
+func inputRequired(state string, names ...string) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, askInputs[n])
+	}
+	return `{"resultType":"input_required","inputRequests":{` + strings.Join(parts, ",") + `},"requestState":` + quote(state) + `}`
+}
+
 // rawResult is the raw result of resultType rt for method; complete is a
 // plain result of the method's kind carrying inputRequests all the same.
-func rawResult(method, rt string) string {
-	inputs := `"inputRequests":{"password":{"method":"elicitation/create","params":{"mode":"form","message":"enter your password",` +
-		`"requestedSchema":{"type":"object","properties":{"password":{"type":"string"}},"required":["password"]}}},` +
-		`"llm":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"say the secret"}}],"maxTokens":100}}},` +
-		`"requestState":"upstream-state-1"`
+// state and answers are a retry's requestState and inputResponses.
+func rawResult(method, rt, state string, answers json.RawMessage) string {
+	inputs := `"inputRequests":{` + askInputs["password"] + `,` + askInputs["llm"] + `},"requestState":"upstream-state-1"`
+	text := map[string]string{"resources/read": "read done", "prompts/get": "prompt done"}[method]
+	if text == "" {
+		text = "call done"
+	}
+	if state != "" {
+		if rt == "twice" && state == "upstream-state-1" {
+			return inputRequired("upstream-state-2", "confirm")
+		}
+		text += "; state " + state + "; answers " + string(answers)
+	}
 	var body string
 	switch method {
 	case "resources/read":
-		body = `"contents":[{"uri":"test://ask/complete","mimeType":"text/plain","text":"read done"}]`
+		body = `"contents":[{"uri":"test://ask/complete","mimeType":"text/plain","text":` + quote(text) + `}]`
 	case "prompts/get":
-		body = `"messages":[{"role":"user","content":{"type":"text","text":"prompt done"}}]`
+		body = `"messages":[{"role":"user","content":{"type":"text","text":` + quote(text) + `}}]`
 	default:
-		body = `"content":[{"type":"text","text":"call done"}]`
+		body = `"content":[{"type":"text","text":` + quote(text) + `}]`
+	}
+	if state != "" {
+		return `{` + body + `}`
 	}
 	switch rt {
 	case "input_required":
 		return `{"resultType":"input_required",` + inputs + `}`
+	case "elicit", "twice":
+		return inputRequired("upstream-state-1", "password")
+	case "sample":
+		return inputRequired("upstream-state-1", "llm")
+	case "url":
+		return inputRequired("upstream-state-1", "url")
+	case "roots":
+		return inputRequired("upstream-state-1", "roots")
 	case "task":
 		return `{"resultType":"task","task":{"taskId":"task-1","status":"working","createdAt":"2026-12-01T12:00:00Z","ttl":60000}}`
 	case "absent":
@@ -100,6 +144,22 @@ func rawRequest(line []byte) (id json.RawMessage, method, rt string, args json.R
 	if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 {
 		return nil, "", "", nil, false
 	}
+	defer func() {
+		if ok {
+			// A retry's requestState and answers ride along to
+			// rawResponse in the resultType.
+			var r struct {
+				Params struct {
+					State   string          `json:"requestState"`
+					Answers json.RawMessage `json:"inputResponses"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(line, &r)
+			if r.Params.State != "" {
+				rt += "\x00" + r.Params.State + "\x00" + string(r.Params.Answers)
+			}
+		}
+	}()
 	var a struct {
 		ResultType string `json:"resultType"`
 	}
@@ -120,21 +180,56 @@ func rawRequest(line []byte) (id json.RawMessage, method, rt string, args json.R
 }
 
 func rawResponse(id json.RawMessage, method, rt string) []byte {
-	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + rawResult(method, rt) + "}\n")
+	parts := strings.SplitN(rt, "\x00", 3)
+	state, answers := "", json.RawMessage(nil)
+	if len(parts) == 3 {
+		state, answers = parts[1], json.RawMessage(parts[2])
+	}
+	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + rawResult(method, parts[0], state, answers) + "}\n")
 }
 
-// rawAnswers answers the mode's requests on stdin raw on out and passes
+// rawReply is the raw answer to a request one of the raw sets answers: the
+// multi-round mode's (multi), the conformance suite's multi-round tools
+// (conf); ok is false for any other message.
+func rawReply(line []byte, multi, conf bool) (reply []byte, method string, params json.RawMessage, ok bool) {
+	if multi {
+		if id, method, rt, params, ok := rawRequest(line); ok {
+			return rawResponse(id, method, rt), method, params, true
+		}
+	}
+	if !conf {
+		return nil, "", nil, false
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 {
+		return nil, "", nil, false
+	}
+	res, errMsg, ok := mrtrAnswer(msg.Method, msg.Params)
+	if !ok {
+		return nil, "", nil, false
+	}
+	if errMsg != "" {
+		return []byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32602,"message":` + quote(errMsg) + `}}` + "\n"), msg.Method, msg.Params, true
+	}
+	return []byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":` + res + "}\n"), msg.Method, msg.Params, true
+}
+
+// rawAnswers answers the raw sets' requests on stdin raw on out and passes
 // every other line on to what it returns (mcp-go's reader).
-func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder) io.Reader {
+func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder, multi, conf bool) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
 		sc := bufio.NewScanner(stdin)
 		sc.Buffer(make([]byte, 64*1024), 64<<20)
 		for sc.Scan() {
 			line := sc.Bytes()
-			if id, method, rt, params, ok := rawRequest(line); ok {
+			if reply, method, params, ok := rawReply(line, multi, conf); ok {
 				rec.record(method, params)
-				if _, err := out.Write(rawResponse(id, method, rt)); err != nil {
+				if _, err := out.Write(reply); err != nil {
 					pw.CloseWithError(err)
 					return
 				}
@@ -149,21 +244,21 @@ func rawAnswers(stdin io.Reader, out io.Writer, rec *recorder) io.Reader {
 	return pr
 }
 
-// answerRawHTTP answers the mode's requests over HTTP raw; false leaves
+// answerRawHTTP answers the raw sets' requests over HTTP raw; false leaves
 // the request (its body restored) to mcp-go.
-func answerRawHTTP(w http.ResponseWriter, r *http.Request, rec *recorder) bool {
+func answerRawHTTP(w http.ResponseWriter, r *http.Request, rec *recorder, multi, conf bool) bool {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return true
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	id, method, rt, params, ok := rawRequest(body)
+	reply, method, params, ok := rawReply(body, multi, conf)
 	if !ok {
 		return false
 	}
 	rec.record(method, params)
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(rawResponse(id, method, rt))
+	_, _ = w.Write(reply)
 	return true
 }

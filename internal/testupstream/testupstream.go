@@ -162,12 +162,12 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		}
 	}
 	s := newServer(cfg, out, rec)
-	if cfg.Mode == MultiRound && out != nil {
-		stdin = rawAnswers(stdin, out, rec)
+	if (cfg.Mode == MultiRound || cfg.Conformance) && out != nil {
+		stdin = rawAnswers(stdin, out, rec, cfg.Mode == MultiRound, cfg.Conformance)
 	}
 	return mcpserve.Serve(ctx, s, mcpserve.Options{
 		HTTPAddr: cfg.HTTPAddr, Stdin: stdin, Stdout: out, Log: stderr,
-		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, h, rec) },
+		WrapHTTP: func(h http.Handler) http.Handler { return httpFaults(cfg.Mode, cfg.Conformance, h, rec) },
 		// Without an event store mcp-go v1.2.1 can drop a notification that
 		// races the end of its request; with one it delivers it in order.
 		HTTPOptions: []server.StreamableHTTPOption{server.WithEventStore(server.NewInMemoryEventStore())},
@@ -296,6 +296,7 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 		mcp.WithString("message", mcp.Required())), t.elicit)
 	if cfg.Conformance {
 		addConformanceTools(s, t)
+		addConformanceMRTR(s)
 	}
 	if cfg.Mode == MultiRound {
 		addMultiRound(s)
@@ -489,8 +490,11 @@ func answerRefusals(stdin io.Reader, stdout io.Writer) error {
 }
 
 // httpFaults plays the wire-level modes over HTTP.
-func httpFaults(mode Mode, h http.Handler, rec *recorder) http.Handler {
+func httpFaults(mode Mode, conf bool, h http.Handler, rec *recorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conf && mode != MultiRound && r.Method == http.MethodPost && answerRawHTTP(w, r, rec, false, true) {
+			return
+		}
 		switch mode {
 		case RefuseVersions:
 			var m struct {
@@ -512,7 +516,7 @@ func httpFaults(mode Mode, h http.Handler, rec *recorder) http.Handler {
 			fmt.Fprintln(w, GarbageLine)
 			return
 		case MultiRound:
-			if r.Method == http.MethodPost && answerRawHTTP(w, r, rec) {
+			if r.Method == http.MethodPost && answerRawHTTP(w, r, rec, true, conf) {
 				return
 			}
 		case GarbageCall:

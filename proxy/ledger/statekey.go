@@ -289,3 +289,14 @@ func (r *keyRule) finishVerify(res VerifyResult) error {
 	}
 	return &VerifyError{Line: res.Records, Reason: fmt.Sprintf("no record carries a MAC of state key %s: this state was not kept with the key (or every MAC was stripped)", r.key.ID())}
 }
+
+// Derive is a 32-byte key for another purpose (label), derived from the
+// state key (HMAC-SHA256 of the label under it): every process holding
+// the state key derives the same one, and it tells nothing of the state
+// key.
+func (k *StateKey) Derive(label string) []byte {
+	m := k.get()
+	defer k.pool.Put(m)
+	m.h.Write([]byte("planlock derived key\x00" + label))
+	return m.h.Sum(nil)
+}

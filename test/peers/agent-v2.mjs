@@ -2,7 +2,10 @@
 // A scripted MCP agent built on the TypeScript SDK v2 client
 // (@modelcontextprotocol/client), which speaks 2026-07-28 and the 2025 era.
 // It prints what agent.mjs prints, for the steps listTools, callTool,
-// request, ping and parallel:
+// request, ping and parallel; a script's "elicitation" and "sampling" answers declare
+// those capabilities and answer every such request (including the input
+// requests of a 2026-07-28 multi-round result, which the SDK fulfils and
+// retries by itself):
 //
 //   node agent-v2.mjs --negotiation legacy|auto|2026-07-28 [--url URL [--token T]]
 //                     [--script FILE|-] [--timeout MS] [-- COMMAND ARGS...]
@@ -109,7 +112,24 @@ try {
 }
 if (script) {
   const mode = o.negotiation === "legacy" || o.negotiation === "auto" ? o.negotiation : { pin: o.negotiation };
-  const client = new Client({ name: "planlock-test-agent-v2", version: "1.0.0" }, { versionNegotiation: { mode } });
+  const capabilities = {};
+  if (script.elicitation) capabilities.elicitation = {};
+  if (script.sampling) capabilities.sampling = {};
+  const client = new Client({ name: "planlock-test-agent-v2", version: "1.0.0" }, { versionNegotiation: { mode }, capabilities });
+  if (script.elicitation) {
+    client.setRequestHandler("elicitation/create", (request) => {
+      emit({ op: "serverRequest", method: "elicitation/create", params: request.params });
+      const a = { action: script.elicitation.action };
+      if (script.elicitation.content !== undefined) a.content = script.elicitation.content;
+      return a;
+    });
+  }
+  if (script.sampling) {
+    client.setRequestHandler("sampling/createMessage", (request) => {
+      emit({ op: "serverRequest", method: "sampling/createMessage", params: request.params });
+      return { role: "assistant", content: { type: "text", text: script.sampling.text }, model: "planlock-test" };
+    });
+  }
   let transport;
   if (o.url) {
     const headers = o.token ? { Authorization: `Bearer ${o.token}` } : {};

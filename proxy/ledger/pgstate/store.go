@@ -745,6 +745,11 @@ func (s *Store) Block(ctx context.Context, c ledger.Call, reason string) error {
 	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Block(c, reason, now) })
 }
 
+// Input records a multi-round call's answers (ledger.Ledger.Input).
+func (s *Store) Input(ctx context.Context, c ledger.Call, ref uint64, reason string) error {
+	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Input(c, ref, reason, now) })
+}
+
 // Observe records an observed call (observe mode).
 func (s *Store) Observe(ctx context.Context, c ledger.Call, decision, reason string) error {
 	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Observe(c, decision, reason, now) })
