@@ -1,5 +1,5 @@
 // Package bench measures what planlock's proxy costs on the call path, with a
-// trivial Go upstream (internal/testupstream's echo tool):
+// trivial Go upstream (internal/testkit/testupstream's echo tool):
 //
 //  1. direct: the client talks to the upstream;
 //  2. passthrough: through bench/passthrough, a bare relay on the same
@@ -65,8 +65,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/planlock/planlock/internal/leakcheck"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/leakcheck"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 // The commands the benchmarks run, by name. PLANLOCK_BENCH_BIN names a
@@ -129,7 +129,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	// No process a benchmark or test started may outlive the run
-	// (internal/leakcheck): the run fails naming it.
+	// (internal/testkit/leakcheck): the run fails naming it.
 	if err := leakcheck.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

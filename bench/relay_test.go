@@ -17,7 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/planlock/planlock/internal/leakcheck"
+	"github.com/planlock/planlock/internal/testkit/leakcheck"
 )
 
 // The relay's neighbours in the same run: below it the floor (bench/passthrough

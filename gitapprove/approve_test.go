@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 func approveReq(t *testing.T, repo *Repo, forge Forge, src string) ApproveRequest {

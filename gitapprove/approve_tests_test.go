@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // The plan's tests travel in the approval pull request, beside the plan,

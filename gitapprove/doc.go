@@ -40,5 +40,5 @@
 // writes hold request files and opens, reads and retires their pull requests
 // (Holds), and writes the signing workflow (GitHubWorkflow) with it. What a plan
 // change means in plain words is hclplan/plandiff's; the fake GitHub API
-// for tests is internal/githubtest.
+// for tests is internal/testkit/githubtest.
 package gitapprove

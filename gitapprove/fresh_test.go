@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // squashMerge plays GitHub's "Squash and merge": the branch's content lands

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // Each way GitHub refuses a request comes back as its own error type, and

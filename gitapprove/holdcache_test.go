@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // A status is kept StatusCache long per hold: repeated calls inside it cost

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 	"github.com/planlock/planlock/sign"
 )
 

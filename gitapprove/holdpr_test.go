@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // publishBundle plays CI: it commits a bundle beside the file's path on the

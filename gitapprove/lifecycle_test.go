@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // Approval and hold pull requests are labelled; a hold's pull request is

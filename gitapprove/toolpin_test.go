@@ -7,7 +7,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/hclplan/toolpin"
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 const toolPinPlanSrc = `plan "p" {

@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/testplans"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

@@ -19,7 +19,7 @@ import (
 )
 
 // multiRoundPlan allows the multi-round test upstream's tool, resources and
-// prompt (internal/testupstream, mode multi-round).
+// prompt (internal/testkit/testupstream, mode multi-round).
 const multiRoundPlan = `
 plan "mr" {
   goal  = "multi-round results"

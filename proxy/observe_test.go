@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

@@ -19,17 +19,17 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/leakcheck"
-	"github.com/planlock/planlock/internal/testbin"
-	"github.com/planlock/planlock/internal/testplans"
+	"github.com/planlock/planlock/internal/testkit/leakcheck"
+	"github.com/planlock/planlock/internal/testkit/testbin"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
 // refundBin is the example refund server (examples/refund/server), the
 // upstream of these tests; testUpstreamBin plays faults
-// (internal/testupstream). Both are this test binary itself, run under
+// (internal/testkit/testupstream). Both are this test binary itself, run under
 // another name: the tests need no built command (the end-to-end tests that
-// run the planlock CLI are in internal/e2e).
+// run the planlock CLI are in test/e2e).
 var refundBin, testUpstreamBin string
 
 func TestMain(m *testing.M) {
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	refundBin, testUpstreamBin = bins[testbin.Refund], bins[testbin.TestUpstream]
-	// No upstream a test started may outlive the tests (internal/leakcheck).
+	// No upstream a test started may outlive the tests (internal/testkit/leakcheck).
 	if err := leakcheck.Start(); err != nil {
 		panic(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

@@ -44,7 +44,7 @@ func runUpstream(t *testing.T, cfg UpstreamConfig) *Upstream {
 	return u
 }
 
-// testUpstream runs the test upstream (internal/testupstream) in mode.
+// testUpstream runs the test upstream (internal/testkit/testupstream) in mode.
 func testUpstream(t *testing.T, mode string, extra ...string) *Upstream {
 	t.Helper()
 	return runUpstream(t, UpstreamConfig{Command: append([]string{testUpstreamBin, "--mode", mode}, extra...)})

@@ -10,7 +10,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // BenchmarkVerifyKeyless is Policy.Verify of one keyless bundle (policy

@@ -75,5 +75,5 @@
 // and proxy): cmd/planlock and a program embedding the gate sign and verify
 // plan and hold files with it (Sign, Policy.Verify). In-process stand-ins of
 // Fulcio, Rekor, a timestamp authority and Vault for tests are in
-// internal/sigstoretest and internal/vaulttest.
+// internal/testkit/sigstoretest and internal/testkit/vaulttest.
 package sign

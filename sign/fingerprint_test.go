@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // TestPolicyFingerprint: the fingerprint names whom the policy trusts (the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // openssl runs the real openssl command in dir.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // The keyless tests sign with the real sigstore-go signing code against an

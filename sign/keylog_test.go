@@ -9,7 +9,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // Key-signed bundles with transparency log entries and RFC 3161 timestamps

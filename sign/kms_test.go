@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/vaulttest"
+	"github.com/planlock/planlock/internal/testkit/vaulttest"
 )
 
 // Vault cannot run here: these tests talk to vaulttest, a faithful fake of

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // TestKeylessTrustedRootIsLoadedOnFirstUse: a keyless policy given

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // TestWorkflowFlagMatrix: each --certificate-github-workflow-* value is

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/testbin"
+	"github.com/planlock/planlock/internal/testkit/testbin"
 )
 
 // The test binary plays the test upstream when run under that name (see
 // TestMain): the tests need no built command. The tests that run the built
-// pass-through are in internal/e2e.
+// pass-through are in test/e2e.
 var testUpstreamBin string
 
 func TestMain(m *testing.M) {

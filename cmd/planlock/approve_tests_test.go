@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // approve puts the plan's tests in the approval pull request, and refuses

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/planlock/planlock/internal/doctest"
+	"github.com/planlock/planlock/internal/testkit/doctest"
 )
 
 // TestDocs runs every shell command of README.md and docs/*.md, and every

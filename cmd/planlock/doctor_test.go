@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // planlock doctor against the GitHub fake: with the ruleset planlock init

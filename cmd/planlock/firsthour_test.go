@@ -10,7 +10,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/planlock/planlock/internal/doctest"
+	"github.com/planlock/planlock/internal/testkit/doctest"
 )
 
 // TestFirstHour runs the first hour of a new user, as one terminal session

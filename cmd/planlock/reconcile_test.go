@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/gitapprove"
-	"github.com/planlock/planlock/internal/githubtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
 )
 
 // git runs the real git in dir with an isolated configuration.

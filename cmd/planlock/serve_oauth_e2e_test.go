@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/oauthtest"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/oauthtest"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 func TestServeOAuth(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/oauthtest"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/oauthtest"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 // oauthServe runs planlock serve with static tokens and JWTs of the

@@ -22,9 +22,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/githubtest"
-	"github.com/planlock/planlock/internal/peers"
-	"github.com/planlock/planlock/internal/pgtest"
+	"github.com/planlock/planlock/internal/testkit/githubtest"
+	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/pgtest"
 )
 
 // echoUpstream is a streamable HTTP MCP server with one tool, echo, that

@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 // waitLog polls the log for re; the deadline guards against a hang.

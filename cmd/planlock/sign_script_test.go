@@ -6,7 +6,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 )
 
 // setupSigstore gives each script an in-process fake Fulcio, Rekor and TSA (the

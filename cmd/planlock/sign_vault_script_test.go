@@ -6,7 +6,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/planlock/planlock/internal/vaulttest"
+	"github.com/planlock/planlock/internal/testkit/vaulttest"
 )
 
 // vaultTestToken is the only token the fake Vault accepts; scripts check it

@@ -11,8 +11,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/planlock/planlock/internal/pgtest"
 	"github.com/planlock/planlock/internal/statedir"
+	"github.com/planlock/planlock/internal/testkit/pgtest"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/planlock/planlock/internal/pgtest"
+	"github.com/planlock/planlock/internal/testkit/pgtest"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/mcpserve"
-	"github.com/planlock/planlock/internal/testupstream"
+	"github.com/planlock/planlock/internal/testkit/testupstream"
 )
 
 // testUpstreamMain is the "testupstream" command of the scripts: the test

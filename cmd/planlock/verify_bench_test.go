@@ -12,7 +12,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 	"github.com/planlock/planlock/sign"
 )
 

@@ -3,7 +3,7 @@ package approvals
 // Unit tests of the decisions, with the real ledger and real signatures
 // (package sign, key-based). The forge is a scripted stand-in for
 // gitapprove.Holds so that each outcome (slow, failing, merged with a given
-// file) can be set up exactly; internal/e2e/holdloop_test.go runs the real one end to end.
+// file) can be set up exactly; test/e2e/holdloop_test.go runs the real one end to end.
 
 import (
 	"context"

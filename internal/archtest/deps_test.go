@@ -81,3 +81,34 @@ func TestDependencyCheckSeesForbiddenEdges(t *testing.T) {
 		}
 	}
 }
+
+// testOnly are the trees of test doubles, harnesses and end-to-end tests.
+// examples/ and bench/ drive the product with them (the demo runs real SDK
+// peers through internal/testkit/peers), so they may import them.
+var testOnly = []string{module + "/internal/testkit/", module + "/test/"}
+
+// No product package (nor anything it depends on) imports a test double:
+// fakes of GitHub, sigstore, Vault or OAuth, the test upstream and the
+// harnesses stay out of the binary.
+func TestNoProductPackageImportsATestDouble(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	product := 0
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		if violations([]string{pkg}, append(testOnly, module+"/examples/", module+"/bench")) != nil {
+			continue
+		}
+		product++
+		if bad := violations(deps(t, rel), testOnly); len(bad) > 0 {
+			t.Errorf("product package %s depends on test code: %s", pkg, strings.Join(bad, ", "))
+		}
+	}
+	if product < 30 {
+		t.Fatalf("only %d product packages found: the check sees nothing", product)
+	}
+}

@@ -24,7 +24,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/oauthtest"
+	"github.com/planlock/planlock/internal/testkit/oauthtest"
 )
 
 const resource = "https://planlock.example.com"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/oauthtest"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/oauthtest"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 // oauthFront is the OAuth resource server part of the gateway, made once

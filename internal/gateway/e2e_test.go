@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 

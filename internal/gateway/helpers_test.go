@@ -16,8 +16,8 @@ import (
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/peers"
 	"github.com/planlock/planlock/internal/statedir"
+	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/proxy/planload"
 	"github.com/planlock/planlock/sign"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan/toolpin"
 	"github.com/planlock/planlock/internal/authn"
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 // TestServeEnforcesToolPins: behind planlock serve, as behind proxy, a

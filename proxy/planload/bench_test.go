@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 	"github.com/planlock/planlock/sign"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/sigstoretest"
+	"github.com/planlock/planlock/internal/testkit/sigstoretest"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/sign"
 )

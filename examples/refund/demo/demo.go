@@ -20,7 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/planlock/planlock/internal/peers"
+	"github.com/planlock/planlock/internal/testkit/peers"
 )
 
 // options tune a run of the story.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planlock/planlock/internal/pgtest"
+	"github.com/planlock/planlock/internal/testkit/pgtest"
 	"github.com/planlock/planlock/proxy/ledger"
 	"github.com/planlock/planlock/proxy/ledger/ledgertest"
 	"github.com/planlock/planlock/proxy/ledger/pgstate"
