@@ -533,3 +533,23 @@ func inputCapabilities(ctx context.Context) json.RawMessage {
 	b, _ := ctx.Value(inputCapsKey{}).(json.RawMessage)
 	return b
 }
+
+// hasInputRules reports whether any step or prompt of plan has an input
+// block: then a dual-era upstream is spoken to in 2026-07-28, whose
+// multi-round results the gate checks against them (upera.go).
+func hasInputRules(plan *hclplan.Plan) bool {
+	if plan == nil {
+		return false
+	}
+	for _, s := range plan.Steps {
+		if s.Input != nil {
+			return true
+		}
+	}
+	for _, pr := range plan.Prompts {
+		if pr.Input != nil {
+			return true
+		}
+	}
+	return false
+}

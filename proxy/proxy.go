@@ -208,6 +208,9 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Upstream.MaxMessageBytes = p.maxMessageBytes() // the upstream's messages are bounded as the client's
 	}
 	cfg.Upstream.ClientVersion = cfg.Version
+	if cfg.Upstream.PreferModern == nil {
+		cfg.Upstream.PreferModern = func() bool { return hasInputRules(p.Plan()) }
+	}
 	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect
 	p.up.listenFilter = p.listenFilter

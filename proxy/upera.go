@@ -28,12 +28,13 @@ import (
 // modern, and its data.supported names what it speaks.
 
 // A dual-era upstream (one that names a legacy version planlock speaks
-// next to a modern one) is initialised in its legacy era: planlock relays
-// what that era offers (resource subscriptions, the standalone GET
-// stream's list-change notifications, ping) and does not relay
-// subscriptions/listen yet, so the legacy era loses nothing, and the plan
-// governs it as before. Only an upstream that speaks no legacy version
-// planlock speaks is spoken to in 2026-07-28.
+// next to a modern one) is initialised in its legacy era, the cheaper one
+// per call, unless the plan has input rules (UpstreamConfig.PreferModern):
+// an upstream's multi-round requests reach the gate as input_required
+// results only in 2026-07-28 (in the legacy era they would be
+// server-to-client requests, which planlock refuses), so then it is spoken
+// to in 2026-07-28. An upstream that speaks no legacy version planlock
+// speaks is spoken to in 2026-07-28 always.
 
 // discoverProbeTimeout bounds the server/discover probe over stdio: a
 // legacy server may ignore an unknown method before initialize instead of
@@ -110,6 +111,7 @@ type negotiated struct {
 // returned as is; any answer that is not a modern one means legacy.
 func (u *Upstream) probe(ctx context.Context, c *upConn) (negotiated, error) {
 	want := mcp.LATEST_PROTOCOL_VERSION
+	modernFirst := u.cfg.PreferModern != nil && u.cfg.PreferModern()
 	for attempt := 0; attempt < 2; attempt++ {
 		// Over HTTP every POST is answered (a legacy server answers an
 		// unknown method with an error or a 4xx), so the probe waits as
@@ -140,7 +142,7 @@ func (u *Upstream) probe(ctx context.Context, c *upConn) (negotiated, error) {
 			if json.Unmarshal(res, &d) != nil || len(d.SupportedVersions) == 0 {
 				return negotiated{legacy: mcp.LATEST_LEGACY_PROTOCOL_VERSION}, nil // not a DiscoverResult: not modern
 			}
-			if v := mutual(d.SupportedVersions, false); v != "" {
+			if v := mutual(d.SupportedVersions, false); v != "" && !(modernFirst && mutual(d.SupportedVersions, true) != "") {
 				return negotiated{legacy: v}, nil // dual-era: its legacy era (see above)
 			}
 			if v := mutual(d.SupportedVersions, true); v != "" {
@@ -149,8 +151,10 @@ func (u *Upstream) probe(ctx context.Context, c *upConn) (negotiated, error) {
 			return negotiated{}, u.refusal("server/discover names protocol versions %s", quoteList(d.SupportedVersions))
 		}
 		if supported, ok := unsupportedVersions(err); ok {
-			if v := mutual(supported, false); v != "" {
-				return negotiated{legacy: v}, nil // dual-era: its legacy era (see above)
+			// Dual-era: its legacy era (see above), unless the plan prefers
+			// the modern one; that is asked for once more, then given up.
+			if v := mutual(supported, false); v != "" && (!modernFirst || attempt > 0 || mutual(supported, true) == "") {
+				return negotiated{legacy: v}, nil
 			}
 			// A refusal naming the very version asked for is asked once
 			// more (the spec's "retry with a supported version"; a server

@@ -535,32 +535,40 @@ func TestUpstreamVersionNegotiation(t *testing.T) {
 		name, discover string
 		want           string // methods received, with versions
 		refused        string // the refusal's text, when it is one
+		preferModern   bool   // the plan has input rules
 	}{
 		{"method not found: legacy, then the version initialize names",
 			`{error: {code: -32601, message: "Method not found"}}`,
-			"server/discover 2026-07-28\ninitialize 2025-11-25\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", ""},
+			"server/discover 2026-07-28\ninitialize 2025-11-25\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", "", false},
 		{"-32022 naming a legacy version: initialize in it",
 			`{error: {code: -32022, message: "Unsupported", data: {supported: ["2025-06-18"]}}}`,
-			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", ""},
+			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", "", false},
 		{"discover naming legacy versions (dual-era): initialize in the newest both speak",
 			`{result: {supportedVersions: ["2026-07-28", "2025-06-18"], capabilities: {}}}`,
-			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", ""},
+			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", "", false},
+		{"dual-era, the plan having input rules: modern, no initialize",
+			`{result: {supportedVersions: ["2026-07-28", "2025-06-18"], capabilities: {}}}`,
+			"server/discover 2026-07-28\ntools/list 2026-07-28\n", "", true},
+		{"-32022 naming a legacy version, the plan having input rules: initialize in it",
+			`{error: {code: -32022, message: "Unsupported", data: {supported: ["2025-06-18"]}}}`,
+			"server/discover 2026-07-28\ninitialize 2025-06-18\nnotifications/initialized \ntools/list \n", "", true},
 		{"discover naming only 2026-07-28: modern, no initialize",
 			`{result: {supportedVersions: ["2026-07-28"], capabilities: {tools: {}}}}`,
-			"server/discover 2026-07-28\ntools/list 2026-07-28\n", ""},
+			"server/discover 2026-07-28\ntools/list 2026-07-28\n", "", false},
 		{"discover naming nothing in common: refused",
 			`{result: {supportedVersions: ["2099-01-01"], capabilities: {}}}`,
-			"server/discover 2026-07-28\n", "server/discover names protocol versions 2099-01-01; planlock speaks 2026-07-28"},
+			"server/discover 2026-07-28\n", "server/discover names protocol versions 2099-01-01; planlock speaks 2026-07-28", false},
 		{"-32022 naming nothing in common: refused",
 			`{error: {code: -32022, message: "Unsupported", data: {supported: ["2099-01-01"]}}}`,
-			"server/discover 2026-07-28\n", "it refused protocol version 2026-07-28 and supports 2099-01-01"},
+			"server/discover 2026-07-28\n", "it refused protocol version 2026-07-28 and supports 2099-01-01", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "log")
 			env, _ := UpstreamEnv(nil, os.LookupEnv)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			tools, err := FetchTools(ctx, UpstreamConfig{Command: eraScripted(t, tt.discover, log), Env: append(env, "LOG="+log), Stderr: testWriter{t}})
+			tools, err := FetchTools(ctx, UpstreamConfig{Command: eraScripted(t, tt.discover, log), Env: append(env, "LOG="+log), Stderr: testWriter{t},
+				PreferModern: func() bool { return tt.preferModern }})
 			if tt.refused != "" {
 				if !errors.Is(err, ErrStartRefused) || !strings.Contains(err.Error(), tt.refused) {
 					t.Fatalf("FetchTools = %v, want the refusal %q", err, tt.refused)

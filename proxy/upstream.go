@@ -36,6 +36,11 @@ type UpstreamConfig struct {
 	InitTimeout time.Duration
 	// ClientName and ClientVersion are sent in initialize.
 	ClientName, ClientVersion string
+	// PreferModern, when set and true at a connection's start, makes a
+	// dual-era upstream be spoken to in 2026-07-28 rather than its legacy
+	// era: the proxy sets it while the plan has input rules, which only
+	// that era's multi-round results carry (upera.go).
+	PreferModern func() bool
 }
 
 // Upstream is a supervised connection to the upstream server. A stdio
