@@ -29,6 +29,20 @@ type listenUpstream struct {
 	filters []mcp.SubscriptionFilter // every subscriptions/listen received
 	streams map[*listenStream]bool   // open ones
 	endNext int                      // how many of the next streams end right after their acknowledgement
+	tools   string                   // the tools/list result's tools array; "" is the touch tool
+}
+
+// setTools changes the tools the upstream lists and tells every open
+// stream that asked for list changes, as a modern server does.
+func (s *listenUpstream) setTools(tools string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tools = tools
+	for st := range s.streams {
+		if st.filter.ToolsListChanged {
+			st.out <- fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}}`, st.id)
+		}
+	}
 }
 
 type listenStream struct {
@@ -63,7 +77,13 @@ func (s *listenUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "server/discover":
 		result = `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true}},"serverInfo":{"name":"listen-upstream","version":"1"}}`
 	case "tools/list":
-		result = `{"tools":[{"name":"touch","inputSchema":{"type":"object","properties":{"uri":{"type":"string"}}}}]}`
+		s.mu.Lock()
+		tools := s.tools
+		s.mu.Unlock()
+		if tools == "" {
+			tools = touchTool
+		}
+		result = `{"tools":` + tools + `}`
 	case "resources/list":
 		result = `{"resources":[{"uri":"demo://allowed","name":"allowed"},{"uri":"demo://secret","name":"secret"}]}`
 	case "resources/templates/list":
@@ -89,6 +109,9 @@ func (s *listenUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
 }
+
+// touchTool is the listen upstream's tool list unless setTools changed it.
+const touchTool = `[{"name":"touch","inputSchema":{"type":"object","properties":{"uri":{"type":"string"}}}}]`
 
 func (s *listenUpstream) listen(w http.ResponseWriter, r *http.Request, id json.RawMessage, f mcp.SubscriptionFilter) {
 	st := &listenStream{id: id, filter: f, out: make(chan string, 16)}
