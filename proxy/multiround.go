@@ -144,9 +144,9 @@ func (s roundState) ticket() ledger.Ticket {
 // The key (Config.RoundKey) is derived from the state key when one is
 // configured, so that every replica sharing a state opens what any of
 // them sealed; else it is the state directory's own (cmd/planlock).
-// Which were used is kept in memory: a retry is good once per process
-// (and on a replica of a shared state, once per replica, until it
-// expires).
+// Which were used is kept in memory, a first refusal without a write;
+// the state's input record of each round is what makes a retry good once
+// on every replica and across restarts (ledger.ErrRoundAnswered).
 type roundKeeper struct {
 	key []byte
 	ttl time.Duration
@@ -324,16 +324,18 @@ func argsDigest(args json.RawMessage) string {
 // InputRecorder is what multi-round calls need of the state besides State;
 // *ledger.Ledger and pgstate's store have it.
 type InputRecorder interface {
-	Input(ctx context.Context, c ledger.Call, ref uint64, reason string) error
+	// Input records the answers of one round of a multi-round call, once:
+	// a round answered before (on any replica) is ledger.ErrRoundAnswered.
+	Input(ctx context.Context, c ledger.Call, ref uint64, round int, what string) error
 }
 
 // Input passes a multi-round call's answers on to the wrapped state.
-func (o *orderState) Input(ctx context.Context, c ledger.Call, ref uint64, reason string) error {
+func (o *orderState) Input(ctx context.Context, c ledger.Call, ref uint64, round int, what string) error {
 	r, ok := o.State.(InputRecorder)
 	if !ok {
 		return errors.New("the state does not record the answers of multi-round calls")
 	}
-	return r.Input(ctx, c, ref, reason)
+	return r.Input(ctx, c, ref, round, what)
 }
 
 // roundRefusal is the reason a retry is refused, and whether the call it
@@ -385,7 +387,10 @@ func (p *Proxy) openRetry(ctx context.Context, plan *hclplan.Plan, method, name 
 		return refuse("the state does not record the answers of multi-round calls")
 	}
 	c := ledger.Call{PlanDigest: plan.Digest, Step: st.Step, StepIndex: st.Index, Tool: method, Args: answers, Caller: callerOf(ctx)}
-	if err := rec.Input(context.WithoutCancel(ctx), c, st.Seq, fmt.Sprintf("round %d: answers to %s", st.Round, strings.Join(ids, ", "))); err != nil {
+	if err := rec.Input(context.WithoutCancel(ctx), c, st.Seq, st.Round, "answers to "+strings.Join(ids, ", ")); errors.Is(err, ledger.ErrRoundAnswered) {
+		// Used on another replica of a shared state, or before a restart.
+		return refuse("the requestState was used already (a requestState is good for one retry)")
+	} else if err != nil {
 		// Fail closed: answers that cannot be recorded are not forwarded.
 		return refuse("planlock could not record the answers: %s", stateError(err))
 	}

@@ -2,6 +2,10 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -31,38 +35,73 @@ func (l *Ledger) Observe(ctx context.Context, c Call, decision, reason string) e
 // typeInput records the client's answers to the input requests of a
 // multi-round call (MCP 2026-07-28), as they were forwarded to the
 // upstream: ref is the seq of the call's allow record, args the answers
-// (their digest when redacted, as any call's arguments). Like an observe
-// record it is never replayed into the state: the call was counted once,
-// by its allow record, and its outcome record ends it.
+// (their digest when redacted, as any call's arguments), reason begins
+// with the round ("round 2: ..."). It counts nothing: the call was counted
+// once, by its allow record, and its outcome record ends it. The state
+// keeps which rounds of which calls were answered, so that a round is
+// answered once, whichever replica of a shared state sees its retry.
 const typeInput = "input"
 
-// Input records a multi-round call's answers (c.Args) to the call whose
-// allow record is ref, and what they answer (reason). It does not wait for
-// disk.
-func (l *Ledger) Input(ctx context.Context, c Call, ref uint64, reason string) error {
+// ErrRoundAnswered: this round of the multi-round call was answered
+// already (its retry was replayed, on this process or another replica).
+var ErrRoundAnswered = errors.New("this round of the call was answered already")
+
+// roundKey names one round of one multi-round call.
+type roundKey struct {
+	ref   uint64
+	round int
+}
+
+// inputReason is the reason of an input record: its round, then what the
+// answers answer.
+func inputReason(round int, what string) string {
+	return "round " + strconv.Itoa(round) + ": " + firstLine(what)
+}
+
+// roundOf reads the round back from an input record's reason.
+func roundOf(reason string) (int, bool) {
+	rest, ok := strings.CutPrefix(reason, "round ")
+	if !ok {
+		return 0, false
+	}
+	n, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return 0, false
+	}
+	round, err := strconv.Atoi(n)
+	return round, err == nil && round > 0
+}
+
+// Input records a multi-round call's answers (c.Args) for round round of
+// the call whose allow record is ref, and what they answer (what); the
+// record is durable when Input returns. A round answered before is
+// ErrRoundAnswered, and nothing is written.
+func (l *Ledger) Input(ctx context.Context, c Call, ref uint64, round int, what string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := record{Time: l.stamp(), Type: typeInput, Plan: c.PlanDigest, Step: c.Step, Tool: c.Tool, Caller: c.Caller,
-		Ref: ref, Reason: firstLine(reason)}
-	if c.Step != "" {
-		r.StepIndex = &c.StepIndex
-	}
-	if err := argsFields(&r, c.Args, l.redact); err != nil {
+	r, err := inputRecord(c, ref, round, what, l.redact, l.stamp())
+	if err != nil {
 		return err
 	}
-	return l.commit(ctx, &r, false, nil)
+	k := roundKey{ref, round}
+	return l.commit(ctx, &r, true, func() error {
+		if l.st.rounds[k] {
+			return ErrRoundAnswered
+		}
+		l.st.rounds[k] = true
+		return nil
+	})
 }
 
 // Input records a multi-round call's answers, as Ledger.Input.
-func (m *Machine) Input(c Call, ref uint64, reason string, now time.Time) error {
-	r := record{Time: now.UTC(), Type: typeInput, Plan: c.PlanDigest, Step: c.Step, Tool: c.Tool, Caller: c.Caller,
-		Ref: ref, Reason: firstLine(reason)}
-	if c.Step != "" {
-		idx := c.StepIndex
-		r.StepIndex = &idx
+func (m *Machine) Input(c Call, ref uint64, round int, what string, now time.Time) error {
+	k := roundKey{ref, round}
+	if m.st.rounds[k] {
+		return ErrRoundAnswered
 	}
-	if err := argsFields(&r, c.Args, m.redact); err != nil {
+	r, err := inputRecord(c, ref, round, what, m.redact, now.UTC())
+	if err != nil {
 		return err
 	}
 	body, err := m.encode(&r)
@@ -70,5 +109,22 @@ func (m *Machine) Input(c Call, ref uint64, reason string, now time.Time) error 
 		return err
 	}
 	m.append(body)
+	m.st.rounds[k] = true
 	return nil
+}
+
+func inputRecord(c Call, ref uint64, round int, what string, redact bool, now time.Time) (record, error) {
+	if round <= 0 || ref == 0 {
+		return record{}, fmt.Errorf("%w: an input record needs its call's allow record and a round from 1", ErrInvalidArgument)
+	}
+	r := record{Time: now, Type: typeInput, Plan: c.PlanDigest, Step: c.Step, Tool: c.Tool, Caller: c.Caller,
+		Ref: ref, Reason: inputReason(round, what)}
+	if c.Step != "" {
+		idx := c.StepIndex
+		r.StepIndex = &idx
+	}
+	if err := argsFields(&r, c.Args, redact); err != nil {
+		return record{}, err
+	}
+	return r, nil
 }

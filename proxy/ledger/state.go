@@ -57,6 +57,11 @@ type state struct {
 	// signature was verified again (UpdateHold to approved). Not part of
 	// the checkpoint's state: every start begins with all of them.
 	unverified map[string]bool
+	// rounds are the rounds of multi-round calls answered (input records):
+	// each is answered once. Not part of the checkpoint's state (a round is
+	// good for minutes, as its requestState), so rounds answered before the
+	// last checkpoint are not known after it.
+	rounds map[roundKey]bool
 }
 
 func newState() *state {
@@ -66,6 +71,7 @@ func newState() *state {
 		byKey:      map[holdKey]string{},
 		newest:     map[string]time.Time{},
 		unverified: map[string]bool{},
+		rounds:     map[roundKey]bool{},
 	}
 }
 
@@ -92,6 +98,10 @@ func (s *state) plan(digest string) *planState {
 // only rebuilds; it never rejects.
 func (s *state) apply(r *parsed) {
 	switch r.Type {
+	case typeInput:
+		if round, ok := roundOf(r.Reason); ok && r.Ref != 0 {
+			s.rounds[roundKey{r.Ref, round}] = true
+		}
 	case typeDecision:
 		switch r.Decision {
 		case DecisionAllow:

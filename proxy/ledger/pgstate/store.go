@@ -746,8 +746,8 @@ func (s *Store) Block(ctx context.Context, c ledger.Call, reason string) error {
 }
 
 // Input records a multi-round call's answers (ledger.Ledger.Input).
-func (s *Store) Input(ctx context.Context, c ledger.Call, ref uint64, reason string) error {
-	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Input(c, ref, reason, now) })
+func (s *Store) Input(ctx context.Context, c ledger.Call, ref uint64, round int, what string) error {
+	return s.do(ctx, func(m *ledger.Machine, now time.Time) error { return m.Input(c, ref, round, what, now) })
 }
 
 // Observe records an observed call (observe mode).
