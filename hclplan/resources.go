@@ -14,6 +14,7 @@ import (
 var (
 	resourceSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "uri"}, {Name: "uri_pattern"}, {Name: "uri_template"}, {Name: "max_reads"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "input"}},
 	}
 	promptSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "max_calls"}},
@@ -28,6 +29,7 @@ type Resource struct {
 	URIPattern  *Pattern // RE2 over the whole URI
 	URITemplate string   // RFC 6570 template, as the server lists it
 	MaxReads    int
+	Input       *InputRules // what a multi-round read may ask of the client; nil: nothing
 
 	DeclRange hcl.Range
 
@@ -145,6 +147,7 @@ func (d *decoder) resources(blocks hcl.Blocks) []*Resource {
 				r.MaxReads = n
 			}
 		}
+		r.Input = d.inputBlocks(c.Blocks.OfType("input"))
 		out = append(out, r)
 	}
 	return out

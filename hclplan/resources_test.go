@@ -107,3 +107,44 @@ func TestParseResourceDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// A resource's input block is parsed as a step's, and the summary and the
+// JSON form show it under the resource.
+func TestResourceInput(t *testing.T) {
+	src := `plan "p" {
+  goal = "g"
+  resource "r" {
+    uri = "test://r"
+    input {
+      sampling { max_tokens = 10 }
+    }
+  }
+}`
+	p, diags := Parse("p.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	in := p.Resources[0].Input
+	if in == nil || in.Sampling == nil || in.Sampling.MaxTokens != 10 || in.MaxRounds != 1 {
+		t.Fatalf("input %+v", in)
+	}
+	sum := Summary(p)
+	if !strings.Contains(sum, "test://r") || !strings.Contains(sum, "  - Sampling (an LLM completion the upstream asks the client for), at most 10 tokens") {
+		t.Errorf("summary does not show the resource's input:\n%s", sum)
+	}
+	b, err := JSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"max_reads": 1,
+      "input": {
+        "max_rounds": 1,
+        "sampling": {
+          "max_tokens": 10,`) {
+		t.Errorf("JSON does not carry the resource's input:\n%s", b)
+	}
+	bad := strings.Replace(src, "sampling { max_tokens = 10 }", "", 1)
+	if _, diags := Parse("p.hcl", []byte(bad)); !diags.HasErrors() {
+		t.Error("an empty input block under a resource was accepted")
+	}
+}

@@ -52,11 +52,12 @@ func writeNested(b *strings.Builder, a *Arg, indent string) {
 }
 
 type jsonResource struct {
-	Name        string `json:"name"`
-	URI         string `json:"uri,omitempty"`
-	URIPattern  string `json:"uri_pattern,omitempty"`
-	URITemplate string `json:"uri_template,omitempty"`
-	MaxReads    int    `json:"max_reads"`
+	Name        string     `json:"name"`
+	URI         string     `json:"uri,omitempty"`
+	URIPattern  string     `json:"uri_pattern,omitempty"`
+	URITemplate string     `json:"uri_template,omitempty"`
+	MaxReads    int        `json:"max_reads"`
+	Input       *jsonInput `json:"input,omitempty"`
 }
 
 type jsonPrompt struct {
@@ -69,7 +70,7 @@ type jsonPrompt struct {
 func jsonResourcesAndPrompts(p *Plan) ([]jsonResource, []jsonPrompt) {
 	var rs []jsonResource
 	for _, r := range p.Resources {
-		jr := jsonResource{Name: r.Name, URI: r.URI, URITemplate: r.URITemplate, MaxReads: r.MaxReads}
+		jr := jsonResource{Name: r.Name, URI: r.URI, URITemplate: r.URITemplate, MaxReads: r.MaxReads, Input: jsonInputOf(r.Input)}
 		if r.URIPattern != nil {
 			jr.URIPattern = r.URIPattern.Source
 		}
@@ -94,6 +95,7 @@ func writeResourcesAndPrompts(b *strings.Builder, p *Plan) {
 		b.WriteString("\n### Resources\n\n")
 		for _, r := range p.Resources {
 			fmt.Fprintf(b, "- %s.\n", describeResource(r))
+			writeInput(b, r.Input, "  ")
 		}
 	}
 	if len(p.Prompts) > 0 {

@@ -373,7 +373,14 @@ func (p *Proxy) openRetry(ctx context.Context, plan *hclplan.Plan, method, name 
 	}
 	in := rules(st)
 	if in == nil {
-		return refuse("the plan's %s %q allows no input requests", map[bool]string{true: "prompt", false: "step"}[method == string(mcp.MethodPromptsGet)], st.Step)
+		kind := "step"
+		switch mcp.MCPMethod(method) {
+		case mcp.MethodPromptsGet:
+			kind = "prompt"
+		case mcp.MethodResourcesRead:
+			kind = "resource"
+		}
+		return refuse("the plan's %s %q allows no input requests", kind, st.Step)
 	}
 	answers, ids, err := checkResponses(rt.InputResponses, st.Asked, in)
 	if err != nil {
@@ -553,6 +560,11 @@ func hasInputRules(plan *hclplan.Plan) bool {
 	}
 	for _, pr := range plan.Prompts {
 		if pr.Input != nil {
+			return true
+		}
+	}
+	for _, r := range plan.Resources {
+		if r.Input != nil {
 			return true
 		}
 	}

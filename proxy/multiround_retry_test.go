@@ -353,6 +353,125 @@ func TestMultiRoundRetryPrompt(t *testing.T) {
 	}
 }
 
+// inputResourcePlan allows the multi-round upstream's resources with a
+// form asking for the password.
+const inputResourcePlan = `
+plan "mr" {
+  goal  = "multi-round reads"
+  order = "any"
+  resource "ask" {
+    uri_pattern = "test://ask/.*"
+    max_reads   = 1
+    input {
+      max_rounds = 2
+      elicitation {
+        field "password" {
+          type       = "string"
+          max_length = 16
+          optional   = true
+        }
+        field "sure" {
+          type     = "boolean"
+          optional = true
+        }
+      }
+    }
+  }
+}`
+
+// TestMultiRoundRetryResource: a resources/read the upstream answers with
+// input_required reaches a modern client only as the resource's input block
+// allows; the client's retry, bound to planlock's requestState, completes
+// the read with the upstream's own state and the answers, counted once; a
+// read whose upstream asks what the block does not allow (sampling) ends
+// with the plan's error and nothing shown.
+func TestMultiRoundRetryResource(t *testing.T) {
+	for _, tc := range []struct{ name, front, version string }{
+		{"stdio/modern", "stdio", ""},
+		{"http/modern", "http", ""},
+		// A legacy client gets the old server-to-client requests, which
+		// only the HTTP front's session carries.
+		{"http/legacy", "http", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := filepath.Join(t.TempDir(), "calls.jsonl")
+			h := &answering{password: "hunter2"}
+			c, p, audit := realClient(t, inputResourcePlan, tc.front, tc.version, h, "--mode", "multi-round", "--calls-log", calls)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rr := mcp.ReadResourceRequest{}
+			rr.Params.URI = "test://ask/twice"
+			res, err := c.ReadResource(ctx, rr)
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			text := ""
+			if len(res.Contents) == 1 {
+				if tc, ok := res.Contents[0].(mcp.TextResourceContents); ok {
+					text = tc.Text
+				}
+			}
+			if !strings.Contains(text, `read done; state upstream-state-2; answers {"confirm":{"action":"accept","content":{"sure":true}}}`) {
+				t.Errorf("read answered %+v", res)
+			}
+			if e := h.elicited.Load(); e != 2 {
+				t.Errorf("elicited %d times, want 2 (two rounds)", e)
+			}
+			plan := p.cur.Load().plan
+			if n := p.cfg.State.Progress(plan.Digest).Calls(resourceIndex(plan, 0)); n != 1 {
+				t.Errorf("counted %d reads, want 1", n)
+			}
+			n, errs := auditCounts(t, audit)
+			if n["allow"] != 1 || n["input"] != 2 || n["outcome"] != 1 || n["failed"] != 0 {
+				t.Errorf("audit records %v (%v), want one allow, two inputs, one outcome", n, errs)
+			}
+			b, err := os.ReadFile(calls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(string(b), "\n"); got != 3 || !strings.Contains(string(b), "upstream-state-2") {
+				t.Errorf("the upstream got %d requests, want the read and two retries with its own state:\n%s", got, b)
+			}
+			// The read used up max_reads once; the next is refused.
+			rr.Params.URI = "test://ask/sample"
+			if _, err := c.ReadResource(ctx, rr); err == nil || !strings.Contains(err.Error(), "max_reads 1 used up") {
+				t.Errorf("a second read: %v, want max_reads used up", err)
+			}
+		})
+	}
+}
+
+// TestMultiRoundResourceRefused: what the resource's input block does not
+// allow (sampling, here) never reaches the client; the read ends with the
+// plan's error, counted once and recorded as failed.
+func TestMultiRoundResourceRefused(t *testing.T) {
+	for _, tc := range []struct{ name, front, version, uri, want string }{
+		{"stdio/modern/sampling", "stdio", "", "test://ask/sample", "sampling"},
+		{"http/modern/sampling", "http", "", "test://ask/sample", "sampling"},
+		{"http/legacy/sampling", "http", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "test://ask/sample", "sampling"},
+		{"stdio/legacy/elicit", "stdio", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "test://ask/elicit", "cannot carry elicitation/create requests"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &answering{password: "hunter2"}
+			c, p, _ := realClient(t, inputResourcePlan, tc.front, tc.version, h, "--mode", "multi-round")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rr := mcp.ReadResourceRequest{}
+			rr.Params.URI = tc.uri
+			if _, err := c.ReadResource(ctx, rr); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("read: %v, want the plan's refusal (%s)", err, tc.want)
+			}
+			if e, s := h.elicited.Load(), h.sampled.Load(); e != 0 || s != 0 {
+				t.Errorf("the client ran its elicitation handler %d times and its sampling handler %d times", e, s)
+			}
+			plan := p.cur.Load().plan
+			if n := p.cfg.State.Progress(plan.Digest).Calls(resourceIndex(plan, 0)); n != 1 {
+				t.Errorf("counted %d reads, want 1", n)
+			}
+		})
+	}
+}
+
 // TestRoundKey: with a state key every process derives the same key, so a
 // requestState one sealed opens in another (replicas of a shared state);
 // without one, a state directory keeps its own across restarts, and

@@ -76,7 +76,7 @@ var multiRoundScript = []struct {
 	{"read complete", `{"jsonrpc":"2.0","id":13,"method":"resources/read","params":{"uri":"test://ask/complete"}}`,
 		`read done`, true, true},
 	{"read retry", `{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"test://ask/complete","inputResponses":{"password":{"action":"accept","content":{"password":"hunter2"}}}}}`,
-		`resources/read carries inputResponses or requestState`, false, false},
+		`resources/read retry refused: it carries inputResponses without a requestState`, false, false},
 	{"get input_required", `{"jsonrpc":"2.0","id":15,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"input_required"}}}`,
 		`the upstream asked for input`, true, false},
 	{"get task", `{"jsonrpc":"2.0","id":16,"method":"prompts/get","params":{"name":"ask","arguments":{"resultType":"task"}}}`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -118,6 +119,8 @@ func (p *Proxy) setupExtras(hooks *server.Hooks) {
 		}
 	})
 	if p.ex.resources {
+		hooks.AddBeforeReadResource(beforeRead)
+		hooks.AddAfterReadResource(afterRead)
 		hooks.AddAfterListResources(p.filterResources)
 		hooks.AddAfterListResourceTemplates(p.filterTemplates)
 		hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { p.dropSubscriptions(s.SessionID()) })
@@ -419,42 +422,94 @@ func promptIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + len(p
 
 // readResource is every resources/read: plan expiry, the resource block,
 // the durable count (max_reads), then the upstream. Reads take no part in
-// the sequential order of the steps.
+// the sequential order of the steps. A multi-round retry (multiround.go)
+// takes the decision and count of its first round, as a prompt's does; an
+// input_required result the resource's input block allows reaches a modern
+// client through the after-read hook (mcp-go's resource handlers return
+// contents, not a result: readRound), and a legacy client through
+// planlock's own server-to-client requests (fulfilLegacy).
 func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	ctx, st := p.withPlan(ctx)
 	plan := st.plan
 	uri := req.Params.URI
 	args, _ := json.Marshal(map[string]string{"uri": uri})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesRead), Args: args}
-	if why := roundTripRefusal("resources/read", req.Params.MultiRoundTripParams); why != "" {
-		return nil, p.blockExtra(ctx, plan, call, why)
-	}
-	if plan.Expired(p.cfg.Now()) {
-		return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
-	}
-	idx := -1
-	for i, r := range plan.Resources {
-		if r.Matches(uri) {
-			idx = i
-			break
+	var r *hclplan.Resource
+	var round roundState
+	params := map[string]any{"uri": uri}
+	if isRetry(req.Params.MultiRoundTripParams) {
+		rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodResourcesRead), uri, args, req.Params.MultiRoundTripParams, func(rs roundState) *hclplan.InputRules {
+			i := rs.Index - len(plan.Steps)
+			if i >= 0 && i < len(plan.Resources) && "resource:"+plan.Resources[i].Name == rs.Step && plan.Resources[i].Matches(uri) {
+				r = plan.Resources[i]
+				return r.Input
+			}
+			return nil
+		})
+		if refused != nil {
+			return nil, p.blockExtra(ctx, plan, call, refused.reason)
 		}
+		if ok, why := p.up.Ready(); !ok {
+			// Counted in its first round; the read ends here.
+			err := errors.New(upstreamDown(why, "the retry was not forwarded"))
+			p.completeExtra(ctx, rs.ticket(), err, time.Now())
+			return nil, err
+		}
+		round, params = rs, retryParams(params, rs, answers)
+	} else {
+		if plan.Expired(p.cfg.Now()) {
+			return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
+		}
+		idx := -1
+		for i, res := range plan.Resources {
+			if res.Matches(uri) {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q", uri, plan.Name))
+		}
+		r = plan.Resources[idx]
+		call.Step, call.StepIndex = "resource:"+r.Name, resourceIndex(plan, idx)
+		t, err := p.reserveExtra(ctx, plan, call, r.MaxReads, "max_reads")
+		if err != nil {
+			return nil, err
+		}
+		round = roundState{Method: string(mcp.MethodResourcesRead), Name: uri, Args: argsDigest(args), Caller: call.Caller,
+			Plan: plan.Digest, Step: call.Step, Index: call.StepIndex, Seq: t.Seq, Used: t.Used, At: t.At.UnixNano()}
 	}
-	if idx < 0 {
-		return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q", uri, plan.Name))
-	}
-	r := plan.Resources[idx]
-	call.Step, call.StepIndex = "resource:"+r.Name, resourceIndex(plan, idx)
-	t, err := p.reserveExtra(ctx, plan, call, r.MaxReads, "max_reads")
-	if err != nil {
-		return nil, err
-	}
+	t := round.ticket()
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	res, err := p.up.Request(cctx, "resources/read", map[string]any{"uri": uri})
+	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, r.Input), p.cfg.CallTimeout)
+	res, err := p.up.Request(cctx, "resources/read", params)
 	cancel()
 	var out *mcp.ReadResourceResult
 	if err == nil {
 		err = checkResultType(res) // a result that is not the read's: an error outcome (multiround.go)
+		var un *unrelayedResult
+		if errors.As(err, &un) && un.resultType == string(mcp.ResultTypeInputRequired) && r.Input != nil {
+			reqs, state, ierr := p.interim(ctx, res, r.Input, round)
+			if ierr == nil {
+				if modernRequest(ctx) {
+					if rr := readRoundOf(req); rr != nil {
+						rr.res = &mcp.ReadResourceResult{MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state}}
+						rr.res.ResultType = mcp.ResultTypeInputRequired
+						return nil, nil
+					}
+					ierr = errors.New("the read's result cannot carry input requests here")
+				} else {
+					// Not an outcome yet: the retry completes or ends it.
+					var answers mcp.InputResponses
+					if answers, ierr = p.fulfilLegacy(ctx, reqs); ierr == nil {
+						next := req
+						next.Params.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: answers, RequestState: state}
+						return p.readResource(ctx, next)
+					}
+				}
+			}
+			err = errors.New(inputRefused(oneline.Of(ierr.Error(), 300)))
+		}
 	}
 	if err == nil {
 		out, err = mcp.ParseReadResourceResult(&res)
@@ -464,6 +519,84 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 		return nil, fmt.Errorf("resources/read %s: %s; the read was counted (resource %q, %d of max_reads %d)", uri, oneline.Of(err.Error(), 300), r.Name, t.Used, r.MaxReads)
 	}
 	return out.Contents, nil
+}
+
+// readRoundKey is where the before-read hook leaves a readRound in the
+// request's _meta (a value JSON cannot produce, so a client cannot forge
+// it): the handler gets a copy of the request, sharing its _meta.
+const readRoundKey = "planlock/read-round"
+
+// readRound carries a read's input_required result from the handler to the
+// after-read hook, which answers it instead of the contents.
+type readRound struct{ res *mcp.ReadResourceResult }
+
+func beforeRead(_ context.Context, _ any, req *mcp.ReadResourceRequest) {
+	if req.Params.Meta == nil {
+		req.Params.Meta = &mcp.Meta{}
+	}
+	if req.Params.Meta.AdditionalFields == nil {
+		req.Params.Meta.AdditionalFields = map[string]any{}
+	}
+	req.Params.Meta.AdditionalFields[readRoundKey] = &readRound{}
+}
+
+func afterRead(_ context.Context, _ any, req *mcp.ReadResourceRequest, res *mcp.ReadResourceResult) {
+	if rr := readRoundOf(*req); rr != nil && rr.res != nil && res != nil {
+		*res = *rr.res
+	}
+}
+
+func readRoundOf(req mcp.ReadResourceRequest) *readRound {
+	if req.Params.Meta == nil {
+		return nil
+	}
+	rr, _ := req.Params.Meta.AdditionalFields[readRoundKey].(*readRound)
+	return rr
+}
+
+// modernRequest reports whether the request being served is of protocol
+// 2026-07-28, whose client takes an input_required result itself.
+func modernRequest(ctx context.Context) bool {
+	info := server.RequestProtocolInfoFromContext(ctx)
+	return info != nil && info.Modern
+}
+
+// fulfilLegacy asks a legacy client what a multi-round read needs, with the
+// server-to-client requests of its protocol (interim checked them against
+// the plan and the client's session), one at a time.
+func (p *Proxy) fulfilLegacy(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
+	out := make(mcp.InputResponses, len(reqs))
+	for _, id := range slices.Sorted(maps.Keys(reqs)) {
+		in := reqs[id]
+		var err error
+		switch {
+		case in.Method == mcp.MethodElicitationCreate && in.Elicitation != nil:
+			var res *mcp.ElicitationResult
+			if res, err = p.srv.RequestElicitation(ctx, mcp.ElicitationRequest{Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: *in.Elicitation}); err == nil && res != nil {
+				out[id] = mcp.NewElicitationInputResponse(*res)
+			}
+		case in.Method == mcp.MethodSamplingCreateMessage && in.Sampling != nil:
+			var res *mcp.CreateMessageResult
+			//lint:ignore SA1019 a legacy client is asked for sampling with the request of its own protocol
+			if res, err = p.srv.RequestSampling(ctx, mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}, CreateMessageParams: *in.Sampling}); err == nil && res != nil {
+				out[id] = mcp.NewSamplingInputResponse(*res)
+			}
+		case in.Method == mcp.MethodListRoots:
+			var res *mcp.ListRootsResult
+			if res, err = p.srv.RequestRoots(ctx, mcp.ListRootsRequest{Request: mcp.Request{Method: string(mcp.MethodListRoots)}}); err == nil && res != nil {
+				out[id] = mcp.NewRootsInputResponse(*res)
+			}
+		default:
+			err = fmt.Errorf("input request of method %q", in.Method)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input request %q: the client did not answer: %s", oneline.Of(id, 60), oneline.Of(err.Error(), 200))
+		}
+		if _, ok := out[id]; !ok {
+			return nil, fmt.Errorf("input request %q: the client gave no answer", oneline.Of(id, 60))
+		}
+	}
+	return out, nil
 }
 
 // getPrompt is every prompts/get: plan expiry, the prompt block, its

@@ -185,6 +185,7 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 		switch {
 		case !ok:
 			d.add(Wider, "new resource `%s`: may read %s %s", r.Name, uri(r), times(r.MaxReads))
+			d.input("resource `"+r.Name+"`", nil, r.Input)
 			continue
 		case uri(prev) != uri(r):
 			d.add(Changed, "resource `%s` now allows %s (was %s)", r.Name, uri(r), uri(prev))
@@ -195,6 +196,7 @@ func (d *differ) resourcesAndPrompts(o, n *hclplan.Plan) {
 		case r.MaxReads < prev.MaxReads:
 			d.add(Narrower, "resource `%s`: max_reads %d → %d", r.Name, prev.MaxReads, r.MaxReads)
 		}
+		d.input("resource `"+r.Name+"`", prev.Input, r.Input)
 	}
 	for _, r := range o.Resources {
 		if !now[r.Name] {

@@ -108,3 +108,33 @@ func TestPowerDiffInput(t *testing.T) {
 		})
 	}
 }
+
+// A resource's input block is power like a step's: a read that may now ask
+// the client for something is wider.
+func TestPowerDiffResourceInput(t *testing.T) {
+	res := func(input string) string {
+		return "plan \"p\" {\n  goal = \"g\"\n  resource \"r\" {\n    uri = \"test://r\"\n" + input + "\n  }\n}\n"
+	}
+	none, sampling := res(""), res("input {\n  sampling { max_tokens = 10 }\n}")
+	names := map[Power]string{Wider: "more", Narrower: "less", Changed: "changed"}
+	for _, tt := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"allowed", none, sampling, []string{"more resource `r`: now allows: Input requests: at most 1 round per call",
+			"more resource `r`: now allows: Sampling (an LLM completion the upstream asks the client for), at most 10 tokens and 10 messages"}},
+		{"dropped", sampling, none, []string{"less resource `r`: no longer allows: Input requests: at most 1 round per call",
+			"less resource `r`: no longer allows: Sampling (an LLM completion the upstream asks the client for), at most 10 tokens and 10 messages"}},
+		{"same", sampling, sampling, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range Diff(parsePlanSrc(t, tt.old), parsePlanSrc(t, tt.new)) {
+				got = append(got, names[c.Power]+" "+c.Text)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("diff\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
