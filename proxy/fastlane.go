@@ -173,7 +173,7 @@ func localState(st State) bool {
 	case *ledger.Ledger:
 		return true
 	}
-	_, ok := st.(interface{ localState() })
+	_, ok := st.(localStater)
 	return ok
 }
 
@@ -323,9 +323,7 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 // (group commit) rather than take turns at the disk on the reader. One call
 // at a time waits on the reader, which is quicker than a hand-off.
 func (f *fastLane) sharesDisk(tc *toolCall, d gate.Decision) bool {
-	w, ok := f.p.ostate.State.(interface {
-		WaitsForDisk(ledger.Reservation) bool
-	})
+	w, ok := f.p.ostate.State.(DiskWaiter)
 	if !ok || d.Kind != gate.KindForward {
 		return false
 	}

@@ -188,3 +188,95 @@ func TestListenWithoutUpstreamSubscriptions(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiredPlanRefusesEveryOp: once the plan has expired no request it
+// governs is allowed, whatever its kind: a read, a get, a legacy
+// subscription, a listen stream's resourceSubscriptions and a completion
+// are refused with the expiry and recorded, and nothing reaches the
+// upstream (before, subscriptions and completions were forwarded).
+func TestExpiredPlanRefusesEveryOp(t *testing.T) {
+	const uri = "test://ask/complete"
+	for _, version := range []string{"", mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+		t.Run("v"+version, func(t *testing.T) {
+			plan := strings.Replace(listenPlan, `goal  = "multi-round results"`, `goal    = "multi-round results"
+  expires = "2030-01-01T00:00:00Z"`, 1)
+			c, p, audit := realClient(t, plan, "stdio", version, &askedHandlers{}, "--mode", "multi-round")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			// Allowed while the plan holds: a completion reaches the upstream.
+			cr := mcp.CompleteRequest{}
+			cr.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "ask"}
+			cr.Params.Argument.Name, cr.Params.Argument.Value = "resultType", "el"
+			if res, err := c.Complete(ctx, cr); err != nil || len(res.Completion.Values) != 1 || res.Completion.Values[0] != "elicit" {
+				t.Fatalf("completion before expiry: %v %+v", err, res)
+			}
+			late := p.cur.Load().plan.Expires.Add(time.Second)
+			p.cfg.Now = func() time.Time { return late }
+			const want = "expired at"
+			if _, err := c.Complete(ctx, cr); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("completion: %v, want the expiry", err)
+			}
+			rr := mcp.ReadResourceRequest{}
+			rr.Params.URI = uri
+			if _, err := c.ReadResource(ctx, rr); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("read: %v, want the expiry", err)
+			}
+			gr := mcp.GetPromptRequest{}
+			gr.Params.Name = "ask"
+			gr.Params.Arguments = map[string]string{"resultType": "complete"}
+			if _, err := c.GetPrompt(ctx, gr); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("get: %v, want the expiry", err)
+			}
+			if version != "" {
+				req := mcp.SubscribeRequest{}
+				req.Params.URI = uri
+				//lint:ignore SA1019 the legacy RPC is what this subtest is about
+				if err := c.Subscribe(ctx, req); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("subscribe: %v, want the expiry", err)
+				}
+			} else {
+				acks := make(chan mcp.JSONRPCNotification, 1)
+				c.OnNotification(func(n mcp.JSONRPCNotification) {
+					if n.Method == string(mcp.MethodNotificationSubscriptionsAcknowledged) {
+						acks <- n
+					}
+				})
+				stop, err := c.ListenAsync(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}}, func(error) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stop()
+				select {
+				case ack := <-acks:
+					b, _ := json.Marshal(ack.Params.AdditionalFields["notifications"])
+					if strings.Contains(string(b), uri) {
+						t.Errorf("acknowledged %s after expiry", b)
+					}
+				case <-ctx.Done():
+					t.Fatal("no acknowledgement within 20s")
+				}
+			}
+			p.ex.subMu.Lock()
+			n := len(p.ex.subs)
+			p.ex.subMu.Unlock()
+			if n != 0 {
+				t.Errorf("%d URIs subscribed after expiry", n)
+			}
+			blocked := map[string]int{}
+			for _, r := range readAudit(t, audit) {
+				if reason, _ := r["reason"].(string); r["decision"] == "block" && strings.Contains(reason, want) {
+					blocked[r["tool"].(string)]++
+				}
+			}
+			sub := string(mcp.MethodSubscriptionsListen)
+			if version != "" {
+				sub = string(mcp.MethodResourcesSubscribe)
+			}
+			for _, m := range []string{string(mcp.MethodCompletionComplete), string(mcp.MethodResourcesRead), string(mcp.MethodPromptsGet), sub} {
+				if blocked[m] != 1 {
+					t.Errorf("%d expiry blocks of %s recorded, want 1 (%v)", blocked[m], m, blocked)
+				}
+			}
+		})
+	}
+}

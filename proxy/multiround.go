@@ -321,14 +321,6 @@ func argsDigest(args json.RawMessage) string {
 	return d
 }
 
-// InputRecorder is what multi-round calls need of the state besides State;
-// *ledger.Ledger and pgstate's store have it.
-type InputRecorder interface {
-	// Input records the answers of one round of a multi-round call, once:
-	// a round answered before (on any replica) is ledger.ErrRoundAnswered.
-	Input(ctx context.Context, c ledger.Call, ref uint64, round int, what string) error
-}
-
 // Input passes a multi-round call's answers on to the wrapped state.
 func (o *orderState) Input(ctx context.Context, c ledger.Call, ref uint64, round int, what string) error {
 	r, ok := o.State.(InputRecorder)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/planlock/planlock/hclplan"
 )
 
 // TestRelayResultRefusesUnrelayedTypes: every spelling encoding/json (and
@@ -55,4 +57,40 @@ func TestRelayResultRefusesUnrelayedTypes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStateWithoutInputRecorderRefusesInputRules: a state that cannot
+// record the answers of multi-round calls is refused at start (and for a
+// new plan) when the plan has input rules, with the reason, instead of
+// losing the feature at the first retry.
+func TestStateWithoutInputRecorderRefusesInputRules(t *testing.T) {
+	plan := testPlanFrom(t, inputResourcePlan)
+	cfg := Config{Plan: plan, State: noState{}, Upstream: UpstreamConfig{Command: []string{"true"}}}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "does not record their answers") {
+		t.Fatalf("New: %v, want the missing capability", err)
+	}
+	plain := testPlanFrom(t, `plan "p" {
+  goal = "g"
+  step "s" { tool = "t" }
+}`)
+	cfg.Plan = plain
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New without input rules: %v", err)
+	}
+	if err := p.SetPlan(plan); err == nil || !strings.Contains(err.Error(), "does not record their answers") {
+		t.Fatalf("SetPlan: %v, want the missing capability", err)
+	}
+	if p.Plan() != plain {
+		t.Fatal("the refused plan was loaded")
+	}
+}
+
+func testPlanFrom(t *testing.T, src string) *hclplan.Plan {
+	t.Helper()
+	plan, diags := hclplan.Parse("plan.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return plan
 }

@@ -30,12 +30,6 @@ type Observe struct {
 // Enabled reports whether anything is observed.
 func (o Observe) Enabled() bool { return o.All || len(o.Steps) > 0 }
 
-// Observer is what observe mode needs of the state besides State;
-// *ledger.Ledger has it.
-type Observer interface {
-	Observe(ctx context.Context, c ledger.Call, decision, reason string) error
-}
-
 // checkObserve refuses an observe setting that cannot be carried out.
 func checkObserve(cfg Config) error {
 	if !cfg.Observe.Enabled() {

@@ -157,6 +157,9 @@ func New(cfg Config) (*Proxy, error) {
 	if err := checkObserve(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkCapabilities(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 60 * time.Second
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -30,10 +31,11 @@ import (
 // the lists are filtered by the current plan in the after-list hooks, as
 // tools are. A catch-all template sends every other URI to the same check.
 //
-// Reads and gets are counted in the ledger like tool calls, each resource
-// and prompt block under a step index after the plan's steps
-// (len(Steps)+i for resources, then prompts). They do not take part in the
-// sequential order: orderState keeps them from moving the current step.
+// Reads, gets, completions and subscriptions are decided by the gate
+// (gate.DecideOp, through decideOp); reads and gets are counted in the
+// ledger like tool calls, per (kind, name) of their block (gate.Counter,
+// kept past the plan's steps). They do not take part in the sequential
+// order: orderState keeps them from moving the current step.
 
 // sendFunc sends one request on an upstream connection.
 type sendFunc func(ctx context.Context, method string, params any) (json.RawMessage, error)
@@ -414,11 +416,24 @@ func (p *Proxy) blockExtra(ctx context.Context, plan *hclplan.Plan, call ledger.
 	return &BlockedError{Reason: fmt.Sprintf("blocked by plan %q: %s", plan.Name, reason)}
 }
 
-// resourceIndex is the ledger step index of resource block i.
-func resourceIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + i }
-
-// promptIndex is the ledger step index of prompt block i.
-func promptIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + len(plan.Resources) + i }
+// decideOp decides an op of the plan st pinned (gate.DecideOp) on the
+// state's progress; call gets the op's counter, so that a refusal is
+// recorded under it.
+func (p *Proxy) decideOp(ctx context.Context, st *planState, op gate.Op, name string, args map[string]any, call *ledger.Call) gate.OpDecision {
+	in := gate.OpInput{Now: p.cfg.Now(), Op: op, Name: name, Args: args}
+	if op == gate.OpRead || op == gate.OpGet {
+		prog := p.cfg.State.Progress(st.plan.Digest)
+		in.Progress = ledgerProgress{&prog}
+	}
+	d := st.gate.DecideOp(in)
+	if d.Count != nil && call != nil {
+		call.Step, call.StepIndex = d.Count.Step(), d.Count.Index
+	}
+	if !d.Allowed {
+		d.Reason = oneline.Of(d.Reason, 300)
+	}
+	return d
+}
 
 // readResource is every resources/read: plan expiry, the resource block,
 // the durable count (max_reads), then the upstream. Reads take no part in
@@ -439,9 +454,8 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	params := map[string]any{"uri": uri}
 	if isRetry(req.Params.MultiRoundTripParams) {
 		rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodResourcesRead), uri, args, req.Params.MultiRoundTripParams, func(rs roundState) *hclplan.InputRules {
-			i := rs.Index - len(plan.Steps)
-			if i >= 0 && i < len(plan.Resources) && "resource:"+plan.Resources[i].Name == rs.Step && plan.Resources[i].Matches(uri) {
-				r = plan.Resources[i]
+			if d, ok := st.gate.Reopen(gate.OpRead, rs.Index, rs.Step, uri); ok {
+				r = d.Resource
 				return r.Input
 			}
 			return nil
@@ -457,22 +471,12 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 		}
 		round, params = rs, retryParams(params, rs, answers)
 	} else {
-		if plan.Expired(p.cfg.Now()) {
-			return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
+		d := p.decideOp(ctx, st, gate.OpRead, uri, nil, &call)
+		if !d.Allowed {
+			return nil, p.blockExtra(ctx, plan, call, d.Reason)
 		}
-		idx := -1
-		for i, res := range plan.Resources {
-			if res.Matches(uri) {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q", uri, plan.Name))
-		}
-		r = plan.Resources[idx]
-		call.Step, call.StepIndex = "resource:"+r.Name, resourceIndex(plan, idx)
-		t, err := p.reserveExtra(ctx, plan, call, r.MaxReads, "max_reads")
+		r = d.Resource
+		t, err := p.reserveExtra(ctx, plan, call, *d.Count)
 		if err != nil {
 			return nil, err
 		}
@@ -623,9 +627,8 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	params := map[string]any{"name": name, "arguments": promptArgs}
 	if isRetry(req.Params.MultiRoundTripParams) {
 		rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodPromptsGet), name, args, req.Params.MultiRoundTripParams, func(rs roundState) *hclplan.InputRules {
-			i := rs.Index - len(plan.Steps) - len(plan.Resources)
-			if i >= 0 && i < len(plan.Prompts) && "prompt:"+plan.Prompts[i].Name == rs.Step && plan.Prompts[i].Name == name {
-				pr = plan.Prompts[i]
+			if d, ok := st.gate.Reopen(gate.OpGet, rs.Index, rs.Step, name); ok {
+				pr = d.Prompt
 				return pr.Input
 			}
 			return nil
@@ -641,29 +644,16 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 		}
 		round, params = rs, retryParams(params, rs, answers)
 	} else {
-		if plan.Expired(p.cfg.Now()) {
-			return nil, p.blockExtra(ctx, plan, call, expiredReason(plan))
-		}
-		idx := -1
-		for i, pp := range plan.Prompts {
-			if pp.Name == name {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			return nil, p.blockExtra(ctx, plan, call, fmt.Sprintf("prompt %q is not in plan %q", name, plan.Name))
-		}
-		pr = plan.Prompts[idx]
-		call.Step, call.StepIndex = "prompt:"+pr.Name, promptIndex(plan, idx)
 		checked := make(map[string]any, len(promptArgs))
 		for k, v := range promptArgs {
 			checked[k] = v
 		}
-		if err := pr.Check(checked); err != nil {
-			return nil, p.blockExtra(ctx, plan, call, oneline.Of(err.Error(), 300))
+		d := p.decideOp(ctx, st, gate.OpGet, name, checked, &call)
+		if !d.Allowed {
+			return nil, p.blockExtra(ctx, plan, call, d.Reason)
 		}
-		t, err := p.reserveExtra(ctx, plan, call, pr.MaxCalls, "max_calls")
+		pr = d.Prompt
+		t, err := p.reserveExtra(ctx, plan, call, *d.Count)
 		if err != nil {
 			return nil, err
 		}
@@ -708,15 +698,16 @@ func expiredReason(plan *hclplan.Plan) string {
 
 // reserveExtra takes one read or get of max durably before anything is
 // forwarded; exhausted means blocked, any other failure means not forwarded.
-func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledger.Call, max int, what string) (ledger.Ticket, error) {
+func (p *Proxy) reserveExtra(ctx context.Context, plan *hclplan.Plan, call ledger.Call, c gate.Counter) (ledger.Ticket, error) {
 	if ok, why := p.up.Ready(); !ok {
 		return ledger.Ticket{}, errors.New(upstreamDown(why, call.Tool+" was not forwarded and not counted"))
 	}
-	t, err := p.cfg.State.Reserve(context.WithoutCancel(ctx), ledger.Reservation{Call: call, MaxCalls: max})
+	t, err := p.cfg.State.Reserve(context.WithoutCancel(ctx), ledger.Reservation{Call: call, MaxCalls: c.Max})
 	var ex *ledger.ExhaustedError
 	switch {
 	case errors.As(err, &ex):
-		return t, p.blockExtra(ctx, plan, call, fmt.Sprintf("%s: %s %d used up (%d forwarded)", call.Step, what, ex.Max, ex.Used))
+		// Used up by concurrent ops since DecideOp: the count decides.
+		return t, p.blockExtra(ctx, plan, call, fmt.Sprintf("%s: %s %d used up (%d forwarded)", c.Step(), c.Limit, ex.Max, ex.Used))
 	case err != nil:
 		return t, fmt.Errorf("planlock could not record %s, so it was not forwarded: %s", call.Tool, stateError(err))
 	}
@@ -764,7 +755,8 @@ func (p *Proxy) precheckRequest(ctx context.Context, _ any, message any) error {
 	default:
 		return nil
 	}
-	plan := p.cur.Load().plan
+	st := p.cur.Load()
+	plan := st.plan
 	params := m.Params
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
@@ -777,7 +769,7 @@ func (p *Proxy) precheckRequest(ctx context.Context, _ any, message any) error {
 	uri, _ := decoded["uri"].(string)
 	switch mcp.MCPMethod(m.Method) {
 	case mcp.MethodResourcesSubscribe:
-		return p.subscribe(ctx, plan, uri)
+		return p.subscribe(ctx, st, uri)
 	case mcp.MethodResourcesUnsubscribe:
 		p.unsubscribe(ctx, sessionID(ctx), uri)
 	}
@@ -793,14 +785,15 @@ func sessionID(ctx context.Context) string {
 
 // subscribe allows a subscription to a URI the plan allows to read, and
 // subscribes upstream for the first subscriber.
-func (p *Proxy) subscribe(ctx context.Context, plan *hclplan.Plan, uri string) error {
+func (p *Proxy) subscribe(ctx context.Context, st *planState, uri string) error {
+	plan := st.plan
 	args, _ := json.Marshal(map[string]string{"uri": uri})
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodResourcesSubscribe), Args: args}
 	if uri == "" {
 		return nil // mcp-go answers "uri is required"
 	}
-	if plan.Resource(uri) == nil {
-		return p.blockExtra(ctx, plan, call, fmt.Sprintf("resource %q is not in plan %q, so it cannot be subscribed to", uri, plan.Name))
+	if d := p.decideOp(ctx, st, gate.OpSubscribe, uri, nil, nil); !d.Allowed {
+		return p.blockExtra(ctx, plan, call, d.Reason)
 	}
 	return p.subscribeAs(ctx, sessionID(ctx), uri)
 }
@@ -836,9 +829,10 @@ func (p *Proxy) filterListen(ctx context.Context, id any, req *mcp.Subscriptions
 			continue
 		}
 		seen[uri] = true
+		d := p.decideOp(ctx, st, gate.OpSubscribe, uri, nil, nil)
 		switch {
-		case plan.Resource(uri) == nil:
-			refuse(uri, fmt.Sprintf("resource %q is not in plan %q, so it cannot be subscribed to", uri, plan.Name))
+		case !d.Allowed:
+			refuse(uri, d.Reason)
 		case session == nil || id == nil || !p.ex.subscribe.Load():
 			refuse(uri, fmt.Sprintf("resource %q: the upstream offers no subscriptions, so none was acknowledged", uri))
 		default:
@@ -1013,11 +1007,11 @@ func (p *Proxy) auditUnknownExtra(ctx context.Context, _ any, method mcp.MCPMeth
 type promptCompleter struct{ p *Proxy }
 
 func (c promptCompleter) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
-	plan := c.p.cur.Load().plan
-	if plan.Prompt(name) == nil {
+	ctx, st := c.p.withPlan(ctx)
+	plan := st.plan
+	if d := c.p.decideOp(ctx, st, gate.OpCompletePrompt, name, nil, nil); !d.Allowed {
 		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": name}, "argument": arg})
-		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args},
-			fmt.Sprintf("completion for prompt %q: the prompt is not in plan %q", name, plan.Name))
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args}, d.Reason)
 	}
 	return c.p.complete(ctx, map[string]any{"type": "ref/prompt", "name": name}, arg, cc)
 }
@@ -1027,11 +1021,11 @@ func (c promptCompleter) CompletePromptArgument(ctx context.Context, name string
 type resourceCompleter struct{ p *Proxy }
 
 func (c resourceCompleter) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
-	plan := c.p.cur.Load().plan
-	if !templateAllowed(plan, uri) && plan.Resource(uri) == nil {
+	ctx, st := c.p.withPlan(ctx)
+	plan := st.plan
+	if d := c.p.decideOp(ctx, st, gate.OpCompleteResource, uri, nil, nil); !d.Allowed {
 		args, _ := json.Marshal(map[string]any{"ref": map[string]string{"type": "ref/resource", "uri": uri}, "argument": arg})
-		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args},
-			fmt.Sprintf("completion for resource %q: no resource block of plan %q names it", uri, plan.Name))
+		return nil, c.p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: string(mcp.MethodCompletionComplete), Args: args}, d.Reason)
 	}
 	return c.p.complete(ctx, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)
 }
@@ -1162,9 +1156,7 @@ func (o *orderState) Block(ctx context.Context, c ledger.Call, reason string) er
 // CompleteLater is the wrapped state's when it has one (ledger.Ledger's);
 // otherwise the outcome is recorded at once and write does nothing.
 func (o *orderState) CompleteLater(ctx context.Context, t ledger.Ticket, out ledger.Outcome) (write func(), err error) {
-	if lc, ok := o.State.(interface {
-		CompleteLater(context.Context, ledger.Ticket, ledger.Outcome) (func(), error)
-	}); ok {
+	if lc, ok := o.State.(LaterCompleter); ok {
 		return lc.CompleteLater(ctx, t, out)
 	}
 	return func() {}, o.State.Complete(ctx, t, out)

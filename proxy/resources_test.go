@@ -92,3 +92,9 @@ plan "p" {
 		t.Fatalf("ledger Current %d, want the read's index %d", raw.Current, resourceIndex(plan, 0))
 	}
 }
+
+// resourceIndex and promptIndex are where the state keeps the counter of
+// resource block i and prompt block i (gate.Counter.Index).
+func resourceIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + i }
+
+func promptIndex(plan *hclplan.Plan, i int) int { return len(plan.Steps) + len(plan.Resources) + i }

@@ -73,6 +73,11 @@ func (p *Proxy) SetPlan(plan *hclplan.Plan) error {
 	if plan == nil {
 		return errors.New("proxy: SetPlan needs a plan")
 	}
+	cfg := p.cfg
+	cfg.Plan, cfg.State = plan, p.ostate.State // the wrapped state's capabilities
+	if err := checkCapabilities(cfg); err != nil {
+		return err
+	}
 	p.cur.Store(p.newPlanState(plan))
 	p.applyTools(nil, false)
 	p.planChangedExtras()

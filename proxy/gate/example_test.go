@@ -55,3 +55,48 @@ plan "refund" {
 	// block (args): step "refund": argument "amount" = 300 is above the maximum 30
 	// block (args): step "refund": argument "order_id" = "4712", want "4711"
 }
+
+// Deciding the other requests a plan governs: a read counted per resource
+// block, a read of a URI no block allows, and a subscription (not counted).
+func ExampleGate_DecideOp() {
+	plan, diags := hclplan.Parse("docs.hcl", []byte(`
+plan "docs" {
+  goal = "read the architecture document twice"
+  resource "architecture" {
+    uri       = "demo://doc/architecture.md"
+    max_reads = 2
+  }
+}
+`))
+	if diags.HasErrors() {
+		fmt.Println(diags)
+		return
+	}
+	g := gate.New(plan)
+	used := progress{calls: map[int]int{}}
+	for _, in := range []gate.OpInput{
+		{Op: gate.OpRead, Name: "demo://doc/architecture.md"},
+		{Op: gate.OpRead, Name: "demo://doc/architecture.md"},
+		{Op: gate.OpRead, Name: "demo://doc/architecture.md"},
+		{Op: gate.OpRead, Name: "file:///etc/passwd"},
+		{Op: gate.OpSubscribe, Name: "demo://doc/architecture.md"},
+	} {
+		in.Now, in.Progress = time.Now(), used
+		d := g.DecideOp(in)
+		switch {
+		case d.Allowed && d.Count != nil:
+			used.calls[d.Count.Index]++ // the state takes the count durably
+			fmt.Printf("%s: allowed, counted as %s\n", in.Op, d.Count.Step())
+		case d.Allowed:
+			fmt.Printf("%s: allowed\n", in.Op)
+		default:
+			fmt.Printf("%s: refused (%s): %s\n", in.Op, d.Rule, d.Reason)
+		}
+	}
+	// Output:
+	// resources/read: allowed, counted as resource:architecture
+	// resources/read: allowed, counted as resource:architecture
+	// resources/read: refused (max_calls): resource:architecture: max_reads 2 used up (2 forwarded)
+	// resources/read: refused (unplanned): resource "file:///etc/passwd" is not in plan "docs"
+	// resources/subscribe: allowed
+}

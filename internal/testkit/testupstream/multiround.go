@@ -262,3 +262,17 @@ func answerRawHTTP(w http.ResponseWriter, r *http.Request, rec *recorder, multi,
 	_, _ = w.Write(reply)
 	return true
 }
+
+// completer suggests the resultTypes the multi-round mode answers, for any
+// prompt argument.
+type completer struct{}
+
+func (completer) CompletePromptArgument(_ context.Context, _ string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	var out []string
+	for _, v := range []string{"complete", "elicit", "input_required", "sample", "task", "twice"} {
+		if strings.HasPrefix(v, arg.Value) {
+			out = append(out, v)
+		}
+	}
+	return &mcp.Completion{Values: out, Total: len(out)}, nil
+}

@@ -277,7 +277,10 @@ func newServer(cfg Config, out *lockedWriter, rec *recorder) *server.MCPServer {
 		// Its resources can be subscribed to, so that a proxy in front
 		// announces subscriptions (legacy resources/subscribe and the
 		// resourceSubscriptions of subscriptions/listen).
-		opts = append(opts, server.WithResourceCapabilities(true, true))
+		// And it completes prompt arguments (completion/complete), so
+		// that a proxy in front announces completions.
+		opts = append(opts, server.WithResourceCapabilities(true, true), server.WithCompletions(),
+			server.WithPromptCompletionProvider(completer{}))
 	}
 	s := server.NewMCPServer("testupstream", "1.0.0", opts...)
 	t := &tools{s: s, mode: cfg.Mode, out: out}
