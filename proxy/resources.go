@@ -416,6 +416,34 @@ func (p *Proxy) blockExtra(ctx context.Context, plan *hclplan.Plan, call ledger.
 	return &BlockedError{Reason: fmt.Sprintf("blocked by plan %q: %s", plan.Name, reason)}
 }
 
+// reopenOp takes a multi-round retry of a read or get (op, of name): its
+// sealed state and answers checked by openRetry against the block the first
+// round was decided on (gate.Reopen), then the upstream's readiness. A
+// refused retry is blocked; a retry the upstream cannot take ends the op,
+// counted in its first round.
+func (p *Proxy) reopenOp(ctx context.Context, st *planState, op gate.Op, name string, call ledger.Call, rt mcp.MultiRoundTripParams) (gate.OpDecision, roundState, json.RawMessage, error) {
+	var d gate.OpDecision
+	rs, answers, refused := p.openRetry(ctx, st.plan, string(op), name, call.Args, rt, func(rs roundState) *hclplan.InputRules {
+		var ok bool
+		if d, ok = st.gate.Reopen(op, rs.Index, rs.Step, name); !ok {
+			return nil
+		}
+		if d.Resource != nil {
+			return d.Resource.Input
+		}
+		return d.Prompt.Input
+	})
+	if refused != nil {
+		return d, rs, nil, p.blockExtra(ctx, st.plan, call, refused.reason)
+	}
+	if ok, why := p.up.Ready(); !ok {
+		err := errors.New(upstreamDown(why, "the retry was not forwarded"))
+		p.completeExtra(ctx, rs.ticket(), err, time.Now())
+		return d, rs, nil, err
+	}
+	return d, rs, answers, nil
+}
+
 // decideOp decides an op of the plan st pinned (gate.DecideOp) on the
 // state's progress; call gets the op's counter, so that a refusal is
 // recorded under it.
@@ -453,23 +481,11 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	var round roundState
 	params := map[string]any{"uri": uri}
 	if isRetry(req.Params.MultiRoundTripParams) {
-		rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodResourcesRead), uri, args, req.Params.MultiRoundTripParams, func(rs roundState) *hclplan.InputRules {
-			if d, ok := st.gate.Reopen(gate.OpRead, rs.Index, rs.Step, uri); ok {
-				r = d.Resource
-				return r.Input
-			}
-			return nil
-		})
-		if refused != nil {
-			return nil, p.blockExtra(ctx, plan, call, refused.reason)
-		}
-		if ok, why := p.up.Ready(); !ok {
-			// Counted in its first round; the read ends here.
-			err := errors.New(upstreamDown(why, "the retry was not forwarded"))
-			p.completeExtra(ctx, rs.ticket(), err, time.Now())
+		d, rs, answers, err := p.reopenOp(ctx, st, gate.OpRead, uri, call, req.Params.MultiRoundTripParams)
+		if err != nil {
 			return nil, err
 		}
-		round, params = rs, retryParams(params, rs, answers)
+		r, round, params = d.Resource, rs, retryParams(params, rs, answers)
 	} else {
 		d := p.decideOp(ctx, st, gate.OpRead, uri, nil, &call)
 		if !d.Allowed {
@@ -626,23 +642,11 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	var round roundState
 	params := map[string]any{"name": name, "arguments": promptArgs}
 	if isRetry(req.Params.MultiRoundTripParams) {
-		rs, answers, refused := p.openRetry(ctx, plan, string(mcp.MethodPromptsGet), name, args, req.Params.MultiRoundTripParams, func(rs roundState) *hclplan.InputRules {
-			if d, ok := st.gate.Reopen(gate.OpGet, rs.Index, rs.Step, name); ok {
-				pr = d.Prompt
-				return pr.Input
-			}
-			return nil
-		})
-		if refused != nil {
-			return nil, p.blockExtra(ctx, plan, call, refused.reason)
-		}
-		if ok, why := p.up.Ready(); !ok {
-			// Counted in its first round; the get ends here.
-			err := errors.New(upstreamDown(why, "the retry was not forwarded"))
-			p.completeExtra(ctx, rs.ticket(), err, time.Now())
+		d, rs, answers, err := p.reopenOp(ctx, st, gate.OpGet, name, call, req.Params.MultiRoundTripParams)
+		if err != nil {
 			return nil, err
 		}
-		round, params = rs, retryParams(params, rs, answers)
+		pr, round, params = d.Prompt, rs, retryParams(params, rs, answers)
 	} else {
 		checked := make(map[string]any, len(promptArgs))
 		for k, v := range promptArgs {
