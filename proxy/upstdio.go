@@ -578,11 +578,32 @@ func (t *stdioTransport) unreadFrom() int64 {
 	if canSignalGroups {
 		signalGroup(t.cmd.Process.Pid, syscall.SIGKILL)
 	}
+	// A write that has put its line in the pipe may not have counted it
+	// yet (its goroutine descheduled after write(2)): counted against the
+	// pipe, the line would look unread though the upstream read it. Its
+	// write returns once the readers are gone (EPIPE), so the lock comes;
+	// if it does not, what was read is not known.
+	if !t.lockWrites(time.Second) {
+		return -1
+	}
+	defer t.wmu.Unlock()
 	n, ok := pipeUnread(t.stdin)
 	if !ok {
 		return -1
 	}
 	return t.written.Load() - int64(n)
+}
+
+// lockWrites takes wmu within d; false if it could not.
+func (t *stdioTransport) lockWrites(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !t.wmu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // writeLine writes one whole line, the line of request p if not nil. A

@@ -548,3 +548,67 @@ func TestTailLine(t *testing.T) {
 		})
 	}
 }
+
+// stallAfterWrite writes through, then returns only once the upstream has
+// exited and a moment more: the writer descheduled right after write(2), as
+// a loaded machine does, while the reader sees the upstream's end.
+type stallAfterWrite struct {
+	w   io.Writer
+	pid func() int
+}
+
+func (s stallAfterWrite) Write(b []byte) (int, error) {
+	n, err := s.w.Write(b)
+	for range 5000 {
+		if exitedNow(s.pid()) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	return n, err
+}
+
+// An upstream that read the request and then exited may have run it, even
+// when the write that sent it has not returned yet when the end is seen:
+// what it read is counted from the pipe's contents against every byte
+// written, not against the bytes whose writes have returned.
+func TestUnreadCountsWritesStillReturning(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("what a pipe holds is asked on Linux only")
+	}
+	tests := []struct {
+		name    string
+		script  string
+		notSent bool
+	}{
+		{name: "read, then exited", script: "IFS= read -r l; exit 0", notSent: false},
+		{name: "exited unread", script: "sleep 0.3; exit 0", notSent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := startTransport(t, tt.script)
+			tr.wmu.Lock()
+			tr.w = stallAfterWrite{w: tr.w, pid: func() int { return tr.cmd.Process.Pid }}
+			tr.wmu.Unlock()
+			got := make(chan error, 1)
+			err := tr.SendAsync(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`+"\n"), func(_ json.RawMessage, _ *RPCError, err error) { got <- err })
+			if err != nil && !tt.notSent {
+				t.Fatalf("SendAsync: %v", err)
+			}
+			if err == nil {
+				select {
+				case err = <-got:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the request never failed")
+				}
+			}
+			if !errors.Is(err, transport.ErrTransportClosed) {
+				t.Fatalf("got %v, want the connection lost", err)
+			}
+			if IsNotSent(err) != tt.notSent {
+				t.Fatalf("got %v: not sent = %v, want %v", err, IsNotSent(err), tt.notSent)
+			}
+		})
+	}
+}
