@@ -125,6 +125,14 @@ func (u *Upstream) relisten(ctx context.Context, c *upConn) (mcp.SubscriptionFil
 	case a := <-w.acked:
 		return a, nil
 	case err := <-ended:
+		// The acknowledgement comes before the end on the stream, but
+		// both may be ready here: a stream acknowledged then ended at once
+		// was acknowledged (and is listened for again).
+		select {
+		case a := <-w.acked:
+			return a, nil
+		default:
+		}
 		return mcp.SubscriptionFilter{}, fmt.Errorf("subscriptions/listen: %w", err)
 	case <-ctx.Done():
 		cancel()
