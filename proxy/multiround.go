@@ -445,7 +445,7 @@ func inputRefused(why string) string {
 // request's _meta; a legacy one gets the old server-to-client request
 // (mcp-go's server sends it and retries the handler with the answer), so
 // it must have declared it at initialize, on a session that can carry
-// such requests (the HTTP front's; planlock's stdio front carries none).
+// such requests (the HTTP front's, and planlock's stdio session: stdio.go).
 func clientCanAnswer(ctx context.Context, method string) error {
 	var caps *mcp.ClientCapabilities
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {

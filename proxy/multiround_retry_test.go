@@ -151,15 +151,6 @@ func TestMultiRoundRetryRealClients(t *testing.T) {
 				{"url", 0, 0, `the upstream asked for input this plan does not allow (input request "login": elicitation (url): the plan does not allow it here)`, true},
 			} {
 				t.Run(name+"/"+tc.rt, func(t *testing.T) {
-					if front == "stdio" && version != "" && !tc.refused {
-						// planlock's stdio front carries no server-to-client
-						// request: the call ends with the reason, counted once.
-						tc.want = "the client's session cannot carry elicitation/create requests"
-						if tc.rt == "sample" {
-							tc.want = "the client's session cannot carry sampling/createMessage requests"
-						}
-						tc.elicited, tc.sampled, tc.refused = 0, 0, true
-					}
 					if front == "http" && version != "" && tc.rt == "sample" {
 						// mcp-go v1.2.1's own legacy HTTP client never
 						// answers a bridged sampling/createMessage (its
@@ -389,9 +380,10 @@ func TestMultiRoundRetryResource(t *testing.T) {
 	for _, tc := range []struct{ name, front, version string }{
 		{"stdio/modern", "stdio", ""},
 		{"http/modern", "http", ""},
-		// A legacy client gets the old server-to-client requests, which
-		// only the HTTP front's session carries.
+		// A legacy client gets the old server-to-client requests, on
+		// the HTTP front's session and on planlock's stdio session.
 		{"http/legacy", "http", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
+		{"stdio/legacy", "stdio", mcp.LATEST_LEGACY_PROTOCOL_VERSION},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := filepath.Join(t.TempDir(), "calls.jsonl")
@@ -449,7 +441,7 @@ func TestMultiRoundResourceRefused(t *testing.T) {
 		{"stdio/modern/sampling", "stdio", "", "test://ask/sample", "sampling"},
 		{"http/modern/sampling", "http", "", "test://ask/sample", "sampling"},
 		{"http/legacy/sampling", "http", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "test://ask/sample", "sampling"},
-		{"stdio/legacy/elicit", "stdio", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "test://ask/elicit", "cannot carry elicitation/create requests"},
+		{"stdio/legacy/sampling", "stdio", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "test://ask/sample", "sampling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &answering{password: "hunter2"}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/oneline"
 )
 
 // maxStdioRequests bounds the stdio client's requests handled at once; the
@@ -26,7 +28,7 @@ const maxStdioRequests = 1024
 // a read goroutine per line and a queue). The MCP server
 // behind it, and so every answer, is the same.
 func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Writer) error {
-	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 100)}
+	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 100), pending: map[int64]chan clientResponse{}}
 	if err := p.srv.RegisterSession(ctx, sess); err != nil {
 		return fmt.Errorf("register session: %w", err)
 	}
@@ -35,8 +37,12 @@ func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Write
 	// Requests run on their own goroutines; when the input ends (or ctx)
 	// they are cancelled and waited for, so none outlives the session.
 	ctx, cancel := context.WithCancel(ctx)
-	r := &lineReader{p: p, lines: lines, w: &messageWriter{out: out, log: p.cfg.Log},
+	r := &lineReader{p: p, lines: lines, w: &messageWriter{out: out, log: p.cfg.Log}, sess: sess,
 		slots: make(chan struct{}, maxStdioRequests), work: make(chan func())}
+	sess.mu.Lock()
+	sess.w = r.w
+	sess.mu.Unlock()
+	defer sess.end()
 	r.fast = p.fastLaneFor(ctx, r.w, func(job func()) bool { return r.run(ctx, job) })
 	r.spawn(func() {
 		for {
@@ -75,6 +81,7 @@ type lineReader struct {
 	slots chan struct{} // one per request in progress
 	work  chan func()   // hands a request to an idle worker
 	fast  *fastLane     // nil when the proxy cannot take it (fastlane.go)
+	sess  *stdioSession
 
 	mu     sync.Mutex
 	closed bool
@@ -112,7 +119,9 @@ func (r *lineReader) loop(ctx context.Context) error {
 			continue
 		}
 		var head struct {
-			ID json.RawMessage `json:"id"`
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+			clientResponse
 		}
 		var syntax *json.SyntaxError
 		err = json.Unmarshal(line, &head)
@@ -123,6 +132,12 @@ func (r *lineReader) loop(ctx context.Context) error {
 			continue
 		}
 
+		if err == nil && head.Method == nil && head.ID != nil && (head.Result != nil || head.Error != nil) {
+			// The client's response to one of planlock's requests; one to
+			// no request is dropped, as mcp-go's stdio server drops it.
+			r.sess.deliver(head.ID, head.clientResponse)
+			continue
+		}
 		msg := json.RawMessage(append([]byte(nil), line...)) // line is the reader's buffer
 		if head.ID == nil || string(head.ID) == "null" {
 			// A notification, or JSON that is not an object (the server
@@ -266,12 +281,129 @@ type stdioSession struct {
 	mu   sync.Mutex
 	info mcp.Implementation
 	caps mcp.ClientCapabilities
+
+	// The requests planlock sends a legacy client (elicitation, sampling,
+	// roots: what the plan let through, multiround.go), by id, until the
+	// client's response arrives (deliver) or the session ends (end).
+	w       *messageWriter
+	nextID  atomic.Int64
+	pending map[int64]chan clientResponse // under mu; nil once ended
+}
+
+// clientResponse is the client's response to one of planlock's requests.
+type clientResponse struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 var (
-	_ server.SessionWithLogging    = (*stdioSession)(nil)
-	_ server.SessionWithClientInfo = (*stdioSession)(nil)
+	_ server.SessionWithLogging     = (*stdioSession)(nil)
+	_ server.SessionWithClientInfo  = (*stdioSession)(nil)
+	_ server.SessionWithElicitation = (*stdioSession)(nil)
+	_ server.SessionWithSampling    = (*stdioSession)(nil)
+	_ server.SessionWithRoots       = (*stdioSession)(nil)
 )
+
+// request sends the client a request of method and decodes its result
+// into out, waiting for the client's response until ctx ends.
+func (s *stdioSession) request(ctx context.Context, method string, params, out any) error {
+	id := s.nextID.Add(1)
+	ch := make(chan clientResponse, 1)
+	s.mu.Lock()
+	if s.pending == nil || s.w == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%s: the client's session has ended", method)
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.pending != nil {
+			delete(s.pending, id)
+		}
+		s.mu.Unlock()
+	}()
+	s.w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": method, "params": params})
+	select {
+	case r, ok := <-ch:
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: the client's session ended before it answered", method)
+		case r.Error != nil:
+			return fmt.Errorf("%s: the client answered error %d: %s", method, r.Error.Code, oneline.Of(r.Error.Message, 200))
+		}
+		if err := json.Unmarshal(r.Result, out); err != nil {
+			return fmt.Errorf("%s: the client's result: %w", method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// deliver hands the client's response with id to the request waiting for
+// it; false when none waits (an id planlock never sent, or one answered).
+func (s *stdioSession) deliver(id json.RawMessage, r clientResponse) bool {
+	var n int64
+	if json.Unmarshal(id, &n) != nil {
+		return false
+	}
+	s.mu.Lock()
+	ch, ok := s.pending[n]
+	if ok {
+		delete(s.pending, n)
+	}
+	s.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+	return ok
+}
+
+// end fails every request still waiting: the client is gone.
+func (s *stdioSession) end() {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, ch := range pending {
+		close(ch)
+	}
+}
+
+func (s *stdioSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	var res mcp.ElicitationResult
+	if err := s.request(ctx, string(mcp.MethodElicitationCreate), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (s *stdioSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	if err := s.request(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, &res); err != nil {
+		return nil, err
+	}
+	// Typed content, as mcp-go's own sessions give it (its checks and
+	// encoding expect TextContent and its kin, not a map).
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the client's result: %w", mcp.MethodSamplingCreateMessage, err)
+	}
+	res.Content = content
+	return &res, nil
+}
+
+func (s *stdioSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	if err := s.request(ctx, string(mcp.MethodListRoots), map[string]any{}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
 
 func (s *stdioSession) SessionID() string { return "stdio" }
 
