@@ -150,7 +150,7 @@ type redecide struct{ reason string }
 // (the result is then nil). With later set (the stdio fast lane, only for
 // a block or a forward without pin check or hold) a forwarded call is
 // answered through later, and act returns nil, nil.
-func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision, later *answerLater) (*mcp.CallToolResult, *redecide) {
+func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Decision, later laterAnswer) (*mcp.CallToolResult, *redecide) {
 	if p.cfg.Observe.Enabled() && p.observes(d) {
 		// Operator's observe mode (observe.go): audited, forwarded uncounted.
 		return p.observe(ctx, req, st, call, d), nil
@@ -374,7 +374,7 @@ type grant struct {
 // the count durably, consuming the hold if the decision runs under one →
 // forward → record the outcome. With later set the answer comes through it
 // (forward), and run returns nil, nil once the call is sent.
-func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Forward, later *answerLater) (*mcp.CallToolResult, *redecide) {
+func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState, call ledger.Call, d gate.Forward, later laterAnswer) (*mcp.CallToolResult, *redecide) {
 	step := d.Step
 	call.Step, call.StepIndex = step.Name, step.Index
 	pinApproved := false
@@ -436,7 +436,7 @@ func (p *Proxy) run(ctx context.Context, req mcp.CallToolRequest, st *planState,
 // (the stdio fast lane) it returns nil at once and the upstream reader's
 // goroutine answers through later; the call timeout and the client's
 // cancellation stop it (forwardedCall).
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planState, g grant, later *answerLater) *mcp.CallToolResult {
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planState, g grant, later laterAnswer) *mcp.CallToolResult {
 	call := g.call
 	start := time.Now()
 	if later != nil {
@@ -502,19 +502,57 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		cause = causeCancelled
 	}
 	cancel()
-	// A call on the HTTP fast lane answers before its outcome record is
-	// written, as the stdio lane's do (httpfast.go).
-	hc, answerFirst := ctx.Value(httpCallKey{}).(*httpCall)
+	// A transport that runs work after its answer (the HTTP fast lane)
+	// answers before the outcome record is written, as the stdio lane's
+	// calls do.
+	rsp, answerFirst := responderOf(ctx).(afterAnswerer)
 	timing := recordBeforeAnswer
 	if answerFirst {
 		timing = recordWrittenAfter
 	}
 	r, write := p.forwarded(ctx, st, g, res, err, cause, time.Since(start), timing)
 	if write != nil {
-		hc.afterAnswer(write) // only recordWrittenAfter leaves one
+		rsp.afterAnswer(write) // only recordWrittenAfter leaves one
 	}
 	return r
 }
+
+// The call pipeline (open → decide → act → run → forward → record) names
+// no transport: a transport reaches it only through these.
+
+// laterAnswer answers a call forwarded without waiting for the upstream
+// (the stdio fast lane): the upstream reader's goroutine answers through
+// it. nil: the caller waits for forward's result.
+type laterAnswer interface {
+	answer(*mcp.CallToolResult)      // once, whatever panics
+	track(cancel func(cause string)) // the client's cancellation, until untrack
+	untrack()
+}
+
+// responder is a transport's handle on one call's response, carried in
+// the call's context (withResponder): it may take notifications for the
+// call (callNotifier) and run work after the answer (afterAnswerer).
+type responder any
+
+// afterAnswerer runs f once the call's answer is on its way.
+type afterAnswerer interface{ afterAnswer(f func()) }
+
+// callNotifier writes a notification on the call's own response; false
+// when it cannot (answered, or not a stream), and the notification takes
+// the server's route.
+type callNotifier interface {
+	notify(method string, params map[string]any) bool
+}
+
+type responderKey struct{}
+
+func withResponder(ctx context.Context, r responder) context.Context {
+	return context.WithValue(ctx, responderKey{}, r)
+}
+
+// responderOf is the responder of ctx's call; nil when its transport gave
+// none (mcp-go's server answers it).
+func responderOf(ctx context.Context) responder { return ctx.Value(responderKey{}) }
 
 // Why a forwarded call ended without the upstream's answer.
 const (

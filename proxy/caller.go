@@ -14,3 +14,12 @@ import (
 func WithCaller(ctx context.Context, subject string) context.Context {
 	return authn.WithIdentity(ctx, authn.Identity{Subject: subject})
 }
+
+// callerOf is the authenticated identity a call came with (authn, set by a
+// gateway front), for its audit record and hold; "" without one.
+func callerOf(ctx context.Context) string {
+	if id, ok := authn.FromContext(ctx); ok {
+		return id.Subject
+	}
+	return ""
+}

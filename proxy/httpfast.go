@@ -150,7 +150,7 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	}()
 	l.p.fastTaken.Add(1)
 	hc := &httpCall{w: w, p: l.p, modern: modern}
-	ctx = context.WithValue(ctx, httpCallKey{}, hc)
+	ctx = withResponder(ctx, hc)
 	req := mcp.CallToolRequest{}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Header = r.Header
@@ -234,8 +234,6 @@ func cancelKey(sid string, id json.RawMessage) (string, bool) {
 	}
 	return sid + ":" + fmt.Sprint(f), true
 }
-
-type httpCallKey struct{}
 
 // httpCall is the response of a call on the HTTP fast lane: notifications
 // for the call, then its answer, as the server writes them.
@@ -414,3 +412,8 @@ func loopbackHost(addr string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+var (
+	_ afterAnswerer = (*httpCall)(nil)
+	_ callNotifier  = (*httpCall)(nil)
+)

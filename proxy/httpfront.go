@@ -22,8 +22,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/planlock/planlock/internal/authn"
 )
 
 // HTTPOptions configures the streamable HTTP front (ServeListenerWith).
@@ -486,19 +484,10 @@ func (p *Proxy) routeLog(method string, params map[string]any) {
 	}
 	// A call on the HTTP fast lane writes it on its own response, where the
 	// server's forwarder would (httpfast.go).
-	if hc, ok := ctx.Value(httpCallKey{}).(*httpCall); ok {
+	if hc, ok := responderOf(ctx).(callNotifier); ok {
 		if s := server.ClientSessionFromContext(ctx); s != nil && s.Initialized() && hc.notify(method, params) {
 			return
 		}
 	}
 	_ = p.srv.SendNotificationToClient(ctx, method, params)
-}
-
-// callerOf is the authenticated identity a call came with (authn, set by a
-// gateway front), for its audit record and hold; "" without one.
-func callerOf(ctx context.Context) string {
-	if id, ok := authn.FromContext(ctx); ok {
-		return id.Subject
-	}
-	return ""
 }

@@ -201,3 +201,53 @@ func TestEveryGovernedMethodIsDecidedFirst(t *testing.T) {
 		t.Error("decideOp does not ask the gate (DecideOp)")
 	}
 }
+
+// TestCallPipelineNamesNoTransport proves by the source that call.go, the
+// tools/call pipeline, uses no type or function declared by a transport's
+// file (the stdio and HTTP fronts and their fast lanes): a transport
+// reaches the pipeline only through the responder interfaces call.go
+// declares, so a protocol change to one front is made once.
+func TestCallPipelineNamesNoTransport(t *testing.T) {
+	transports := []string{"fastlane.go", "httpfast.go", "httpfront.go", "stdio.go", "laneera.go"}
+	fset := token.NewFileSet()
+	declared := map[string]string{} // name → file
+	for _, name := range transports {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					declared[d.Name.Name] = name
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if ts, ok := s.(*ast.TypeSpec); ok {
+						declared[ts.Name.Name] = name
+					}
+				}
+			}
+		}
+	}
+	if len(declared) < 10 {
+		t.Fatalf("found only %d declarations in the transports' files: the list of files is stale", len(declared))
+	}
+	f, err := parser.ParseFile(fset, "call.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if file, ok := declared[id.Name]; ok {
+				named = append(named, fset.Position(id.Pos()).String()+": "+id.Name+" ("+file+")")
+			}
+		}
+		return true
+	})
+	if len(named) > 0 {
+		t.Fatalf("call.go names what a transport declares:\n%s", strings.Join(slices.Compact(named), "\n"))
+	}
+}

@@ -430,7 +430,7 @@ func (p *Proxy) relayNotification(n mcp.JSONRPCNotification) {
 		params["progressToken"] = route.token
 		// A call on the HTTP fast lane writes it on its own response, where
 		// the server's forwarder would (httpfast.go).
-		hc, lane := route.ctx.Value(httpCallKey{}).(*httpCall)
+		hc, lane := responderOf(route.ctx).(callNotifier)
 		if lane && hc.notify(n.Method, params) || p.srv.SendNotificationToClient(route.ctx, n.Method, params) == nil {
 			route.sent.Add(1)
 			if sp := p.progressCounts(route.ctx); sp != nil {
