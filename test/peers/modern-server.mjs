@@ -6,6 +6,7 @@
 //   node modern-server.mjs            stdio
 //   node modern-server.mjs --http     streamable HTTP on a free loopback port;
 //                                     prints "listening on http://127.0.0.1:PORT/mcp" on stderr
+//   --dual                            serve 2025-era clients too (the SDK's default)
 //
 // Tools: echo {message} answers the message; add {a, b} answers the sum.
 // --calls-log FILE appends every tools/call as a JSON line {time, tool, arguments}.
@@ -33,10 +34,11 @@ function factory() {
   return server;
 }
 
+const dual = args.includes("--dual");
 if (!args.includes("--http")) {
-  serveStdio(factory, { legacy: "reject" });
+  serveStdio(factory, { legacy: dual ? "serve" : "reject" });
 } else {
-  const handler = createMcpHandler(factory, { legacy: "reject" });
+  const handler = createMcpHandler(factory, { legacy: dual ? "stateless" : "reject" });
   // node:http in front of the web-standard handler (Node 20 has no
   // toNodeHandler without @modelcontextprotocol/node).
   const http = createServer(async (req, res) => {
