@@ -28,7 +28,8 @@ const maxStdioRequests = 1024
 // a read goroutine per line and a queue). The MCP server
 // behind it, and so every answer, is the same.
 func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Writer) error {
-	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 100), pending: map[int64]chan clientResponse{}}
+	w := &messageWriter{out: out, log: p.cfg.Log}
+	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 100), w: w, pending: map[int64]chan clientResponse{}}
 	if err := p.srv.RegisterSession(ctx, sess); err != nil {
 		return fmt.Errorf("register session: %w", err)
 	}
@@ -37,11 +38,8 @@ func (p *Proxy) serveLines(ctx context.Context, lines *lineLimiter, out io.Write
 	// Requests run on their own goroutines; when the input ends (or ctx)
 	// they are cancelled and waited for, so none outlives the session.
 	ctx, cancel := context.WithCancel(ctx)
-	r := &lineReader{p: p, lines: lines, w: &messageWriter{out: out, log: p.cfg.Log}, sess: sess,
+	r := &lineReader{p: p, lines: lines, w: w, sess: sess,
 		slots: make(chan struct{}, maxStdioRequests), work: make(chan func())}
-	sess.mu.Lock()
-	sess.w = r.w
-	sess.mu.Unlock()
 	defer sess.end()
 	r.fast = p.fastLaneFor(ctx, r.w, func(job func()) bool { return r.run(ctx, job) })
 	r.spawn(func() {
@@ -285,7 +283,7 @@ type stdioSession struct {
 	// The requests planlock sends a legacy client (elicitation, sampling,
 	// roots: what the plan let through, multiround.go), by id, until the
 	// client's response arrives (deliver) or the session ends (end).
-	w       *messageWriter
+	w       *messageWriter // the session's, set at its start
 	nextID  atomic.Int64
 	pending map[int64]chan clientResponse // under mu; nil once ended
 }
@@ -313,7 +311,7 @@ func (s *stdioSession) request(ctx context.Context, method string, params, out a
 	id := s.nextID.Add(1)
 	ch := make(chan clientResponse, 1)
 	s.mu.Lock()
-	if s.pending == nil || s.w == nil {
+	if s.pending == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("%s: the client's session has ended", method)
 	}

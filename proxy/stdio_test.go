@@ -2,18 +2,17 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -84,7 +83,7 @@ func TestServeStdioAnswersNonObjects(t *testing.T) {
 // response, a response to no request, a request the client never answers
 // and a session that ends each fail that request alone, with the reason.
 func TestStdioSessionRequests(t *testing.T) {
-	var buf syncBuffer
+	var buf peers.SyncBuffer
 	sess := &stdioSession{pending: map[int64]chan clientResponse{}, w: &messageWriter{out: &buf, log: io.Discard}}
 	sent := func() json.RawMessage { // the id of the last request written
 		t.Helper()
@@ -172,28 +171,4 @@ func TestStdioSessionRequests(t *testing.T) {
 	if _, err := sess.ListRoots(ctx, mcp.ListRootsRequest{}); err == nil || !strings.Contains(err.Error(), "has ended") {
 		t.Errorf("after the end: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }
