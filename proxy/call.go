@@ -53,6 +53,7 @@ func (p *Proxy) openCall(ctx context.Context, req mcp.CallToolRequest) (*toolCal
 		raw = []byte("{}") // no arguments is {} (contract)
 	}
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
+	end = p.trackLogAsk(ctx, end)
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
 	if why := roundTripRefusal("tools/call", req.Params.MultiRoundTripParams); why != "" {
 		// Forwarded without them it would be a fresh call the client
@@ -467,7 +468,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		}
 		later.track(pc.cancel)
 		pc.timer = time.AfterFunc(p.cfg.CallTimeout, func() { pc.cancel(causeTimeout) })
-		stop, err := p.up.Go("tools/call", toolCallParams(call.Tool, call.Args), func(res json.RawMessage, err error) {
+		stop, err := p.up.goAsking(requestedLogLevel(ctx), "tools/call", toolCallParams(call.Tool, call.Args), func(res json.RawMessage, err error) {
 			defer pc.timer.Stop() // after the answer, as untrack
 			pc.finish(res, err, "")
 		})
@@ -737,7 +738,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		raw = []byte("{}")
 	}
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
-	defer end()
+	defer p.trackLogAsk(ctx, end)()
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
 	if _, err := decodeArgs(raw); err != nil {
 		call.Args = nil

@@ -464,12 +464,14 @@ func (c *callsInFlight) noteDrop(log io.Writer) {
 // identity). Otherwise it is dropped (and counted in the log) rather than
 // shown to a client it may not belong to.
 //
-// A client of protocol 2026-07-28 gets none: there a log message goes only
-// to a request that asked for it with a log level, which the proxy does not
-// relay upstream (and discover advertises no logging, trimDiscover).
+// A client of protocol 2026-07-28 gets one only for a request that asked
+// for it with a log level at or below the message's (loglevel.go): over
+// stdio while such a call is in flight, over HTTP when the one call it can
+// belong to is one.
 func (p *Proxy) routeLog(method string, params map[string]any) {
+	level, _ := params["level"].(string)
 	if p.stdioProg != nil {
-		if !p.stdioModern.Load() {
+		if !p.stdioModern.Load() || p.stdioAsks.wants(mcp.LoggingLevel(level)) {
 			p.srv.SendNotificationToAllClients(method, params)
 		}
 		return
@@ -480,7 +482,9 @@ func (p *Proxy) routeLog(method string, params map[string]any) {
 		return
 	}
 	if server.IsModernRequest(ctx) {
-		return
+		if asked := modernAsk(ctx); asked == "" || !mcp.LoggingLevel(level).ShouldSendTo(asked) {
+			return
+		}
 	}
 	// A call on the HTTP fast lane writes it on its own response, where the
 	// server's forwarder would (httpfast.go).

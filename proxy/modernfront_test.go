@@ -115,9 +115,10 @@ func TestModernHTTPFront(t *testing.T) {
 }
 
 // TestModernDiscoverAdvertisesOnlyWhatIsRelayed: server/discover (over
-// HTTP, and to mcp-go's modern client over stdio and HTTP) advertises no
-// logging (no per-request log level is relayed); resource subscriptions
-// (delivered on subscriptions/listen) and tools it does, as initialize.
+// HTTP, and to mcp-go's modern client over stdio and HTTP) advertises
+// logging (a request's log level is relayed, loglevel.go), resource
+// subscriptions (delivered on subscriptions/listen) and tools, as
+// initialize.
 func TestModernDiscoverAdvertisesOnlyWhatIsRelayed(t *testing.T) {
 	s := newHTTPSidePlan(t, multiRoundPlan, true, nil, "--mode", "multi-round")
 	code, text, _ := s.post(modernHeaders("server/discover", ""), `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`)
@@ -133,13 +134,13 @@ func TestModernDiscoverAdvertisesOnlyWhatIsRelayed(t *testing.T) {
 		t.Fatalf("discover: %v: %s", err, text)
 	}
 	caps := env.Result.Capabilities
-	if _, ok := caps["logging"]; ok || caps["tools"] == nil || !strings.Contains(string(caps["resources"]), `"subscribe":true`) {
+	if _, ok := caps["logging"]; !ok || caps["tools"] == nil || !strings.Contains(string(caps["resources"]), `"subscribe":true`) {
 		t.Errorf("discover advertised %s", text)
 	}
 	for _, front := range []string{"stdio", "http"} {
 		c, _, _ := realClient(t, multiRoundPlan, front, "", &askedHandlers{}, "--mode", "multi-round")
 		got := c.GetServerCapabilities()
-		if got.Logging != nil || got.Resources == nil || !got.Resources.Subscribe || got.Tools == nil {
+		if got.Logging == nil || got.Resources == nil || !got.Resources.Subscribe || got.Tools == nil {
 			b, _ := json.Marshal(got)
 			t.Errorf("%s: the modern client was told %s", front, b)
 		}
@@ -151,15 +152,29 @@ func TestModernDiscoverAdvertisesOnlyWhatIsRelayed(t *testing.T) {
 	}
 }
 
-// TestNoLogMessageToAModernClient: an upstream log message during a call
-// reaches a client of 2025-11-25 (routeLog), and none reaches mcp-go's
-// client of 2026-07-28, whose request asked for none (no per-request log
-// level is relayed), over stdio and HTTP.
-func TestNoLogMessageToAModernClient(t *testing.T) {
+// TestLogMessagesAsTheClientAsked: the test upstream in its legacy era logs
+// three info messages in a call whatever was asked. A client of 2025-11-25
+// gets them (routeLog); mcp-go's client of 2026-07-28 gets them only when
+// its request asked for info or below (its SetLevel puts the level in each
+// request's _meta), none when it asked for none or for error, over stdio
+// (the fast lane) and HTTP. (mcp-go's server may write the last message
+// after its answer, and a message that trails the call is not the call's:
+// a modern client gets one to three of them.)
+func TestLogMessagesAsTheClientAsked(t *testing.T) {
 	for _, front := range []string{"stdio", "http"} {
-		for _, version := range []string{"", mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
-			t.Run(front+"/"+version, func(t *testing.T) {
-				c, _, _ := realClient(t, httpFastPlan, front, version, &askedHandlers{}, "--conformance")
+		for _, tc := range []struct {
+			version string
+			level   mcp.LoggingLevel
+			some    bool // one to three, else none
+		}{
+			{"", "", false},
+			{"", mcp.LoggingLevelError, false},
+			{"", mcp.LoggingLevelInfo, true},
+			{"", mcp.LoggingLevelDebug, true},
+			{mcp.LATEST_LEGACY_PROTOCOL_VERSION, "", true},
+		} {
+			t.Run(front+"/"+tc.version+"/"+string(tc.level), func(t *testing.T) {
+				c, p, _ := realClient(t, httpFastPlan, front, tc.version, &askedHandlers{}, "--conformance")
 				var logs atomic.Int32
 				c.OnNotification(func(n mcp.JSONRPCNotification) {
 					if n.Method == "notifications/message" {
@@ -168,10 +183,21 @@ func TestNoLogMessageToAModernClient(t *testing.T) {
 				})
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
+				if tc.level != "" {
+					lr := mcp.SetLevelRequest{}
+					lr.Params.Level = tc.level
+					if err := c.SetLevel(ctx, lr); err != nil {
+						t.Fatal(err)
+					}
+				}
+				taken := p.fastTaken.Load()
 				req := mcp.CallToolRequest{}
 				req.Params.Name = "test_tool_with_logging"
 				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 					t.Fatalf("call: %v %+v", err, res)
+				}
+				if tc.some && !eventually(func() bool { return logs.Load() > 0 }) {
+					t.Fatal("the client got no log message")
 				}
 				// A second call: a log message the upstream wrote before
 				// its first answer is on the wire by the second answer.
@@ -180,12 +206,11 @@ func TestNoLogMessageToAModernClient(t *testing.T) {
 				if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 					t.Fatalf("echo: %v %+v", err, res)
 				}
-				n := logs.Load()
-				if version == "" && n != 0 {
-					t.Errorf("the modern client got %d log messages", n)
+				if n := logs.Load(); tc.some && (n < 1 || n > 3) || !tc.some && n != 0 {
+					t.Errorf("the client got %d log messages, want %s", n, map[bool]string{true: "one to three", false: "none"}[tc.some])
 				}
-				if version != "" && n == 0 {
-					t.Errorf("the legacy client got no log message")
+				if tc.version == "" && p.fastTaken.Load() == taken {
+					t.Errorf("no call took the fast lane")
 				}
 			})
 		}

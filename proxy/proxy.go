@@ -120,8 +120,10 @@ type Proxy struct {
 
 	inflight callsInFlight // tool calls being handled, for routeLog
 	// The stdio client speaks protocol 2026-07-28 (it discovered the server
-	// or sent a modern request): no log message goes to it (routeLog).
+	// or sent a modern request): a log message goes to it only while a
+	// call of it that asked for one is in flight (stdioAsks, routeLog).
 	stdioModern atomic.Bool
+	stdioAsks   logAsks
 
 	ex     extras       // resources and prompts (resources.go)
 	rounds *roundKeeper // multi-round requestStates (multiround.go)
@@ -184,7 +186,7 @@ func New(cfg Config) (*Proxy, error) {
 	hooks := &server.Hooks{}
 	p.setupExtras(hooks)
 	hooks.AddAfterListTools(p.filterList)
-	hooks.AddAfterDiscover(p.trimDiscover)
+	hooks.AddAfterDiscover(p.noteDiscover)
 	hooks.AddBeforeAny(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any) {
 		// A stdio client that sends a request of 2026-07-28 without
 		// server/discover first is as modern (routeLog).
@@ -222,16 +224,15 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// trimDiscover makes server/discover (protocol 2026-07-28) advertise only
-// what the gate relays in that era: no logging, since no per-request log
-// level is relayed upstream and so no log message is sent to a modern
-// request (routeLog). initialize keeps it: the legacy relay has it.
-func (p *Proxy) trimDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+// noteDiscover marks the stdio client modern once it sent server/discover
+// (protocol 2026-07-28): log messages reach it as that era asks (routeLog).
+// discover advertises logging, as initialize does: a request's log level
+// is relayed upstream (loglevel.go).
+func (p *Proxy) noteDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
 	if res == nil {
 		return
 	}
 	p.stdioModern.Store(true)
-	res.Capabilities.Logging = nil
 }
 
 // Run supervises the upstream until ctx ends. Serve* call it.

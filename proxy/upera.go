@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -205,9 +206,10 @@ var ourCapabilities = json.RawMessage(`{}`)
 
 // modernParams is params with the _meta a modern upstream requires:
 // planlock's protocol version, identity and capabilities replace whatever
-// the client put under those keys (and its log level: none is relayed);
-// the rest of its _meta (a progress token) stays.
-func (u *Upstream) modernParams(params json.RawMessage, version string, caps json.RawMessage) (json.RawMessage, error) {
+// the client put under those keys, and the log level is level (the one
+// the client asked for, requestedLogLevel; "" for none), never what the
+// params carried; the rest of its _meta (a progress token) stays.
+func (u *Upstream) modernParams(params json.RawMessage, version string, caps json.RawMessage, level mcp.LoggingLevel) (json.RawMessage, error) {
 	p := bytes.TrimSpace(params)
 	if caps == nil && !bytes.Contains(p, []byte(`"_meta"`)) && !bytes.Contains(p, []byte(`\u`)) {
 		// No _meta of the client's to merge (no key can spell it, not
@@ -224,8 +226,14 @@ func (u *Upstream) modernParams(params json.RawMessage, version string, caps jso
 			return nil, err
 		}
 		rest := bytes.TrimSpace(p[1:])
-		b := make([]byte, 0, len(p)+len(meta)+16)
-		b = append(append(append(b, `{"_meta":`...), meta...), ',')
+		b := make([]byte, 0, len(p)+len(meta)+64)
+		b = append(b, `{"_meta":`...)
+		if level != "" {
+			b = append(append(b, meta[:len(meta)-1]...), `,"`+mcp.MetaKeyLogLevel+`":`...)
+			b = append(strconv.AppendQuote(b, string(level)), "},"...)
+		} else {
+			b = append(append(b, meta...), ',')
+		}
 		if len(rest) == 1 { // "}": no members
 			b = b[:len(b)-1]
 		}
@@ -244,6 +252,10 @@ func (u *Upstream) modernParams(params json.RawMessage, version string, caps jso
 		}
 	}
 	delete(meta, mcp.MetaKeyLogLevel)
+	if level != "" {
+		l, _ := json.Marshal(level)
+		meta[mcp.MetaKeyLogLevel] = l
+	}
 	v, _ := json.Marshal(version)
 	meta[mcp.MetaKeyProtocolVersion] = v
 	meta[mcp.MetaKeyClientCapabilities] = ourCapabilities
@@ -317,7 +329,7 @@ type cachedMeta struct {
 // modernRequest turns req into a modern one for c's version: _meta in
 // its params and, for HTTP, the standard headers (and a tool's
 // Mcp-Param-* headers) derived from that body, never from the client's.
-func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest, caps json.RawMessage) error {
+func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest, caps json.RawMessage, level mcp.LoggingLevel) error {
 	version := c.version
 	var raw json.RawMessage
 	switch p := req.Params.(type) {
@@ -331,7 +343,7 @@ func (u *Upstream) modernRequest(c *upConn, req *transport.JSONRPCRequest, caps 
 		}
 		raw = b
 	}
-	params, err := u.modernParams(raw, version, caps)
+	params, err := u.modernParams(raw, version, caps, level)
 	if err != nil {
 		return fmt.Errorf("%s: %w", req.Method, err)
 	}

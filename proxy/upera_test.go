@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -70,23 +71,48 @@ func eraProxy(t *testing.T, planText string, up UpstreamConfig) *Proxy {
 // sampling, to p over stdio.
 func eraClient(t *testing.T, p *Proxy, version string) *client.Client {
 	t.Helper()
+	return eraClientOn(t, p, "stdio", version)
+}
+
+// eraClientOn is eraClient over front: "stdio", or "http" (p served on a
+// listener of its own, the client over streamable HTTP).
+func eraClientOn(t *testing.T, p *Proxy, front, version string) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cr, pw := io.Pipe()
-	pr, cw := io.Pipe()
 	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := p.ServeStdio(ctx, cr, cw); err != nil {
-			t.Logf("serve: %v", err)
+	var tr transport.Interface
+	closeTr := func() {}
+	if front == "stdio" {
+		cr, pw := io.Pipe()
+		pr, cw := io.Pipe()
+		go func() {
+			defer close(served)
+			if err := p.ServeStdio(ctx, cr, cw); err != nil {
+				t.Logf("serve: %v", err)
+			}
+		}()
+		tr = transport.NewIO(pr, pw, io.NopCloser(strings.NewReader("")))
+		closeTr = func() { pr.Close(); pw.Close() }
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		go func() {
+			defer close(served)
+			_ = p.ServeListenerWith(ctx, ln, HTTPOptions{})
+		}()
+		h, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr = h
+	}
 	h := &askedHandlers{}
-	c := client.NewClient(transport.NewIO(pr, pw, io.NopCloser(strings.NewReader(""))),
-		client.WithElicitationHandler(h), client.WithSamplingHandler(h))
+	c := client.NewClient(tr, client.WithElicitationHandler(h), client.WithSamplingHandler(h))
 	t.Cleanup(func() {
 		c.Close()
-		pr.Close()
-		pw.Close()
+		closeTr()
 		cancel()
 		<-served
 	})
@@ -464,7 +490,7 @@ func BenchmarkModernParams(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := u.modernParams(json.RawMessage(tc.params), mcp.ProtocolVersion20260728, nil); err != nil {
+				if _, err := u.modernParams(json.RawMessage(tc.params), mcp.ProtocolVersion20260728, nil, ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -478,17 +504,28 @@ func BenchmarkModernParams(b *testing.B) {
 func TestModernParams(t *testing.T) {
 	u := newUpstream(UpstreamConfig{ClientName: "planlock", ClientVersion: "1"}, nil, nil)
 	const ours = `"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"planlock","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
-	for _, tt := range []struct{ in, want string }{
-		{``, `{"_meta":{` + ours + `}}`},
-		{`null`, `{"_meta":{` + ours + `}}`},
-		{` { } `, `{"_meta":{` + ours + `}}`},
-		{`{"name":"echo","arguments":{"message":"hi"}}`, `{"_meta":{` + ours + `},"arguments":{"message":"hi"},"name":"echo"}`},
+	const lvl = `"io.modelcontextprotocol/logLevel":`
+	for _, tt := range []struct {
+		in    string
+		level mcp.LoggingLevel
+		want  string
+	}{
+		// The level is the one the client asked for (requestedLogLevel),
+		// never what its _meta carried, on either road.
+		{`{"name":"echo"}`, "info", `{"_meta":{` + ours + `,` + lvl + `"info"},"name":"echo"}`},
+		{``, "warning", `{"_meta":{` + ours + `,` + lvl + `"warning"}}`},
+		{`{"name":"echo","_meta":{"io.modelcontextprotocol/logLevel":"debug"}}`, "", `{"_meta":{` + ours + `},"name":"echo"}`},
+		{`{"name":"echo","_meta":{"io.modelcontextprotocol/logLevel":"debug","progressToken":1}}`, "error", `{"_meta":{` + ours + `,` + lvl + `"error","progressToken":1},"name":"echo"}`},
+		{``, "", `{"_meta":{` + ours + `}}`},
+		{`null`, "", `{"_meta":{` + ours + `}}`},
+		{` { } `, "", `{"_meta":{` + ours + `}}`},
+		{`{"name":"echo","arguments":{"message":"hi"}}`, "", `{"_meta":{` + ours + `},"arguments":{"message":"hi"},"name":"echo"}`},
 		{`{"name":"echo","_meta":{"progressToken":7,"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/logLevel":"debug"}}`,
-			`{"_meta":{` + ours + `,"progressToken":7},"name":"echo"}`},
-		{`{"name":"\u005fmeta"}`, `{"_meta":{` + ours + `},"name":"_meta"}`},
-		{`{"\u005fmeta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`, `{"_meta":{` + ours + `}}`},
+			"", `{"_meta":{` + ours + `,"progressToken":7},"name":"echo"}`},
+		{`{"name":"\u005fmeta"}`, "", `{"_meta":{` + ours + `},"name":"_meta"}`},
+		{`{"\u005fmeta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`, "", `{"_meta":{` + ours + `}}`},
 	} {
-		got, err := u.modernParams(json.RawMessage(tt.in), mcp.ProtocolVersion20260728, nil)
+		got, err := u.modernParams(json.RawMessage(tt.in), mcp.ProtocolVersion20260728, nil, tt.level)
 		if err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
@@ -499,7 +536,7 @@ func TestModernParams(t *testing.T) {
 		}
 	}
 	for _, in := range []string{`[1]`, `"x"`, `{"_meta":[1]}`} {
-		if got, err := u.modernParams(json.RawMessage(in), mcp.ProtocolVersion20260728, nil); err == nil {
+		if got, err := u.modernParams(json.RawMessage(in), mcp.ProtocolVersion20260728, nil, "info"); err == nil {
 			t.Errorf("%s: got %s, want an error", in, got)
 		}
 	}

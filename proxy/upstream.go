@@ -490,7 +490,7 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 func (u *Upstream) sendID(ctx context.Context, c *upConn, id int64, method string, params any) (json.RawMessage, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params}
 	if c.version != "" {
-		if err := u.modernRequest(c, &req, inputCapabilities(ctx)); err != nil {
+		if err := u.modernRequest(c, &req, inputCapabilities(ctx), requestedLogLevel(ctx)); err != nil {
 			return nil, err
 		}
 	}
@@ -561,6 +561,12 @@ var ErrNoAsync = errors.New("upstream transport cannot send without waiting")
 // was still pending, done will not run, the upstream is told it is
 // cancelled and stop returns true; when done ran or is running, false.
 func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawMessage, error)) (stop func(reason string) bool, err error) {
+	return u.goAsking("", method, params, done)
+}
+
+// goAsking is Go for a request whose client asked for log messages at
+// level ("" for none): a modern upstream is told so (loglevel.go).
+func (u *Upstream) goAsking(level mcp.LoggingLevel, method string, params json.RawMessage, done func(json.RawMessage, error)) (stop func(reason string) bool, err error) {
 	u.mu.Lock()
 	c, last := u.conn, u.lastErr
 	u.mu.Unlock()
@@ -572,7 +578,7 @@ func (u *Upstream) Go(method string, params json.RawMessage, done func(json.RawM
 		return nil, ErrNoAsync
 	}
 	if c.version != "" {
-		if params, err = u.modernParams(params, c.version, nil); err != nil {
+		if params, err = u.modernParams(params, c.version, nil, level); err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
 	}

@@ -8,7 +8,9 @@
 //                                     prints "listening on http://127.0.0.1:PORT/mcp" on stderr
 //   --dual                            serve 2025-era clients too (the SDK's default)
 //
-// Tools: echo {message} answers the message; add {a, b} answers the sum.
+// Tools: echo {message} answers the message; add {a, b} answers the sum;
+// log {} sends a log message at debug, info and error (each only when the
+// request's log level asks for it, as the SDK does) and answers "logged".
 // --calls-log FILE appends every tools/call as a JSON line {time, tool, arguments}.
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -26,11 +28,17 @@ function logCall(tool, args) {
 }
 
 function factory() {
-  const server = new McpServer({ name: "modern-only", version: "2.4.0" }, { capabilities: { tools: {} } });
+  const server = new McpServer({ name: "modern-only", version: "2.4.0" }, { capabilities: { tools: {}, logging: {} } });
   server.registerTool("echo", { description: "Echo the message", inputSchema: z.object({ message: z.string() }) },
     async ({ message }) => { logCall("echo", { message }); return { content: [{ type: "text", text: message }] }; });
   server.registerTool("add", { description: "Add two numbers", inputSchema: z.object({ a: z.number(), b: z.number() }) },
     async ({ a, b }) => { logCall("add", { a, b }); return { content: [{ type: "text", text: String(a + b) }] }; });
+  server.registerTool("log", { description: "Log at debug, info and error", inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      logCall("log", {});
+      for (const level of ["debug", "info", "error"]) await ctx.mcpReq.log(level, `${level} message`, "modern-only");
+      return { content: [{ type: "text", text: "logged" }] };
+    });
   return server;
 }
 

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/planlock/planlock/internal/testkit/peers"
+)
+
+// logPlan allows the modern server's log tool and echo.
+const logPlan = `
+plan "logs" {
+  goal  = "log messages of the requests that ask for them"
+  order = "any"
+  step "log" {
+    tool      = "log"
+    max_calls = 5
+  }
+  step "echo" {
+    tool      = "echo"
+    max_calls = 5
+    arg "message" { any = true }
+  }
+}`
+
+// TestLogLevelOfTheRequest: toward an upstream of protocol 2026-07-28 (the
+// TypeScript SDK v2 server, which logs for a request only at or above the
+// level in its _meta), planlock sends the log level the client asked for:
+// a modern client's per-request level (mcp-go's client puts the level of
+// its SetLevel in every request's _meta), a legacy client's session level
+// (logging/setLevel, error by default); none when a modern client asked for
+// none or named an unknown level. The client gets exactly the messages of
+// that level and above, through planlock over stdio and HTTP, with the
+// upstream over stdio and HTTP.
+func TestLogLevelOfTheRequest(t *testing.T) {
+	ups := []struct {
+		name  string
+		start func(t *testing.T) UpstreamConfig
+	}{
+		{"upstream-stdio", func(t *testing.T) UpstreamConfig { return UpstreamConfig{Command: peers.ModernStdio(t)} }},
+		{"upstream-http", func(t *testing.T) UpstreamConfig { return UpstreamConfig{URL: peers.StartModernHTTP(t)} }},
+	}
+	all := []string{"debug", "info", "error"}
+	cases := []struct {
+		name, version string
+		level         mcp.LoggingLevel // "" sets none
+		want          []string
+	}{
+		{"modern-info", "", "info", []string{"info", "error"}},
+		{"modern-debug", "", "debug", all},
+		{"modern-none", "", "", nil},
+		{"modern-unknown-level", "", "loud", nil},
+		{"legacy-default", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "", []string{"error"}},
+		{"legacy-debug", mcp.LATEST_LEGACY_PROTOCOL_VERSION, "debug", all},
+	}
+	for _, up := range ups {
+		for _, front := range []string{"stdio", "http"} {
+			for _, tc := range cases {
+				t.Run(up.name+"/"+front+"/"+tc.name, func(t *testing.T) {
+					p := eraProxy(t, logPlan, up.start(t))
+					c := eraClientOn(t, p, front, tc.version)
+					var mu sync.Mutex
+					var got []string
+					c.OnNotification(func(n mcp.JSONRPCNotification) {
+						if n.Method == "notifications/message" {
+							level, _ := n.Params.AdditionalFields["level"].(string)
+							mu.Lock()
+							got = append(got, level)
+							mu.Unlock()
+						}
+					})
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					if tc.level != "" {
+						req := mcp.SetLevelRequest{}
+						req.Params.Level = tc.level
+						if err := c.SetLevel(ctx, req); err != nil && tc.version == "" {
+							t.Fatalf("set level: %v", err)
+						}
+					}
+					if res, err := callTool(ctx, c, "log", map[string]any{}); refused(res, err) || resultText(res) != "logged" {
+						t.Fatalf("log: %v %+v", err, res)
+					}
+					seen := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+					if len(tc.want) > 0 && !eventually(func() bool { return len(seen()) >= len(tc.want) }) {
+						t.Fatalf("log messages %v, want %v", seen(), tc.want)
+					}
+					// A call that logs nothing: what the first call's
+					// messages were is settled by its answer.
+					if res, err := callTool(ctx, c, "echo", map[string]any{"message": "x"}); refused(res, err) {
+						t.Fatalf("echo: %v %+v", err, res)
+					}
+					if g := seen(); !slices.Equal(g, tc.want) {
+						t.Errorf("log messages %v, want %v", g, tc.want)
+					}
+				})
+			}
+		}
+	}
+}
