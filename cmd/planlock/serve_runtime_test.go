@@ -256,9 +256,10 @@ func TestServeObserveUsage(t *testing.T) {
 	}
 }
 
-// TestServePostgresState: serve --state postgres://... keeps the plan's
-// counts and audit chain in the database (audit verify reads them back);
-// a second plan cannot share the database's one state.
+// TestServePostgresState: serve --state postgres://... keeps the counts
+// and audit chain of every plan it serves in the one database (audit
+// verify reads them back), each plan's apart from the other's, across a
+// restart of serve.
 func TestServePostgresState(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
@@ -273,21 +274,39 @@ func TestServePostgresState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", url, "--no-hold-prs")
-	waitLog(t, log, `msg="plan served" plan=a`)
-	waitLog(t, log, `plan refused: .*PostgreSQL state holds one plan's state.*plan=b`)
-	for i, want := range []bool{false, false, true} {
-		text, isErr := callServed(t, base, "a", "echo", map[string]any{"message": "hi"})
+	serve := func(t *testing.T) string {
+		base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", url, "--no-hold-prs")
+		waitLog(t, log, `msg="plan served" plan=a`)
+		waitLog(t, log, `msg="plan served" plan=b`)
+		return base
+	}
+	call := func(t *testing.T, base, plan string, n int, want bool) {
+		t.Helper()
+		text, isErr := callServed(t, base, plan, "echo", map[string]any{"message": "hi"})
 		if isErr != want {
-			t.Fatalf("call %d: %v %q, want error %v (max_calls = 2)", i+1, isErr, text, want)
+			t.Fatalf("plan %s, call %d: error %v %q, want error %v (max_calls = 2 per plan)", plan, n, isErr, text, want)
 		}
 	}
+	t.Run("both-plans", func(t *testing.T) {
+		base := serve(t)
+		call(t, base, "a", 1, false)
+		call(t, base, "a", 2, false)
+		call(t, base, "b", 1, false) // a's count is not b's
+		call(t, base, "a", 3, true)
+		call(t, base, "b", 2, false)
+		call(t, base, "b", 3, true)
+	})
+	t.Run("after-a-restart", func(t *testing.T) {
+		base := serve(t)
+		call(t, base, "a", 4, true)
+		call(t, base, "b", 4, true)
+	})
 	code, out, errs := planlockRun(t, "audit", "export", "--state", url)
 	if code != 0 {
 		t.Fatalf("audit export --state: %d %s", code, errs)
 	}
-	if n := strings.Count(out, `"decision":"allow"`); n != 2 {
-		t.Fatalf("the database holds %d allowed calls, want 2:\n%s", n, out)
+	if n := strings.Count(out, `"decision":"allow"`); n != 4 {
+		t.Fatalf("the database holds %d allowed calls, want 4 (two per plan):\n%s", n, out)
 	}
 	if code, out, errs := planlockRun(t, "audit", "verify", "--state", url); code != 0 || !strings.HasPrefix(out, "ok: ") {
 		t.Fatalf("audit verify --state: %d %q %q", code, out, errs)

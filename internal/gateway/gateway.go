@@ -75,9 +75,9 @@ type Config struct {
 	// Redact, SyncEachCall, StateKey and AcceptUnkeyedState also apply to
 	// a PostgreSQL State.
 	Ledger ledger.Options
-	// State, a postgres:// URL, keeps the plan served in that database
-	// (one plan per database: another is refused), its local files (hold
-	// requests, Git caches) under StateDir. Empty: each plan's state is a
+	// State, a postgres:// URL, keeps every plan served in that database
+	// (counted apart by plan digest), their local files (hold requests,
+	// Git caches) under StateDir. Empty: each plan's state is a
 	// directory under StateDir.
 	State string
 	// Holds, when set, approves held calls as planlock proxy does: pull

@@ -192,12 +192,6 @@ func (g *Gateway) add(file string, sums fileSums) {
 		refuse(name, err)
 		return
 	}
-	if planrun.IsPostgres(g.cfg.State) {
-		if served := g.Plans(); len(served) > 0 {
-			refuse(name, fmt.Errorf("the PostgreSQL state holds one plan's state, and plan %q is served from it; serve plan %q from a database of its own (another planlock serve --state postgres://...)", served[0], name))
-			return
-		}
-	}
 	plog := g.log.With("plan", name)
 	logLine := func(s string) { plog.Info(strings.TrimPrefix(s, "planlock: ")) }
 	// The state is kept per signed path and trust policy, never per plan

@@ -149,7 +149,7 @@ func Open(ctx context.Context, loaded *planload.Loaded, o Options) (g *Gate, err
 		}
 	}
 	rl := &planload.Reloader{Source: r.Source, State: g.State, Interval: r.Interval, Now: o.Now, Accept: accept,
-		Swap: func(n *planload.Loaded) error { return g.Proxy.SetPlan(n.Plan) }, Log: log}
+		Swap: func(n *planload.Loaded) error { return g.swap(n.Plan) }, Log: log}
 	g.goRun(func() { rl.Run(rctx, loaded) })
 	if r.Sync != nil {
 		// Copies what the repository's branches hold next to the
@@ -157,6 +157,15 @@ func Open(ctx context.Context, loaded *planload.Loaded, o Options) (g *Gate, err
 		g.goRun(func() { r.Sync.Run(rctx, r.SyncInterval) })
 	}
 	return g, nil
+}
+
+// swap serves plan from now on; a state shared with other plans counts
+// its holds as this gate's too (pgStore).
+func (g *Gate) swap(plan *hclplan.Plan) error {
+	if s, ok := g.State.(pgStore); ok {
+		s.scope.add(plan.Digest)
+	}
+	return g.Proxy.SetPlan(plan)
 }
 
 func (g *Gate) goRun(f func()) {

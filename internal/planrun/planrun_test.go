@@ -7,9 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/testkit/pgtest"
 	"github.com/planlock/planlock/proxy"
+	"github.com/planlock/planlock/proxy/ledger"
+	"github.com/planlock/planlock/proxy/ledger/pgstate"
 	"github.com/planlock/planlock/proxy/planload"
 )
 
@@ -113,4 +117,71 @@ func TestOpenAndClose(t *testing.T) {
 // serve no call.
 func upstreamForTest() proxy.UpstreamConfig {
 	return proxy.UpstreamConfig{URL: "http://127.0.0.1:9/mcp"}
+}
+
+// TestPlansShareAPostgresState: two plans' gates on one PostgreSQL
+// database (planlock serve with --state postgres://, or two proxies of
+// different plans) keep their counts apart by plan digest, as always; what
+// lists the state's holds (hold approvals' sweep of expired pull requests,
+// the pending-holds gauge) sees each gate's own plan only, also after a
+// reload to a new version of the plan.
+func TestPlansShareAPostgresState(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t).NewDatabase(t)
+	if _, _, err := pgstate.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	open := func(name string) (*Gate, *hclplan.Plan) {
+		p, diags := hclplan.Parse(name+".hcl", []byte(strings.Replace(testPlan, `plan "p"`, `plan "`+name+`"`, 1)))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		g, err := Open(ctx, &planload.Loaded{Plan: p, File: filepath.Join(t.TempDir(), name+".hcl")},
+			Options{State: StateOptions{State: url, Root: t.TempDir()}, Holds: HoldOptions{NoPRs: true}, Upstream: upstreamForTest()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g, p
+	}
+	ga, pa := open("a")
+	gb, pb := open("b")
+	hold := func(g *Gate, p *hclplan.Plan) ledger.Hold {
+		h, err := g.State.NewHold(ctx, ledger.Call{PlanDigest: p.Digest, Tool: "echo", Args: []byte(`{}`), Step: "say"},
+			ledger.HoldSpec{Reason: "approval", Expires: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	ids := func(g *Gate) (out []string) {
+		for _, h := range g.State.ListHolds() {
+			out = append(out, h.ID)
+		}
+		return out
+	}
+	hb := hold(gb, pb)
+	ha := hold(ga, pa)
+	if got := ids(ga); !slices.Equal(got, []string{ha.ID}) {
+		t.Errorf("plan a's gate lists holds %v, want only its own %s", got, ha.ID)
+	}
+	if got := ids(gb); !slices.Equal(got, []string{hb.ID}) {
+		t.Errorf("plan b's gate lists holds %v, want only its own %s", got, hb.ID)
+	}
+	// A new version of plan a, swapped in as the reloader does: the holds
+	// of both versions are a's.
+	pa2, diags := hclplan.Parse("a.hcl", []byte(strings.Replace(strings.Replace(testPlan, `plan "p"`, `plan "a"`, 1), `goal  = "echo"`, `goal  = "echo, v2"`, 1)))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if err := ga.swap(pa2); err != nil {
+		t.Fatal(err)
+	}
+	ha2 := hold(ga, pa2)
+	if got := ids(ga); !slices.Equal(got, []string{ha.ID, ha2.ID}) {
+		t.Errorf("plan a's gate after a reload lists holds %v, want %s and %s", got, ha.ID, ha2.ID)
+	}
+	if got := ids(gb); !slices.Equal(got, []string{hb.ID}) {
+		t.Errorf("plan b's gate lists holds %v, want only its own %s", got, hb.ID)
+	}
 }

@@ -3,6 +3,7 @@ package planrun
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/planlock/planlock/internal/approvals"
 	"github.com/planlock/planlock/internal/statedir"
@@ -54,13 +55,53 @@ type StateOptions struct {
 func IsPostgres(state string) bool { return pgstate.IsURL(state) }
 
 // pgStore is a PostgreSQL state with a local directory for the files a
-// gate keeps besides its state.
+// gate keeps besides its state. A database may hold several plans' state
+// (planlock serve's plans, or proxies of different plans, with one
+// --state URL): counts and holds are kept by plan digest, and what lists
+// the holds (the sweep of expired hold pull requests, the pending-holds
+// gauge) sees only those of the plan versions this gate served, as a
+// state directory (one per signed path) holds only its plan's.
 type pgStore struct {
 	*pgstate.Store
-	dir string
+	dir   string
+	scope *digestScope
 }
 
 func (p pgStore) Dir() string { return p.dir }
+
+// ListHolds returns this gate's plans' holds in creation order.
+func (p pgStore) ListHolds() []ledger.Hold {
+	all := p.Store.ListHolds()
+	own := all[:0:0]
+	for _, h := range all {
+		if p.scope.has(h.PlanDigest) {
+			own = append(own, h)
+		}
+	}
+	return own
+}
+
+// digestScope is the set of plan digests a gate served.
+type digestScope struct {
+	mu      sync.Mutex
+	digests map[string]bool
+}
+
+func newDigestScope(digest string) *digestScope {
+	return &digestScope{digests: map[string]bool{digest: true}}
+}
+
+func (d *digestScope) add(digest string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.digests[digest] = true
+}
+
+func (d *digestScope) has(digest string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.digests[digest]
+}
 
 func (o *StateOptions) log(s string) {
 	if o.Log != nil {
@@ -154,5 +195,5 @@ func openPostgres(ctx context.Context, loaded *planload.Loaded, o StateOptions) 
 		s.Close()
 		return nil, nil, err
 	}
-	return pgStore{Store: s, dir: d.Path}, key, nil
+	return pgStore{Store: s, dir: d.Path, scope: newDigestScope(loaded.Plan.Digest)}, key, nil
 }
