@@ -79,6 +79,7 @@ func TestLogLevelOfTheRequest(t *testing.T) {
 					if tc.level != "" {
 						req := mcp.SetLevelRequest{}
 						req.Params.Level = tc.level
+						//lint:ignore SA1019 the level a client asks for is what is tested
 						if err := c.SetLevel(ctx, req); err != nil && tc.version == "" {
 							t.Fatalf("set level: %v", err)
 						}

@@ -186,6 +186,7 @@ func TestLogMessagesAsTheClientAsked(t *testing.T) {
 				if tc.level != "" {
 					lr := mcp.SetLevelRequest{}
 					lr.Params.Level = tc.level
+					//lint:ignore SA1019 the level a client asks for is what is tested
 					if err := c.SetLevel(ctx, lr); err != nil {
 						t.Fatal(err)
 					}
