@@ -15,6 +15,7 @@ import (
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/canonjson"
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/wire"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/holdreq"
 	"github.com/planlock/planlock/proxy/ledger"
@@ -63,7 +64,7 @@ func (p *Proxy) openCall(ctx context.Context, req mcp.CallToolRequest) (*toolCal
 		end()
 		return nil, res
 	}
-	args, err := decodeArgs(raw)
+	args, err := wire.DecodeArgs(raw)
 	if err != nil {
 		call.Args = nil
 		res := p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err))
@@ -172,22 +173,6 @@ func (p *Proxy) act(ctx context.Context, req mcp.CallToolRequest, st *planState,
 
 // onErrorHeld marks the reason of a step held by on_error = "hold".
 const onErrorHeld = "is on hold after a failed call"
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	}
-	return fmt.Sprintf("%T", v)
-}
 
 func errorResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: true}
@@ -342,7 +327,7 @@ func resultDocument(raw json.RawMessage) (any, error) {
 	if src == nil {
 		return nil, errors.New("the result has no JSON content")
 	}
-	doc, err := decodeDocument(src)
+	doc, err := wire.DecodeDocument(src)
 	if err != nil {
 		return nil, fmt.Errorf("the result is not JSON read one way only: %w", err)
 	}
@@ -468,7 +453,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 		}
 		later.track(pc.cancel)
 		pc.timer = time.AfterFunc(p.cfg.CallTimeout, func() { pc.cancel(causeTimeout) })
-		stop, err := p.up.goAsking(requestedLogLevel(ctx), "tools/call", toolCallParams(call.Tool, call.Args), func(res json.RawMessage, err error) {
+		stop, err := p.up.goAsking(requestedLogLevel(ctx), "tools/call", wire.ToolCallParams(call.Tool, call.Args), func(res json.RawMessage, err error) {
 			defer pc.timer.Stop() // after the answer, as untrack
 			pc.finish(res, err, "")
 		})
@@ -477,7 +462,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	}
 	ptok, done := p.progressFor(ctx, req)
 	defer done()
-	var params any = toolCallParams(call.Tool, call.Args)
+	var params any = wire.ToolCallParams(call.Tool, call.Args)
 	if ptok != "" || g.round.Method != "" {
 		m := map[string]any{"name": call.Tool, "arguments": json.RawMessage(call.Args)}
 		if ptok != "" {
@@ -617,10 +602,10 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 			result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d) and may or may not have run", msg, step.Name, t.Used, step.MaxCalls))
 		}
 	default:
-		r, perr := relayResult(res)
-		var un *unrelayedResult
+		r, perr := wire.RelayResult(res)
+		var un *wire.UnrelayedResult
 		switch {
-		case errors.As(perr, &un) && un.resultType == string(mcp.ResultTypeInputRequired) && !g.observed && step.Input != nil:
+		case errors.As(perr, &un) && un.ResultType == string(mcp.ResultTypeInputRequired) && !g.observed && step.Input != nil:
 			// A round of a multi-round call: relayed when the plan allows
 			// every input request, and not yet an outcome; else the call
 			// ends here.
@@ -706,7 +691,7 @@ func (p *Proxy) record(ctx context.Context, st *planState, g grant, outcome ledg
 
 func firstText(r *mcp.CallToolResult) string {
 	for _, c := range r.Content {
-		if t, ok := contentText(c); ok {
+		if t, ok := wire.ContentText(c); ok {
 			return oneline.Of(t, 300)
 		}
 	}
@@ -740,7 +725,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
 	defer p.trackLogAsk(ctx, end)()
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
-	if _, err := decodeArgs(raw); err != nil {
+	if _, err := wire.DecodeArgs(raw); err != nil {
 		call.Args = nil
 		return p.block(ctx, call, string(gate.RuleArgs), fmt.Sprintf("tool %q: arguments must be a JSON object: %v", tool, err)), nil
 	}

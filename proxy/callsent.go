@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -63,15 +62,4 @@ func (pc *forwardedCall) cancel(cause string) {
 		}
 		pc.finish(nil, err, cause)
 	}
-}
-
-// toolCallParams is a tools/call's params object, with the arguments as
-// they were counted and recorded.
-func toolCallParams(tool string, args json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(tool)+len(args)+32)
-	b = append(b, `{"name":`...)
-	b = strconv.AppendQuote(b, tool)
-	b = append(b, `,"arguments":`...)
-	b = append(b, args...)
-	return append(b, '}')
 }

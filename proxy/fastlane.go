@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
-	"github.com/planlock/planlock/internal/jsonscan"
+	"github.com/planlock/planlock/internal/wire"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -124,12 +123,12 @@ type fastParams struct {
 
 var fastParamNames = []string{"name", "arguments", "_meta", "task", "inputResponses", "requestState"}
 
-// readFastParams reads a tools/call's params with scanMembers (envelope.go),
+// readFastParams reads a tools/call's params with wire.ScanMembers,
 // or encoding/json when the text is not plain; the values are copies.
 func readFastParams(params []byte) (fastParams, bool) {
 	var vals [6][]byte
-	if scanMembers(params, fastParamNames, vals[:]) {
-		if name, ok := plainString(vals[0]); ok {
+	if wire.ScanMembers(params, fastParamNames, vals[:]) {
+		if name, ok := wire.PlainString(vals[0]); ok {
 			cp := func(v []byte) json.RawMessage {
 				if v == nil {
 					return nil
@@ -151,7 +150,7 @@ func readFastParams(params []byte) (fastParams, bool) {
 // by readLaneEra.
 func (p *Proxy) laneParams(params []byte) (fastParams, bool) {
 	ps, ok := readFastParams(params)
-	if !ok || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !floatsFit(ps.Arguments) {
+	if !ok || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !wire.FloatsFit(ps.Arguments) {
 		return ps, false
 	}
 	names := p.callable.Load()
@@ -172,7 +171,7 @@ func asksInput(plan *hclplan.Plan, tool string) bool {
 // call takes a tools/call request (its id and params as the client wrote
 // them) when it can; false leaves it, untouched, to the MCP server.
 func (f *fastLane) call(id, params json.RawMessage) bool {
-	if !plainID(id) {
+	if !wire.PlainID(id) {
 		return false
 	}
 	ps, ok := f.p.laneParams(params)
@@ -282,56 +281,6 @@ func fastDecision(d gate.Decision) bool {
 		return !d.Forward.PinCheck && d.Forward.Hold == nil
 	}
 	return false
-}
-
-// plainID reports whether id is a JSON-RPC id the fast lane echoes as the
-// client wrote it, because the MCP server would echo the same text: a
-// string without escapes, or an integer of at most 15 digits without a
-// leading zero (the server reads numbers as float64, so longer ones and
-// other spellings may come back written differently).
-func plainID(id json.RawMessage) bool {
-	if _, ok := plainString(id); ok {
-		return true
-	}
-	d := id
-	if len(d) > 0 && d[0] == '-' {
-		d = d[1:]
-	}
-	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && (len(d) > 1 || len(id) > 1)) {
-		return false
-	}
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// floatsFit reports whether every number in the JSON text args fits a
-// float64, as the MCP server's decode of a call's arguments requires (it
-// answers anything else with an invalid-request error before any tool runs).
-func floatsFit(args []byte) bool {
-	for i := 0; i < len(args); i++ {
-		switch c := args[i]; {
-		case c == '"':
-			end, _, err := jsonscan.String(args, i)
-			if err != nil {
-				return false
-			}
-			i = end - 1
-		case c == '-' || (c >= '0' && c <= '9'):
-			end, err := jsonscan.Number(args, i)
-			if err != nil {
-				return false
-			}
-			if _, err := strconv.ParseFloat(string(args[i:end]), 64); err != nil {
-				return false
-			}
-			i = end - 1
-		}
-	}
-	return true
 }
 
 // cancel carries out a client's notifications/cancelled for a call in the

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/wire"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -699,7 +700,7 @@ func TestLanesTakeTheDefaultClientsCalls(t *testing.T) {
 				if err != nil || r.IsError || len(r.Content) != 1 {
 					t.Fatalf("%s: %v %+v", tt.tool, err, r)
 				}
-				if text, _ := contentText(r.Content[0]); !strings.Contains(text, tt.want) || r.ResultType != mcp.ResultTypeComplete {
+				if text, _ := wire.ContentText(r.Content[0]); !strings.Contains(text, tt.want) || r.ResultType != mcp.ResultTypeComplete {
 					t.Errorf("%s: %q (resultType %q)", tt.tool, text, r.ResultType)
 				}
 				if n := p.fastTaken.Load() - before; n != 1 {

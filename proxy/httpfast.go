@@ -15,6 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // The HTTP fast lane. mcp-go's streamable HTTP server decodes a POSTed
@@ -23,7 +25,7 @@ import (
 // encodes the answer reflectively: together more than the gate, the count
 // and both audit records of the call. The lane reads a plain tools/call (of
 // an initialised session, or of protocol 2026-07-28, which has none) with
-// one validating scan (envelope.go), runs it on the request's goroutine
+// one validating scan (internal/wire), runs it on the request's goroutine
 // through the same middleware and handler the server would (handleCall:
 // openCall → Decide → act → run → forward), and writes the answer the
 // server would for the request's era (laneera.go). Anything else (another
@@ -99,18 +101,18 @@ func (l *httpLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // running; false leaves the request to the server. modern: the request's
 // header names protocol 2026-07-28, and sid is "".
 func (l *httpLane) take(w http.ResponseWriter, r *http.Request, sid string, sess server.ClientSession, modern bool, body []byte) bool {
-	env, ok := scanEnvelope(body)
-	if !ok || env.result != nil || env.err != nil {
+	env, ok := wire.ScanEnvelope(body)
+	if !ok || env.Result != nil || env.Err != nil {
 		return false
 	}
-	if v, _ := plainString(env.jsonrpc); v != mcp.JSONRPC_VERSION {
+	if v, _ := wire.PlainString(env.JSONRPC); v != mcp.JSONRPC_VERSION {
 		return false
 	}
-	switch method, _ := plainString(env.method); method {
+	switch method, _ := wire.PlainString(env.Method); method {
 	case string(mcp.MethodToolsCall):
-		return env.id != nil && l.call(w, r, sid, sess, modern, env.id, env.params)
+		return env.ID != nil && l.call(w, r, sid, sess, modern, env.ID, env.Params)
 	case string(mcp.MethodNotificationCancelled):
-		if env.id == nil && (!modern || modernNotification(r.Header, env.params)) && l.cancel(sid, env.params) {
+		if env.ID == nil && (!modern || modernNotification(r.Header, env.Params)) && l.cancel(sid, env.Params) {
 			w.WriteHeader(http.StatusAccepted) // the server's answer to a notification
 			return true
 		}
@@ -211,12 +213,12 @@ func (l *httpLane) cancel(sid string, params json.RawMessage) bool {
 
 // cancelKey is how the server finds a call in flight from a cancellation:
 // the session ID and the request id as decoded into a Go value, printed.
-// ok is false for an id the lane does not echo as written (plainID).
+// ok is false for an id the lane does not echo as written (wire.PlainID).
 func cancelKey(sid string, id json.RawMessage) (string, bool) {
-	if !plainID(id) {
+	if !wire.PlainID(id) {
 		return "", false
 	}
-	if s, ok := plainString(id); ok {
+	if s, ok := wire.PlainString(id); ok {
 		return sid + ":" + s, true
 	}
 	digits := len(id)
@@ -225,7 +227,7 @@ func cancelKey(sid string, id json.RawMessage) (string, bool) {
 	}
 	if digits <= 6 {
 		// Printed as written: %v prints a float64 in %e form only from
-		// seven digits on (and plainID allows no leading zero or -0).
+		// seven digits on (and wire.PlainID allows no leading zero or -0).
 		return sid + ":" + string(id), true
 	}
 	f, err := strconv.ParseFloat(string(id), 64)

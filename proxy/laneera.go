@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // Both protocol eras on the fast lanes. A tools/call of protocol 2026-07-28
@@ -147,18 +149,18 @@ func (p *Proxy) modernResult(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &r
 }
 
-// appendEraResult is appendToolResult for a request of either era: a
+// appendEraResult is wire.AppendToolResult for a request of either era: a
 // modern request's plain result (content, structuredContent, isError) is
 // written with its decoration in the order the server's encoding gives
 // (its members sorted: _meta, content, isError, resultType,
 // structuredContent), without a second encoding of its content.
 func (p *Proxy) appendEraResult(b []byte, res *mcp.CallToolResult, modern bool) ([]byte, error) {
 	if !modern {
-		return appendToolResult(b, res)
+		return wire.AppendToolResult(b, res)
 	}
 	if res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" ||
 		(len(res.RawStructuredContent) == 0 && res.StructuredContent != nil) || p.serverInfoJSON == nil {
-		return appendToolResult(b, p.modernResult(res))
+		return wire.AppendToolResult(b, p.modernResult(res))
 	}
 	b = append(b, `{"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
 	b = append(b, p.serverInfoJSON...)
@@ -167,8 +169,8 @@ func (p *Proxy) appendEraResult(b []byte, res *mcp.CallToolResult, modern bool) 
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if r, ok := c.(rawContent); ok {
-			b = append(b, r.raw...)
+		if r, ok := c.(wire.RawContent); ok {
+			b = append(b, r.Raw...)
 			continue
 		}
 		m, err := json.Marshal(c)

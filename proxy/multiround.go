@@ -46,48 +46,10 @@ import (
 // recorded once, when a round completes it. resources/read (mcp-go's
 // resource handlers return contents only) and tasks stay refused: any
 // result type the gate does not relay ends the call with an error. Every
-// answer to a client passes through relayResult (tools) or checkResultType
+// answer to a client passes through wire.RelayResult (tools) or wire.CheckResultType
 // (reads and gets), whichever path the request took (server, stdio or HTTP
 // fast lane); the lanes take neither retries nor calls of a step with an
 // input block (laneParams).
-
-// unrelayedResult is an upstream result of a type the gate does not relay.
-type unrelayedResult struct{ resultType string }
-
-func (e *unrelayedResult) Error() string {
-	switch e.resultType {
-	case string(mcp.ResultTypeInputRequired):
-		return `the upstream asked for input (resultType "input_required"), which this plan does not allow: planlock relays no input request, and none was shown`
-	case "task":
-		return `the upstream returned a task (resultType "task"), which this plan does not allow: planlock relays no task result`
-	}
-	return fmt.Sprintf("the upstream returned a result of type %s, which this plan does not allow: planlock relays only complete results", oneline.Of(e.resultType, 60))
-}
-
-// checkResultType reads an upstream result's resultType as encoding/json
-// (and so mcp-go's parser) reads it, names matched without regard to case:
-// nil when it is absent, null, "" or "complete", else an *unrelayedResult. A
-// result that is not JSON passes: the parser's error follows.
-func checkResultType(res []byte) error {
-	var h struct {
-		ResultType json.RawMessage `json:"resultType"`
-	}
-	if json.Unmarshal(res, &h) != nil {
-		return nil
-	}
-	rt := bytes.TrimSpace(h.ResultType)
-	if len(rt) == 0 || string(rt) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(rt, &s) != nil {
-		return &unrelayedResult{resultType: string(rt)}
-	}
-	if mcp.ResultType(s).IsComplete() { // "" reads as complete, as null does
-		return nil
-	}
-	return &unrelayedResult{resultType: s}
-}
 
 // roundTripRefusal is the reason a client's request carrying a multi-round
 // retry's fields is refused; "" when it carries none.

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/authn"
+	"github.com/planlock/planlock/internal/wire"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -320,7 +321,7 @@ func TestMultiRoundRetryPrompt(t *testing.T) {
 			}
 			text := ""
 			if len(res.Messages) == 1 {
-				text, _ = contentText(res.Messages[0].Content)
+				text, _ = wire.ContentText(res.Messages[0].Content)
 			}
 			if !strings.Contains(text, `prompt done; state upstream-state-1; answers {"password":{"action":"accept","content":{"password":"hunter2"}}}`) {
 				t.Errorf("get answered %+v", res)

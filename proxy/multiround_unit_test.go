@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/hclplan"
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // TestRelayResultRefusesUnrelayedTypes: every spelling encoding/json (and
@@ -34,11 +35,11 @@ func TestRelayResultRefusesUnrelayedTypes(t *testing.T) {
 		{"plain", `{` + content + `}`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := relayResult(json.RawMessage(tt.res))
-			var un *unrelayedResult
+			r, err := wire.RelayResult(json.RawMessage(tt.res))
+			var un *wire.UnrelayedResult
 			if tt.refused != "" {
-				if !errors.As(err, &un) || un.resultType != tt.refused {
-					t.Fatalf("relayResult = %+v, %v; want refused as %q", r, err, tt.refused)
+				if !errors.As(err, &un) || un.ResultType != tt.refused {
+					t.Fatalf("wire.RelayResult = %+v, %v; want refused as %q", r, err, tt.refused)
 				}
 				if strings.Contains(un.Error(), "\n") {
 					t.Errorf("the reason is not one line: %q", un.Error())
@@ -48,7 +49,7 @@ func TestRelayResultRefusesUnrelayedTypes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("relayResult: %v", err)
 			}
-			b, err := appendToolResult(nil, r)
+			b, err := wire.AppendToolResult(nil, r)
 			if err != nil {
 				t.Fatal(err)
 			}

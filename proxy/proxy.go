@@ -39,6 +39,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/wire"
 	"github.com/planlock/planlock/proxy/ledger"
 )
 
@@ -600,7 +601,7 @@ func (p *Proxy) auditUnknownTool(ctx context.Context, _ any, method mcp.MCPMetho
 	}
 	plan := p.cur.Load().plan
 	call := ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: req.Params.Name}
-	if _, derr := decodeArgs(req.Params.RawArguments); derr == nil {
+	if _, derr := wire.DecodeArgs(req.Params.RawArguments); derr == nil {
 		call.Args = req.Params.RawArguments
 	}
 	reason := fmt.Sprintf("tool %q is not in plan %q (and the upstream does not offer it)", req.Params.Name, plan.Name)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/wire"
 	"github.com/planlock/planlock/proxy/gate"
 	"github.com/planlock/planlock/proxy/ledger"
 )
@@ -506,9 +507,9 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	cancel()
 	var out *mcp.ReadResourceResult
 	if err == nil {
-		err = checkResultType(res) // a result that is not the read's: an error outcome (multiround.go)
-		var un *unrelayedResult
-		if errors.As(err, &un) && un.resultType == string(mcp.ResultTypeInputRequired) && r.Input != nil {
+		err = wire.CheckResultType(res) // a result that is not the read's: an error outcome (multiround.go)
+		var un *wire.UnrelayedResult
+		if errors.As(err, &un) && un.ResultType == string(mcp.ResultTypeInputRequired) && r.Input != nil {
 			reqs, state, ierr := p.interim(ctx, res, r.Input, round)
 			if ierr == nil {
 				if modernRequest(ctx) {
@@ -671,9 +672,9 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	cancel()
 	var out *mcp.GetPromptResult
 	if err == nil {
-		err = checkResultType(res)
-		var un *unrelayedResult
-		if errors.As(err, &un) && un.resultType == string(mcp.ResultTypeInputRequired) && pr.Input != nil {
+		err = wire.CheckResultType(res)
+		var un *wire.UnrelayedResult
+		if errors.As(err, &un) && un.ResultType == string(mcp.ResultTypeInputRequired) && pr.Input != nil {
 			reqs, state, ierr := p.interim(ctx, res, pr.Input, round)
 			if ierr == nil {
 				return &mcp.GetPromptResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
@@ -765,7 +766,7 @@ func (p *Proxy) precheckRequest(ctx context.Context, _ any, message any) error {
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
 	}
-	decoded, err := decodeArgs(params)
+	decoded, err := wire.DecodeArgs(params)
 	if err != nil {
 		return p.blockExtra(ctx, plan, ledger.Call{PlanDigest: plan.Digest, Caller: callerOf(ctx), Tool: m.Method},
 			fmt.Sprintf("%s: params must be one JSON object: %v", m.Method, err))

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // maxStdioRequests bounds the stdio client's requests handled at once; the
@@ -161,18 +162,18 @@ func (r *lineReader) loop(ctx context.Context) error {
 // (fastlane.go); false when the lane did not take the line. The envelope is
 // read with scanEnvelope: a line it does not read as plain goes the usual way.
 func (r *lineReader) fastLine(line []byte) bool {
-	env, ok := scanEnvelope(line)
+	env, ok := wire.ScanEnvelope(line)
 	if !ok {
 		return false
 	}
-	if v, _ := plainString(env.jsonrpc); v != mcp.JSONRPC_VERSION {
+	if v, _ := wire.PlainString(env.JSONRPC); v != mcp.JSONRPC_VERSION {
 		return false
 	}
-	switch method, _ := plainString(env.method); method {
+	switch method, _ := wire.PlainString(env.Method); method {
 	case string(mcp.MethodToolsCall):
-		return env.id != nil && r.fast.call(env.id, env.params)
+		return env.ID != nil && r.fast.call(env.ID, env.Params)
 	case string(mcp.MethodNotificationCancelled):
-		return env.id == nil && r.fast.cancel(env.params)
+		return env.ID == nil && r.fast.cancel(env.Params)
 	}
 	return false
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // stdioTransport runs the upstream command and speaks JSON-RPC lines with
@@ -439,28 +440,28 @@ func (t *stdioTransport) dispatch(line []byte) {
 	}
 }
 
-// scan reads an answer's members with scanEnvelope (envelope.go), which
+// scan reads an answer's members with wire.ScanEnvelope, which
 // costs a fraction of encoding/json's decode; false leaves the line to
 // encoding/json (a request or notification from the server, or anything
-// scanEnvelope does not read as plain).
+// wire.ScanEnvelope does not read as plain).
 func (m *upMessage) scan(line []byte) bool {
-	env, ok := scanEnvelope(line)
-	if !ok || env.method != nil {
+	env, ok := wire.ScanEnvelope(line)
+	if !ok || env.Method != nil {
 		return false
 	}
-	if env.id != nil {
-		if m.ID.UnmarshalJSON(env.id) != nil {
+	if env.ID != nil {
+		if m.ID.UnmarshalJSON(env.ID) != nil {
 			return false
 		}
 	}
-	if env.err != nil && string(env.err) != "null" {
-		if json.Unmarshal(env.err, &m.Error) != nil {
+	if env.Err != nil && string(env.Err) != "null" {
+		if json.Unmarshal(env.Err, &m.Error) != nil {
 			return false
 		}
 	}
-	if env.result != nil {
+	if env.Result != nil {
 		// The line is the reader's buffer, read again after dispatch.
-		m.Result = append(json.RawMessage(nil), env.result...)
+		m.Result = append(json.RawMessage(nil), env.Result...)
 	}
 	return true
 }
@@ -715,7 +716,7 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	var b []byte
 	var err error
 	if raw, ok := request.Params.(json.RawMessage); ok {
-		b, err = requestLine(id, request.Method, raw) // params as given: no reflective encode
+		b, err = wire.RequestLine(id, request.Method, raw) // params as given: no reflective encode
 	} else if b, err = json.Marshal(request); err == nil {
 		b = append(b, '\n')
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // runUpstream runs an Upstream of cfg until the test ends and waits until it
@@ -510,7 +512,7 @@ func TestRequestLine(t *testing.T) {
 		{method: "tools/call", params: "{\n", wantErr: "params: unexpected end of JSON input"},
 	}
 	for _, tt := range tests {
-		got, err := requestLine(7, tt.method, json.RawMessage(tt.params))
+		got, err := wire.RequestLine(7, tt.method, json.RawMessage(tt.params))
 		if tt.wantErr != "" {
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("%q %q: got %q %v, want error %q", tt.method, tt.params, got, err, tt.wantErr)

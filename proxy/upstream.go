@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/internal/oneline"
+	"github.com/planlock/planlock/internal/wire"
 )
 
 // UpstreamConfig says how to reach the MCP server behind the proxy: a
@@ -583,7 +582,7 @@ func (u *Upstream) goAsking(level mcp.LoggingLevel, method string, params json.R
 		}
 	}
 	id := u.nextID.Add(1)
-	line, err := requestLine(id, method, params)
+	line, err := wire.RequestLine(id, method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -620,51 +619,6 @@ func (u *Upstream) goAsking(level mcp.LoggingLevel, method string, params json.R
 		_ = tr.SendNotification(ctx, cancelledNotification(id, reason))
 		return true
 	}, nil
-}
-
-// requestLine is the JSON-RPC request line of id, method and params,
-// params copied as they are unless they span lines: a newline inside would
-// end the line early, so such params are compacted (which also checks
-// them).
-func requestLine(id int64, method string, params json.RawMessage) ([]byte, error) {
-	b := make([]byte, 0, 64+len(method)+len(params))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `,"method":`...)
-	if plainMethod(method) {
-		b = append(append(append(b, '"'), method...), '"')
-	} else {
-		m, err := json.Marshal(method)
-		if err != nil {
-			return nil, fmt.Errorf("encode method: %w", err)
-		}
-		b = append(b, m...)
-	}
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		if bytes.IndexByte(params, '\n') < 0 {
-			b = append(b, params...)
-		} else {
-			var cb bytes.Buffer
-			if err := json.Compact(&cb, params); err != nil {
-				return nil, fmt.Errorf("params: %w", err)
-			}
-			b = append(b, cb.Bytes()...)
-		}
-	}
-	return append(b, "}\n"...), nil
-}
-
-// plainMethod reports whether method needs no escaping in JSON, as every
-// MCP method name (letters, digits, "/", "_", "-", ".").
-func plainMethod(method string) bool {
-	for i := 0; i < len(method); i++ {
-		c := method[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 // ListTools reads the current connection's tools/list raw.

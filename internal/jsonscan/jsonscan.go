@@ -2,7 +2,7 @@
 // checks the syntax of one value (or the whitespace, or what follows a
 // member) starting at an index and returns where it ends, accepting exactly
 // what encoding/json accepts, up to its nesting limit. The relay's envelope
-// scan (proxy/envelope.go, fuzzed against encoding/json) and the ledger's
+// scan (internal/wire, fuzzed against encoding/json) and the ledger's
 // compaction of arguments share it.
 package jsonscan
 

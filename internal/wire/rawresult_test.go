@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func TestRelayResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := relayResult(json.RawMessage(tt.in))
+			r, err := RelayResult(json.RawMessage(tt.in))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want one with %q", err, tt.err)
@@ -47,8 +47,15 @@ func TestRelayResult(t *testing.T) {
 			if string(b) != tt.out {
 				t.Errorf("relayed %s\nwant    %s", b, tt.out)
 			}
-			if got := firstText(r); got != tt.text {
-				t.Errorf("firstText %q, want %q", got, tt.text)
+			got := "(no text)"
+			for _, c := range r.Content {
+				if text, ok := ContentText(c); ok {
+					got = text
+					break
+				}
+			}
+			if got != tt.text {
+				t.Errorf("first text %q, want %q", got, tt.text)
 			}
 		})
 	}

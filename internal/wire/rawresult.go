@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/planlock/planlock/internal/jsonscan"
 )
 
-// relayResult reads an upstream tool result for the client. A plain result
+// RelayResult reads an upstream tool result for the client. A plain result
 // (content of the types MCP defines, structuredContent, isError) keeps each
 // content item as the upstream wrote it, and mcp-go writes those bytes back
 // out: decoding every item into mcp-go's types and encoding it again cost
@@ -17,27 +17,27 @@ import (
 // for input) goes through mcp-go's parser, as do results it would refuse.
 //
 // A result of a type the gate does not relay (multiround.go) is an
-// *unrelayedResult error; a complete one keeps no inputRequests or
-// requestState, which mean nothing there. scanResult takes only results
+// *UnrelayedResult error; a complete one keeps no inputRequests or
+// requestState, which mean nothing there. ScanResult takes only results
 // without those members.
-func relayResult(res json.RawMessage) (*mcp.CallToolResult, error) {
-	if r, ok := scanResult(res); ok {
+func RelayResult(res json.RawMessage) (*mcp.CallToolResult, error) {
+	if r, ok := ScanResult(res); ok {
 		return r, nil
 	}
-	if err := checkResultType(res); err != nil {
+	if err := CheckResultType(res); err != nil {
 		return nil, err
 	}
-	r, err := decodeResult(res)
+	r, err := DecodeResult(res)
 	if r != nil {
 		r.ResultType, r.MultiRoundTripResult = "", mcp.MultiRoundTripResult{}
 	}
 	return r, err
 }
 
-// decodeResult is relayResult with encoding/json.
-func decodeResult(res json.RawMessage) (*mcp.CallToolResult, error) {
+// DecodeResult is RelayResult with encoding/json.
+func DecodeResult(res json.RawMessage) (*mcp.CallToolResult, error) {
 	var r struct {
-		Content    []rawContent    `json:"content"`
+		Content    []RawContent    `json:"content"`
 		Structured json.RawMessage `json:"structuredContent"`
 		IsError    bool            `json:"isError"`
 		// Relayed only through mcp-go's types.
@@ -66,14 +66,14 @@ func decodeResult(res json.RawMessage) (*mcp.CallToolResult, error) {
 
 var knownContent = map[string]bool{"text": true, "image": true, "audio": true, "resource": true, "resource_link": true}
 
-// rawContent is one content item relayed as the upstream wrote it; its type
+// RawContent is one content item relayed as the upstream wrote it; its type
 // and text are read for the outcome's record (firstText).
-type rawContent struct {
+type RawContent struct {
 	mcp.TextContent // Type and Text; also what makes it an mcp.Content
-	raw             json.RawMessage
+	Raw             json.RawMessage
 }
 
-func (c *rawContent) UnmarshalJSON(b []byte) error {
+func (c *RawContent) UnmarshalJSON(b []byte) error {
 	var head struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -82,28 +82,28 @@ func (c *rawContent) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	c.Type, c.Text = head.Type, head.Text
-	c.raw = append(json.RawMessage(nil), b...)
+	c.Raw = append(json.RawMessage(nil), b...)
 	return nil
 }
 
-func (c rawContent) MarshalJSON() ([]byte, error) { return c.raw, nil }
+func (c RawContent) MarshalJSON() ([]byte, error) { return c.Raw, nil }
 
-// contentText is the text of a text content item, relayed raw or not.
-func contentText(c mcp.Content) (string, bool) {
+// ContentText is the text of a text content item, relayed raw or not.
+func ContentText(c mcp.Content) (string, bool) {
 	switch t := c.(type) {
 	case mcp.TextContent:
 		return t.Text, true
-	case rawContent:
+	case RawContent:
 		return t.Text, t.Type == "text"
 	}
 	return "", false
 }
 
-// appendToolResult appends res as the MCP server would encode it (the same
+// AppendToolResult appends res as the MCP server would encode it (the same
 // fields, in the same order), writing items relayed raw as the upstream
 // wrote them; a result with more than content, structuredContent and
 // isError is encoded by mcp-go.
-func appendToolResult(b []byte, res *mcp.CallToolResult) ([]byte, error) {
+func AppendToolResult(b []byte, res *mcp.CallToolResult) ([]byte, error) {
 	if res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" ||
 		(len(res.RawStructuredContent) == 0 && res.StructuredContent != nil) {
 		m, err := json.Marshal(res)
@@ -114,8 +114,8 @@ func appendToolResult(b []byte, res *mcp.CallToolResult) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if r, ok := c.(rawContent); ok {
-			b = append(b, r.raw...)
+		if r, ok := c.(RawContent); ok {
+			b = append(b, r.Raw...)
 			continue
 		}
 		m, err := json.Marshal(c)
@@ -139,13 +139,13 @@ var resultNames = []string{"content", "structuredContent", "isError", "_meta", "
 
 var contentNames = []string{"type", "text"}
 
-// scanResult is relayResult's reading of a plain result with scanMembers
-// (envelope.go), several times cheaper than encoding/json's; false leaves
+// ScanResult is RelayResult's reading of a plain result with ScanMembers
+// (Envelope.go), several times cheaper than encoding/json's; false leaves
 // the result to encoding/json, which then reads it exactly as before (so
-// scanResult only ever gives what that reading gives; TestScanResult).
-func scanResult(res []byte) (*mcp.CallToolResult, bool) {
+// ScanResult only ever gives what that reading gives; TestScanResult).
+func ScanResult(res []byte) (*mcp.CallToolResult, bool) {
 	var v [7][]byte
-	if !scanMembers(res, resultNames, v[:]) || v[3] != nil || v[4] != nil || v[5] != nil || v[6] != nil {
+	if !ScanMembers(res, resultNames, v[:]) || v[3] != nil || v[4] != nil || v[5] != nil || v[6] != nil {
 		return nil, false
 	}
 	out := &mcp.CallToolResult{}
@@ -186,25 +186,25 @@ func scanResult(res []byte) (*mcp.CallToolResult, bool) {
 }
 
 // scanContent reads one content item of a known type, kept raw.
-func scanContent(item []byte) (rawContent, bool) {
+func scanContent(item []byte) (RawContent, bool) {
 	var v [2][]byte
-	if !scanMembers(item, contentNames, v[:]) {
-		return rawContent{}, false
+	if !ScanMembers(item, contentNames, v[:]) {
+		return RawContent{}, false
 	}
-	typ, ok := plainString(v[0])
+	typ, ok := PlainString(v[0])
 	if !ok || !knownContent[typ] {
-		return rawContent{}, false
+		return RawContent{}, false
 	}
-	c := rawContent{raw: append(json.RawMessage(nil), item...)}
+	c := RawContent{Raw: append(json.RawMessage(nil), item...)}
 	c.Type = typ
 	if t := v[1]; t != nil && string(t) != "null" {
 		if len(t) == 0 || t[0] != '"' {
-			return rawContent{}, false
+			return RawContent{}, false
 		}
-		if text, ok := plainString(t); ok {
+		if text, ok := PlainString(t); ok {
 			c.Text = text
 		} else if json.Unmarshal(t, &c.Text) != nil {
-			return rawContent{}, false
+			return RawContent{}, false
 		}
 	}
 	return c, true

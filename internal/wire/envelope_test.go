@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -52,13 +52,13 @@ func TestScanEnvelope(t *testing.T) {
 		{`{"id":1`, false, ``, ``},
 	}
 	for _, tt := range tests {
-		env, ok := scanEnvelope([]byte(tt.in))
+		env, ok := ScanEnvelope([]byte(tt.in))
 		if ok != tt.ok {
 			t.Errorf("%q: ok %v, want %v", tt.in, ok, tt.ok)
 			continue
 		}
-		if ok && (string(env.method) != tt.method || string(env.id) != tt.id) {
-			t.Errorf("%q: method %s id %s, want %s %s", tt.in, env.method, env.id, tt.method, tt.id)
+		if ok && (string(env.Method) != tt.method || string(env.ID) != tt.id) {
+			t.Errorf("%q: method %s id %s, want %s %s", tt.in, env.Method, env.ID, tt.method, tt.id)
 		}
 		if ok && !json.Valid([]byte(tt.in)) {
 			t.Errorf("%q: scanned as plain, but it is not JSON", tt.in)
@@ -79,7 +79,7 @@ func FuzzEnvelope(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		env, ok := scanEnvelope(b)
+		env, ok := ScanEnvelope(b)
 		if !ok {
 			return
 		}
@@ -91,8 +91,8 @@ func FuzzEnvelope(f *testing.F) {
 			name      string
 			got, want []byte
 		}{
-			{"jsonrpc", env.jsonrpc, want.JSONRPC}, {"id", env.id, want.ID}, {"method", env.method, want.Method},
-			{"params", env.params, want.Params}, {"result", env.result, want.Result}, {"error", env.err, want.Error},
+			{"jsonrpc", env.JSONRPC, want.JSONRPC}, {"id", env.ID, want.ID}, {"method", env.Method, want.Method},
+			{"params", env.Params, want.Params}, {"result", env.Result, want.Result}, {"error", env.Err, want.Error},
 		} {
 			if !bytes.Equal(m.got, m.want) {
 				t.Fatalf("%q: %s %q, encoding/json reads %q", b, m.name, m.got, m.want)
@@ -101,8 +101,8 @@ func FuzzEnvelope(f *testing.F) {
 	})
 }
 
-// FuzzScanResult: a result scanResult reads is read the same by
-// encoding/json (decodeResult): the same answer to the client, the same
+// FuzzScanResult: a result ScanResult reads is read the same by
+// encoding/json (DecodeResult): the same answer to the client, the same
 // texts for the audit record.
 func FuzzScanResult(f *testing.F) {
 	for _, s := range []string{
@@ -117,11 +117,11 @@ func FuzzScanResult(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := scanResult(b)
+		got, ok := ScanResult(b)
 		if !ok {
 			return
 		}
-		want, err := decodeResult(b)
+		want, err := DecodeResult(b)
 		if err != nil {
 			t.Fatalf("%q: scanned, but encoding/json: %v", b, err)
 		}
@@ -134,17 +134,17 @@ func FuzzScanResult(f *testing.F) {
 			t.Fatalf("%q: %d items, encoding/json %d", b, len(got.Content), len(want.Content))
 		}
 		for i := range got.Content {
-			gt, gok := contentText(got.Content[i])
-			wt, wok := contentText(want.Content[i])
+			gt, gok := ContentText(got.Content[i])
+			wt, wok := ContentText(want.Content[i])
 			if gt != wt || gok != wok {
 				t.Fatalf("%q: item %d text %q %v, encoding/json %q %v", b, i, gt, gok, wt, wok)
 			}
 		}
 		var a, w []byte
-		if a, err = appendToolResult(nil, got); err != nil {
+		if a, err = AppendToolResult(nil, got); err != nil {
 			t.Fatal(err)
 		}
-		if w, err = appendToolResult(nil, want); err != nil {
+		if w, err = AppendToolResult(nil, want); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(a, w) {

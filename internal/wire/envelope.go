@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"github.com/planlock/planlock/internal/jsonscan"
 )
 
-// A JSON-RPC message's envelope read without encoding/json: one pass that
+// A JSON-RPC message's Envelope read without encoding/json: one pass that
 // validates the whole text as JSON and slices out the top-level members the
 // relay routes by. On the stdio fast lane and the upstream transport this
 // replaced a reflective decode that cost more than the gate, the count and
@@ -19,30 +19,30 @@ import (
 // before. So whenever ok is true, encoding/json reads the same values
 // (FuzzEnvelope checks it).
 
-// envelope holds the raw JSON of a message's routed members (nil when
+// Envelope holds the raw JSON of a message's routed members (nil when
 // absent), as slices of the scanned text.
-type envelope struct {
-	jsonrpc, id, method, params, result, err []byte
+type Envelope struct {
+	JSONRPC, ID, Method, Params, Result, Err []byte
 }
 
 var envelopeNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// scanEnvelope reads b, which must be exactly one JSON object (surrounding
+// ScanEnvelope reads b, which must be exactly one JSON object (surrounding
 // whitespace allowed). ok is false when b is not, or is not plain in the
 // sense above.
-func scanEnvelope(b []byte) (env envelope, ok bool) {
+func ScanEnvelope(b []byte) (env Envelope, ok bool) {
 	var vals [6][]byte
-	if !scanMembers(b, envelopeNames, vals[:]) {
+	if !ScanMembers(b, envelopeNames, vals[:]) {
 		return env, false
 	}
-	return envelope{jsonrpc: vals[0], id: vals[1], method: vals[2], params: vals[3], result: vals[4], err: vals[5]}, true
+	return Envelope{JSONRPC: vals[0], ID: vals[1], Method: vals[2], Params: vals[3], Result: vals[4], Err: vals[5]}, true
 }
 
-// scanMembers reads b, which must be exactly one JSON object, and sets
+// ScanMembers reads b, which must be exactly one JSON object, and sets
 // vals[i] to the raw value of its member names[i] (nil when absent). It is
 // false when b is not one object, or names a member with an escape in its
 // key, twice, or in other letters' case.
-func scanMembers(b []byte, names []string, vals [][]byte) bool {
+func ScanMembers(b []byte, names []string, vals [][]byte) bool {
 	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -79,9 +79,9 @@ func setMember(key, val []byte, names []string, vals [][]byte) bool {
 	return true
 }
 
-// plainString returns the contents of a JSON string without escapes; ok is
+// PlainString returns the contents of a JSON string without escapes; ok is
 // false for anything else.
-func plainString(v []byte) (string, bool) {
+func PlainString(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // 10000, far beyond any tool's schema.
 const maxArgDepth = 64
 
-// decodeArgs decodes a call's arguments: one JSON object, numbers kept exact.
+// DecodeArgs decodes a call's arguments: one JSON object, numbers kept exact.
 //
 // The gate checks the decoded value while the upstream receives the raw
 // bytes, so every input that two JSON parsers may read differently is
@@ -29,23 +29,23 @@ const maxArgDepth = 64
 // nesting is refused for its cost, trailing data after the object too;
 // BOMs, NaN, Infinity and leading zeros are not JSON and encoding/json
 // refuses them. What is checked is then what the upstream reads.
-func decodeArgs(raw []byte) (map[string]any, error) {
+func DecodeArgs(raw []byte) (map[string]any, error) {
 	v, err := decodeStrict(raw, true)
 	if err != nil {
 		return nil, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("got %s", jsonKind(v))
+		return nil, fmt.Errorf("got %s", JSONKind(v))
 	}
 	return m, nil
 }
 
-// decodeDocument decodes the JSON document of a pin's result as strictly as
+// DecodeDocument decodes the JSON document of a pin's result as strictly as
 // arguments (what the pin compares is the only reading of it), except that
 // any value may be the document and a negative zero is read as zero, as the
 // pin compares numbers by value.
-func decodeDocument(raw []byte) (any, error) {
+func DecodeDocument(raw []byte) (any, error) {
 	return decodeStrict(raw, false)
 }
 
@@ -321,4 +321,20 @@ func buildString(b []byte, i int) (string, int, bool) {
 		return "", 0, false
 	}
 	return s, end, true
+}
+
+func JSONKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
 }
