@@ -477,6 +477,12 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, st *planSt
 	if !g.observed {
 		inputRules = g.step.Input
 	}
+	if inputRules != nil {
+		// A legacy upstream asks during the call (legacyask.go).
+		var doneAsking func()
+		ctx, _, doneAsking = p.asking.start(ctx, inputRules, call, g.ticket.Seq)
+		defer doneAsking()
+	}
 	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, inputRules), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "tools/call", params)
 	cause := ""
@@ -573,7 +579,13 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 	var result *mcp.CallToolResult
 	var outcome ledger.Outcome
 	answered := false // the upstream answered a tool result (a tool error included)
-	switch {
+	switch why := refusedInput(ctx); {
+	case why != "":
+		// A legacy upstream asked for input the plan refuses: the call
+		// ends here, whatever the upstream answered after the refusal.
+		msg := inputRefused(why)
+		outcome = ledger.Outcome{OK: false, Err: msg, Latency: lat}
+		result = errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d)", msg, step.Name, t.Used, step.MaxCalls))
 	case err != nil:
 		msg := ""
 		switch cause {

@@ -120,6 +120,7 @@ type Proxy struct {
 	sessions  map[string]*httpSession // registered HTTP sessions by ID (trackSession)
 
 	inflight callsInFlight // tool calls being handled, for routeLog
+	asking   askingCalls   // forwarded calls a legacy upstream may ask for input (legacyask.go)
 	// The stdio client speaks protocol 2026-07-28 (it discovered the server
 	// or sent a modern request): a log message goes to it only while a
 	// call of it that asked for one is in flight (stdioAsks, routeLog).
@@ -219,6 +220,8 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p.up = newUpstream(cfg.Upstream, p.relayNotification, p.setTools)
 	p.up.onConnect = p.onConnect
+	p.up.onAsk = p.answerUpstream
+	p.up.legacyCaps = func() map[string]any { return legacyCapabilities(p.Plan()) }
 	p.up.listenFilter = p.listenFilter
 	p.setServerTools(p.placeholders(cfg.Plan))
 	p.initExtras()

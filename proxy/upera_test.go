@@ -45,11 +45,19 @@ plan "eras" {
 // ledger of its own.
 func eraProxy(t *testing.T, planText string, up UpstreamConfig) *Proxy {
 	t.Helper()
+	p, _ := eraProxyState(t, planText, up)
+	return p
+}
+
+// eraProxyState is eraProxy, also returning its state directory.
+func eraProxyState(t *testing.T, planText string, up UpstreamConfig) (*Proxy, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
 	plan, diags := hclplan.Parse("plan.hcl", []byte(planText))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	l, err := ledger.Open(context.Background(), ledger.Options{Dir: filepath.Join(t.TempDir(), "state"), Now: fixedNow})
+	l, err := ledger.Open(context.Background(), ledger.Options{Dir: dir, Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +71,7 @@ func eraProxy(t *testing.T, planText string, up UpstreamConfig) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p, dir
 }
 
 // eraClient connects mcp-go v1.2.1's client (protocol version pinned, or
@@ -77,6 +85,13 @@ func eraClient(t *testing.T, p *Proxy, version string) *client.Client {
 // eraClientOn is eraClient over front: "stdio", or "http" (p served on a
 // listener of its own, the client over streamable HTTP).
 func eraClientOn(t *testing.T, p *Proxy, front, version string) *client.Client {
+	t.Helper()
+	return eraClientWith(t, p, front, version, &askedHandlers{})
+}
+
+// eraClientWith is eraClientOn with h answering the client's input
+// requests.
+func eraClientWith(t *testing.T, p *Proxy, front, version string, h clientHandlers) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
@@ -102,13 +117,19 @@ func eraClientOn(t *testing.T, p *Proxy, front, version string) *client.Client {
 			defer close(served)
 			_ = p.ServeListenerWith(ctx, ln, HTTPOptions{})
 		}()
-		h, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+		// A legacy client keeps the session's GET stream open, where
+		// mcp-go's server sends it a sampling or roots request.
+		var opts []transport.StreamableHTTPCOption
+		if version != "" {
+			//lint:ignore SA1019 a legacy client's GET stream is what is wanted
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		h, err := transport.NewStreamableHTTP("http://"+ln.Addr().String()+"/mcp", opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tr = h
 	}
-	h := &askedHandlers{}
 	c := client.NewClient(tr, client.WithElicitationHandler(h), client.WithSamplingHandler(h))
 	t.Cleanup(func() {
 		c.Close()

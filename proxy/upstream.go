@@ -65,6 +65,11 @@ type Upstream struct {
 	// before onReady, with that connection's request function and the
 	// upstream's announced capabilities (resources.go).
 	onConnect func(ctx context.Context, send sendFunc, caps upstreamCaps)
+	// onAsk answers a legacy upstream's server-to-client request (nil:
+	// every one is refused); legacyCaps are the client capabilities
+	// declared at initialize (nil: none).
+	onAsk      func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	legacyCaps func() map[string]any
 	// listenFilter, when set, is what planlock listens for on a modern
 	// upstream's subscriptions/listen stream (uplisten.go).
 	listenFilter func() mcp.SubscriptionFilter
@@ -349,12 +354,23 @@ func (u *Upstream) open(ctx context.Context, listen bool) (*upConn, error) {
 		}
 	})
 	if b, ok := tr.(transport.BidirectionalInterface); ok {
-		// planlock does not offer sampling, elicitation or roots to the
-		// upstream; a server that asks anyway gets an answer at once
-		// instead of waiting for a timeout.
-		b.SetRequestHandler(func(_ context.Context, r transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-			return transport.NewJSONRPCErrorResponse(r.ID, mcp.METHOD_NOT_FOUND,
-				fmt.Sprintf("planlock proxy does not relay %s to the client", r.Method), nil), nil
+		// A legacy upstream's sampling, elicitation or roots request is
+		// answered by the gate (onAsk); a refusal comes at once instead
+		// of after a timeout.
+		b.SetRequestHandler(func(ctx context.Context, r transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+			if u.onAsk == nil || c.version != "" {
+				return transport.NewJSONRPCErrorResponse(r.ID, mcp.METHOD_NOT_FOUND,
+					fmt.Sprintf("planlock proxy does not relay %s to the client", r.Method), nil), nil
+			}
+			params, err := json.Marshal(r.Params)
+			if err != nil {
+				return transport.NewJSONRPCErrorResponse(r.ID, mcp.INVALID_PARAMS, "params: "+err.Error(), nil), nil
+			}
+			res, err := u.onAsk(ctx, r.Method, params)
+			if err != nil {
+				return transport.NewJSONRPCErrorResponse(r.ID, mcp.INVALID_REQUEST, err.Error(), nil), nil
+			}
+			return transport.NewJSONRPCResultResponse(r.ID, res), nil
 		})
 	}
 	if err := tr.Start(ctx); err != nil {
@@ -388,7 +404,7 @@ func (u *Upstream) initialize(ctx context.Context, c *upConn, version string) (u
 	for attempt := 0; ; attempt++ {
 		res, err = u.send(ctx, c, "initialize", map[string]any{
 			"protocolVersion": version,
-			"capabilities":    map[string]any{},
+			"capabilities":    u.initCapabilities(),
 			"clientInfo":      map[string]any{"name": u.cfg.ClientName, "version": u.cfg.ClientVersion},
 		})
 		supported, refused := unsupportedVersions(err)
@@ -663,4 +679,12 @@ func FetchTools(ctx context.Context, cfg UpstreamConfig) ([]json.RawMessage, err
 	}
 	_ = c.tr.Close()
 	return tools, nil
+}
+
+// initCapabilities are the client capabilities of a legacy initialize.
+func (u *Upstream) initCapabilities() map[string]any {
+	if u.legacyCaps == nil {
+		return map[string]any{}
+	}
+	return u.legacyCaps()
 }
