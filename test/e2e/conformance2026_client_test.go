@@ -16,7 +16,8 @@ import (
 // requires with planlock as the client (test/peers/conformance-client.mjs:
 // planlock proxy in front of each scenario's server, driven by the
 // TypeScript SDK v2 client): exactly the committed baseline passes, and it
-// holds request-metadata and http-standard-headers.
+// holds request-metadata, http-standard-headers and the multi-round
+// client scenario (sep-2322-client-request-state).
 func TestConformance2026Client(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(peers.Root(t), "test", "peers", "conformance-2026-client-baseline.json"))
@@ -33,7 +34,7 @@ func TestConformance2026Client(t *testing.T) {
 	if bl.Revision != peers.Revision2026 {
 		t.Fatalf("baseline for %q, the suite runs %q", bl.Revision, peers.Revision2026)
 	}
-	for _, must := range []string{"request-metadata", "http-standard-headers"} {
+	for _, must := range []string{"request-metadata", "http-standard-headers", "sep-2322-client-request-state"} {
 		if !slices.Contains(bl.Planlock.Passing, must) {
 			t.Fatalf("the baseline lacks %s", must)
 		}

@@ -24,6 +24,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 const step = (tool, args = []) =>
   `  step "${tool}" {\n    tool      = "${tool}"\n    max_calls = 10\n` +
   args.map((a) => `    arg "${a}" { any = true }\n`).join("") + `  }\n`;
+const inputStep = (tool) =>
+  `  step "${tool}" {\n    tool      = "${tool}"\n    max_calls = 10\n` +
+  `    input {\n      elicitation {\n        field "confirmed" {\n          type     = "boolean"\n          optional = true\n        }\n      }\n    }\n  }\n`;
 const plans = {
   tools_call: step("add_numbers", ["a", "b"]),
   "request-metadata": step("echo"),
@@ -43,6 +46,10 @@ const plans = {
     step("invalid_space_in_name", ["value"]) + step("invalid_colon_in_name", ["value"]) +
     step("invalid_non_ascii_name", ["value"]) + step("invalid_control_char_name", ["value"]),
   "json-schema-2020-12-preservation": step("json_schema_2020_12_tool") + step("json_schema_echo", ["schema"]),
+  // Its multi-round tools ask for a form with one boolean; the plan lets
+  // that through (input blocks) and the agent accepts (elicitation below).
+  "sep-2322-client-request-state":
+    inputStep("test_mrtr_echo_state") + inputStep("test_mrtr_no_state") + step("test_mrtr_unrelated") + step("test_mrtr_no_result_type"),
 };
 
 // Arguments of the tools the scenario calls, when the context gives none.
@@ -80,7 +87,9 @@ const plan = join(dir, "plan.hcl");
 writeFileSync(plan, planFor(scenario, context));
 
 const client = new Client({ name: "planlock-conformance-agent", version: "1.0.0" },
-  { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+  { versionNegotiation: { mode: { pin: "2026-07-28" } }, capabilities: { elicitation: { form: {} } } });
+// The agent's user accepts every form with confirmed = true.
+client.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { confirmed: true } }));
 const transport = new StdioClientTransport({
   command: bin,
   args: ["proxy", "--plan", plan, "--insecure-skip-verify", "--state", join(dir, "state"), "--upstream-url", url],
