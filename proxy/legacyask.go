@@ -15,7 +15,7 @@ import (
 )
 
 // A legacy upstream (protocol 2025-11-25 and before) asks for input during
-// a call with server-to-client requests (elicitation/create,
+// a call (a tools/call, resources/read or prompts/get) with server-to-client requests (elicitation/create,
 // sampling/createMessage, roots/list), not with input_required results. The
 // gate treats them as the modern era's input requests: one reaches the
 // agent only while a forwarded call of a step whose input block allows it
@@ -92,17 +92,26 @@ func refusedInput(ctx context.Context) string {
 }
 
 // legacyCapabilities are the client capabilities planlock declares when it
-// initialises a legacy upstream: what some input block of plan allows (a
-// connection is shared by every call; each request is checked against its
-// own call's step).
+// initialises a legacy upstream: what some input block of plan (a step's,
+// a resource's, a prompt's) allows (a connection is shared by every call;
+// each request is checked against its own call's block).
 func legacyCapabilities(plan *hclplan.Plan) map[string]any {
 	caps := map[string]any{}
 	if plan == nil {
 		return caps
 	}
 	el := map[string]any{}
+	var blocks []*hclplan.InputRules
 	for _, s := range plan.Steps {
-		r := s.Input
+		blocks = append(blocks, s.Input)
+	}
+	for _, r := range plan.Resources {
+		blocks = append(blocks, r.Input)
+	}
+	for _, pr := range plan.Prompts {
+		blocks = append(blocks, pr.Input)
+	}
+	for _, r := range blocks {
 		if r == nil {
 			continue
 		}

@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/testkit/peers"
@@ -191,4 +194,90 @@ func TestUpstreamRequestOfNoCall(t *testing.T) {
 	}
 	doneA()
 	doneB()
+}
+
+// legacyPromptPlan allows a prompt whose get asks for a topic.
+const legacyPromptPlan = `
+plan "legacy-prompt" {
+  goal  = "a legacy upstream's elicitation during a prompts/get"
+  order = "any"
+  step "echo" {
+    tool      = "echo"
+    max_calls = 1
+  }
+  prompt "topic" {
+    max_calls = 5
+    input {
+      elicitation {
+        field "topic" {
+          type       = "string"
+          max_length = 20
+        }
+      }
+    }
+  }
+}`
+
+// topicHandlers answer an elicitation with a topic.
+type topicHandlers struct {
+	askedHandlers
+	topic string
+}
+
+func (h *topicHandlers) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	h.elicited.Add(1)
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"topic": h.topic}}}, nil
+}
+
+// TestLegacyUpstreamAsksDuringAGet: an mcp-go server spoken to in its
+// legacy era asks for a form while it builds a prompt. Under the prompt's
+// input block a legacy client's answer reaches it (through planlock's
+// stdio and HTTP fronts); an answer over the field's max_length does not,
+// and the get fails with the plan's error.
+func TestLegacyUpstreamAsksDuringAGet(t *testing.T) {
+	s := server.NewMCPServer("asking", "1", server.WithPromptCapabilities(true), server.WithElicitation())
+	s.AddTool(mcp.NewTool("echo"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("echo"), nil
+	})
+	s.AddPrompt(mcp.NewPrompt("topic"), func(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		er := mcp.ElicitationRequest{}
+		er.Params.Message = "Which topic?"
+		er.Params.RequestedSchema = map[string]any{"type": "object", "properties": map[string]any{"topic": map[string]any{"type": "string"}}}
+		res, err := s.RequestElicitation(ctx, er)
+		if err != nil {
+			return nil, fmt.Errorf("elicitation failed: %w", err)
+		}
+		return mcp.NewGetPromptResult("topic", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser,
+			mcp.NewTextContent(fmt.Sprintf("Write about %v", res.Content)))}), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	for _, front := range []string{"stdio", "http"} {
+		for _, tc := range []struct {
+			topic string
+			ok    bool
+		}{{"owls", true}, {strings.Repeat("x", 21), false}} {
+			t.Run(front+"/"+map[bool]string{true: "within-bounds", false: "too-long"}[tc.ok], func(t *testing.T) {
+				p, _ := eraProxyState(t, legacyPromptPlan, UpstreamConfig{URL: ts.URL + "/mcp", PreferModern: func() bool { return false }})
+				h := &topicHandlers{topic: tc.topic}
+				c := eraClientWith(t, p, front, mcp.LATEST_LEGACY_PROTOCOL_VERSION, h)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				req := mcp.GetPromptRequest{}
+				req.Params.Name = "topic"
+				res, err := c.GetPrompt(ctx, req)
+				if tc.ok {
+					if err != nil || len(res.Messages) != 1 || !strings.Contains(fmt.Sprint(res.Messages[0].Content), "Write about map[topic:owls]") {
+						t.Fatalf("get: %v %+v", err, res)
+					}
+				} else if err == nil || !strings.Contains(err.Error(), "the upstream asked for input this plan does not allow") {
+					t.Fatalf("get with an answer over max_length: %v %+v, want the plan's error", err, res)
+				}
+				if h.elicited.Load() != 1 {
+					t.Errorf("the client was asked %d times, want once", h.elicited.Load())
+				}
+			})
+		}
+	}
 }

@@ -502,9 +502,18 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	}
 	t := round.ticket()
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, r.Input), p.cfg.CallTimeout)
+	actx, doneAsking := ctx, func() {}
+	if r.Input != nil {
+		// A legacy upstream asks during the read (legacyask.go).
+		actx, _, doneAsking = p.asking.start(ctx, r.Input, call, t.Seq)
+	}
+	cctx, cancel := context.WithTimeout(withInputCapabilities(actx, r.Input), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "resources/read", params)
 	cancel()
+	doneAsking()
+	if why := refusedInput(actx); why != "" {
+		res, err = nil, errors.New(inputRefused(why))
+	}
 	var out *mcp.ReadResourceResult
 	if err == nil {
 		err = wire.CheckResultType(res) // a result that is not the read's: an error outcome (multiround.go)
@@ -667,9 +676,18 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	}
 	t := round.ticket()
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(withInputCapabilities(ctx, pr.Input), p.cfg.CallTimeout)
+	actx, doneAsking := ctx, func() {}
+	if pr.Input != nil {
+		// A legacy upstream asks during the get (legacyask.go).
+		actx, _, doneAsking = p.asking.start(ctx, pr.Input, call, t.Seq)
+	}
+	cctx, cancel := context.WithTimeout(withInputCapabilities(actx, pr.Input), p.cfg.CallTimeout)
 	res, err := p.up.Request(cctx, "prompts/get", params)
 	cancel()
+	doneAsking()
+	if why := refusedInput(actx); why != "" {
+		res, err = nil, errors.New(inputRefused(why))
+	}
 	var out *mcp.GetPromptResult
 	if err == nil {
 		err = wire.CheckResultType(res)
