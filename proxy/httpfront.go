@@ -391,24 +391,30 @@ type callsInFlight struct {
 
 func (c *callsInFlight) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ident, _ := ctx.Value(identityKey{}).(string)
-		c.mu.Lock()
-		if c.calls == nil {
-			c.calls = map[uint64]context.Context{}
-			c.caller = ident
-		} else if ident != c.caller {
-			c.mixed = true
-		}
-		c.n++
-		k := c.n
-		c.calls[k] = ctx
-		c.mu.Unlock()
-		defer func() {
-			c.mu.Lock()
-			delete(c.calls, k)
-			c.mu.Unlock()
-		}()
+		defer c.track(ctx)()
 		return next(ctx, req)
+	}
+}
+
+// track counts the request of ctx (a tool call, a read, a get: each may
+// ask for log messages) as in flight until the returned func runs.
+func (c *callsInFlight) track(ctx context.Context) func() {
+	ident, _ := ctx.Value(identityKey{}).(string)
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[uint64]context.Context{}
+		c.caller = ident
+	} else if ident != c.caller {
+		c.mixed = true
+	}
+	c.n++
+	k := c.n
+	c.calls[k] = ctx
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.calls, k)
+		c.mu.Unlock()
 	}
 }
 

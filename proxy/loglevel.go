@@ -103,3 +103,11 @@ func (p *Proxy) trackLogAsk(ctx context.Context, end func()) func() {
 		end()
 	}
 }
+
+// inFlight counts a read or a get of ctx as a request in flight, as a tool
+// call is (the calls in flight over HTTP, the log asks over stdio), until
+// the returned func runs: its client may have asked for log messages.
+func (p *Proxy) inFlight(ctx context.Context) func() {
+	untrack := p.inflight.track(ctx)
+	return p.trackLogAsk(ctx, untrack)
+}

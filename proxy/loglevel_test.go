@@ -26,6 +26,10 @@ plan "logs" {
     max_calls = 5
     arg "message" { any = true }
   }
+  resource "note" {
+    uri       = "log://note"
+    max_reads = 5
+  }
 }`
 
 // TestLogLevelOfTheRequest: toward an upstream of protocol 2026-07-28 (the
@@ -99,8 +103,52 @@ func TestLogLevelOfTheRequest(t *testing.T) {
 					if g := seen(); !slices.Equal(g, tc.want) {
 						t.Errorf("log messages %v, want %v", g, tc.want)
 					}
+					// A read asks as a call does. (Over planlock's HTTP front
+					// mcp-go's server writes a read's notifications from a
+					// goroutine of its own (a legacy session's also on its GET
+					// stream), and drops one it has not written when the
+					// result is: there the client gets some of them, in any
+					// order, never one it did not ask for.)
+					mu.Lock()
+					got = nil
+					mu.Unlock()
+					rr := mcp.ReadResourceRequest{}
+					rr.Params.URI = "log://note"
+					if res, err := c.ReadResource(ctx, rr); err != nil || len(res.Contents) != 1 {
+						t.Fatalf("read: %v %+v", err, res)
+					}
+					enough := len(tc.want)
+					if front == "http" {
+						enough = min(enough, 1)
+					}
+					if enough > 0 && !eventually(func() bool { return len(seen()) >= enough }) {
+						t.Fatalf("log messages of the read %v, want %v", seen(), tc.want)
+					}
+					if res, err := callTool(ctx, c, "echo", map[string]any{"message": "y"}); refused(res, err) {
+						t.Fatalf("echo: %v %+v", err, res)
+					}
+					if g := seen(); front == "stdio" && !slices.Equal(g, tc.want) || front == "http" && !someOf(g, tc.want) {
+						t.Errorf("log messages of the read %v, want %v", g, tc.want)
+					}
 				})
 			}
 		}
 	}
+}
+
+// someOf reports whether got holds one or more of want's elements (each at
+// most as often as in want, in any order), or is empty when want is.
+func someOf(got, want []string) bool {
+	if len(got) == 0 {
+		return len(want) == 0
+	}
+	left := slices.Clone(want)
+	for _, g := range got {
+		i := slices.Index(left, g)
+		if i < 0 {
+			return false
+		}
+		left = slices.Delete(left, i, i+1)
+	}
+	return true
 }

@@ -473,6 +473,7 @@ func (p *Proxy) decideOp(ctx context.Context, st *planState, op gate.Op, name st
 // contents, not a result: readRound), and a legacy client through
 // planlock's own server-to-client requests (fulfilLegacy).
 func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	defer p.inFlight(ctx)()
 	ctx, st := p.withPlan(ctx)
 	plan := st.plan
 	uri := req.Params.URI
@@ -637,6 +638,7 @@ func (p *Proxy) fulfilLegacy(ctx context.Context, reqs mcp.InputRequests) (mcp.I
 // input block allows (relayed with planlock's requestState, not yet an
 // outcome), or the outcome, recorded.
 func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	defer p.inFlight(ctx)()
 	ctx, st := p.withPlan(ctx)
 	plan := st.plan
 	name := req.Params.Name

@@ -10,7 +10,8 @@
 //
 // Tools: echo {message} answers the message; add {a, b} answers the sum;
 // log {} sends a log message at debug, info and error (each only when the
-// request's log level asks for it, as the SDK does) and answers "logged".
+// request's log level asks for it, as the SDK does) and answers "logged";
+// reading the resource log://note does the same and answers "note".
 // --calls-log FILE appends every tools/call as a JSON line {time, tool, arguments}.
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -28,7 +29,7 @@ function logCall(tool, args) {
 }
 
 function factory() {
-  const server = new McpServer({ name: "modern-only", version: "2.4.0" }, { capabilities: { tools: {}, logging: {} } });
+  const server = new McpServer({ name: "modern-only", version: "2.4.0" }, { capabilities: { tools: {}, logging: {}, resources: {} } });
   server.registerTool("echo", { description: "Echo the message", inputSchema: z.object({ message: z.string() }) },
     async ({ message }) => { logCall("echo", { message }); return { content: [{ type: "text", text: message }] }; });
   server.registerTool("add", { description: "Add two numbers", inputSchema: z.object({ a: z.number(), b: z.number() }) },
@@ -39,6 +40,10 @@ function factory() {
       for (const level of ["debug", "info", "error"]) await ctx.mcpReq.log(level, `${level} message`, "modern-only");
       return { content: [{ type: "text", text: "logged" }] };
     });
+  server.registerResource("note", "log://note", { mimeType: "text/plain" }, async (uri, ctx) => {
+    for (const level of ["debug", "info", "error"]) await ctx.mcpReq.log(level, `${level} message`, "modern-only");
+    return { contents: [{ uri: uri.href, text: "note" }] };
+  });
   return server;
 }
 
