@@ -164,22 +164,10 @@ func (p *Proxy) appendEraResult(b []byte, res *mcp.CallToolResult, modern bool) 
 	}
 	b = append(b, `{"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
 	b = append(b, p.serverInfoJSON...)
-	b = append(b, `},"content":[`...)
-	for i, c := range res.Content {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if r, ok := c.(wire.RawContent); ok {
-			b = append(b, r.Raw...)
-			continue
-		}
-		m, err := json.Marshal(c)
-		if err != nil {
-			return b, err
-		}
-		b = append(b, m...)
+	b, err := wire.AppendContent(append(b, `},"content":`...), res.Content)
+	if err != nil {
+		return b, err
 	}
-	b = append(b, ']')
 	if res.IsError {
 		b = append(b, `,"isError":true`...)
 	}

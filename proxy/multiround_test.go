@@ -3,8 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -300,56 +297,8 @@ type clientHandlers interface {
 func realClient(t *testing.T, planText, front, version string, h clientHandlers, upstreamArgs ...string) (*client.Client, *Proxy, string) {
 	t.Helper()
 	p, l, audit := laneProxy(t, planText, true, nil, upstreamArgs...)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	opts := []client.ClientOption{client.WithElicitationHandler(h), client.WithSamplingHandler(h)}
-	var tr transport.Interface
-	var closeClient func()
-	switch front {
-	case "stdio":
-		cr, pw := io.Pipe()
-		pr, cw := io.Pipe()
-		go func() {
-			defer close(served)
-			_ = p.ServeStdio(ctx, cr, cw)
-		}()
-		tr = transport.NewIO(pr, pw, io.NopCloser(strings.NewReader("")))
-		closeClient = func() { pr.Close(); pw.Close() }
-	default:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			defer close(served)
-			_ = p.ServeListenerWith(ctx, ln, HTTPOptions{})
-		}()
-		h, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, closeClient = h, func() {}
-	}
-	c := client.NewClient(tr, opts...)
-	t.Cleanup(func() {
-		c.Close()
-		closeClient()
-		cancel()
-		<-served
-		l.Close()
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WaitUpstream(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = version
-	init.Params.ClientInfo = mcp.Implementation{Name: "real", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
+	t.Cleanup(func() { l.Close() }) // after the client's and the proxy's
+	c := eraClientWith(t, p, front, version, h)
 	want := version
 	if want == "" {
 		want = mcp.ProtocolVersion20260728

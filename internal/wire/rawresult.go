@@ -109,22 +109,10 @@ func AppendToolResult(b []byte, res *mcp.CallToolResult) ([]byte, error) {
 		m, err := json.Marshal(res)
 		return append(b, m...), err
 	}
-	b = append(b, `{"content":[`...)
-	for i, c := range res.Content {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if r, ok := c.(RawContent); ok {
-			b = append(b, r.Raw...)
-			continue
-		}
-		m, err := json.Marshal(c)
-		if err != nil {
-			return b, err
-		}
-		b = append(b, m...)
+	b, err := AppendContent(append(b, `{"content":`...), res.Content)
+	if err != nil {
+		return b, err
 	}
-	b = append(b, ']')
 	if res.IsError {
 		b = append(b, `,"isError":true`...)
 	}
@@ -208,4 +196,25 @@ func scanContent(item []byte) (RawContent, bool) {
 		}
 	}
 	return c, true
+}
+
+// AppendContent appends a result's content array, items relayed raw as the
+// upstream wrote them, the others as encoding/json writes them.
+func AppendContent(b []byte, content []mcp.Content) ([]byte, error) {
+	b = append(b, '[')
+	for i, c := range content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if r, ok := c.(RawContent); ok {
+			b = append(b, r.Raw...)
+			continue
+		}
+		m, err := json.Marshal(c)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']'), nil
 }
