@@ -25,8 +25,9 @@ import (
 // record) before it goes back. A refused request is answered with an error
 // and ends the call: its result is an error whatever the upstream answers
 // then. Which call a request belongs to: over HTTP the call whose POST
-// carried it; over stdio, where a request names none, the one such call in
-// flight (with two or more, every request is refused).
+// carried it; else (over stdio, or on an HTTP GET stream), where a request
+// names none, the one such call while it is the only request in flight to
+// the upstream (with any other, every request is refused).
 
 // askingCall is a forwarded call whose step has an input block, while it
 // waits for the upstream's answer.
@@ -139,7 +140,10 @@ func legacyCapabilities(plan *hclplan.Plan) map[string]any {
 // call it belongs to ends with an error).
 func (p *Proxy) answerUpstream(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	ac, _ := ctx.Value(askingKey{}).(*askingCall)
-	if ac == nil {
+	if ac == nil && p.up != nil && p.up.onlyRequest() {
+		// Named by no stream (stdio, or an HTTP GET stream): it belongs
+		// to the one asking call only when no other request, of a step
+		// without an input block say, could have caused it.
 		ac = p.asking.sole()
 	}
 	if ac == nil {

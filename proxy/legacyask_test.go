@@ -176,24 +176,40 @@ func TestLegacyUpstreamElicitsThroughTheGate(t *testing.T) {
 
 func (h *askedHandlers) count() int32 { return h.elicited.Load() + h.sampled.Load() }
 
-// TestUpstreamRequestOfNoCall: a legacy upstream's request that belongs to
-// no call whose step may ask (none in flight, or two over stdio, where a
-// request names none) is refused and asks no client.
+// TestUpstreamRequestOfNoCall: a legacy upstream's request that names no
+// call (over stdio, or on an HTTP GET stream) belongs to the one call that
+// may ask only while that call's is the only request in flight to the
+// upstream: with none, with two calls that may ask, or with another
+// request in flight (a call of a step without an input block could have
+// caused it), it is refused and asks no client.
 func TestUpstreamRequestOfNoCall(t *testing.T) {
-	p := &Proxy{}
-	params := []byte(`{"messages":[],"maxTokens":10}`)
-	if _, err := p.answerUpstream(context.Background(), "sampling/createMessage", params); err == nil ||
-		!strings.Contains(err.Error(), "no call in flight may ask for input") {
+	p := &Proxy{up: &Upstream{}}
+	params := []byte(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`)
+	ask := func() error {
+		_, err := p.answerUpstream(context.Background(), "sampling/createMessage", params)
+		return err
+	}
+	p.up.busy.Store(1)
+	if err := ask(); err == nil || !strings.Contains(err.Error(), "no call in flight may ask for input") {
 		t.Fatalf("no call in flight: %v", err)
 	}
 	rules := &hclplan.InputRules{Sampling: &hclplan.SamplingRule{MaxTokens: 100, MaxMessages: 10}}
 	_, a, doneA := p.asking.start(context.Background(), rules, ledger.Call{Tool: "a"}, 1)
+	p.up.busy.Store(2) // a's request and another
+	if err := ask(); err == nil || a.rounds != 0 {
+		t.Fatalf("another request in flight: %v (rounds %d), want a refusal asking no one", err, a.rounds)
+	}
 	_, _, doneB := p.asking.start(context.Background(), rules, ledger.Call{Tool: "b"}, 2)
-	if _, err := p.answerUpstream(context.Background(), "sampling/createMessage", params); err == nil || a.rounds != 0 {
-		t.Fatalf("two calls in flight: %v (rounds %d), want a refusal asking no one", err, a.rounds)
+	if err := ask(); err == nil || a.rounds != 0 {
+		t.Fatalf("two calls that may ask: %v (rounds %d), want a refusal asking no one", err, a.rounds)
+	}
+	doneB()
+	p.up.busy.Store(1)
+	// The only request: a's. (Its client, none here, cannot be asked.)
+	if err := ask(); err == nil || a.rounds != 1 || !strings.Contains(err.Error(), "session cannot carry") {
+		t.Fatalf("a's request alone: %v (rounds %d), want it taken as a's", err, a.rounds)
 	}
 	doneA()
-	doneB()
 }
 
 // legacyPromptPlan allows a prompt whose get asks for a topic.

@@ -70,6 +70,10 @@ type Upstream struct {
 	// declared at initialize (nil: none).
 	onAsk      func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	legacyCaps func() map[string]any
+	// busy counts the requests in flight to the upstream, planlock's own
+	// included: a server-to-client request that names no call belongs to
+	// one only while it is the only one (onlyRequest).
+	busy atomic.Int64
 	// listenFilter, when set, is what planlock listens for on a modern
 	// upstream's subscriptions/listen stream (uplisten.go).
 	listenFilter func() mcp.SubscriptionFilter
@@ -503,6 +507,8 @@ func (u *Upstream) send(ctx context.Context, c *upConn, method string, params an
 
 // sendID is send with the request id given.
 func (u *Upstream) sendID(ctx context.Context, c *upConn, id int64, method string, params any) (json.RawMessage, error) {
+	u.busy.Add(1)
+	defer u.busy.Add(-1)
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params}
 	if c.version != "" {
 		if err := u.modernRequest(c, &req, inputCapabilities(ctx), requestedLogLevel(ctx)); err != nil {
@@ -602,7 +608,9 @@ func (u *Upstream) goAsking(level mcp.LoggingLevel, method string, params json.R
 	if err != nil {
 		return nil, err
 	}
+	u.busy.Add(1)
 	err = tr.SendAsync(id, line, func(res json.RawMessage, rpcErr *RPCError, err error) {
+		u.busy.Add(-1)
 		var big errUpstreamTooLarge
 		switch {
 		case errors.As(err, &big):
@@ -619,6 +627,7 @@ func (u *Upstream) goAsking(level mcp.LoggingLevel, method string, params json.R
 		}
 	})
 	if err != nil {
+		u.busy.Add(-1)
 		if errors.Is(err, transport.ErrTransportClosed) {
 			c.kill(err)
 			return nil, fmt.Errorf("upstream connection lost: %w", err)
@@ -629,6 +638,7 @@ func (u *Upstream) goAsking(level mcp.LoggingLevel, method string, params json.R
 		if !tr.Forget(id) {
 			return false
 		}
+		u.busy.Add(-1) // done will not run
 		// Tell the upstream to stop working on it; best effort.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -688,3 +698,7 @@ func (u *Upstream) initCapabilities() map[string]any {
 	}
 	return u.legacyCaps()
 }
+
+// onlyRequest reports whether exactly one request is in flight to the
+// upstream.
+func (u *Upstream) onlyRequest() bool { return u.busy.Load() == 1 }
