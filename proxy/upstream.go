@@ -362,7 +362,7 @@ func (u *Upstream) open(ctx context.Context, listen bool) (*upConn, error) {
 		// answered by the gate (onAsk); a refusal comes at once instead
 		// of after a timeout.
 		b.SetRequestHandler(func(ctx context.Context, r transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-			if u.onAsk == nil || c.version != "" {
+			if u.onAsk == nil {
 				return transport.NewJSONRPCErrorResponse(r.ID, mcp.METHOD_NOT_FOUND,
 					fmt.Sprintf("planlock proxy does not relay %s to the client", r.Method), nil), nil
 			}
