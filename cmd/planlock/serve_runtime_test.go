@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,5 +311,89 @@ func TestServePostgresState(t *testing.T) {
 	}
 	if code, out, errs := planlockRun(t, "audit", "verify", "--state", url); code != 0 || !strings.HasPrefix(out, "ok: ") {
 		t.Fatalf("audit verify --state: %d %q %q", code, out, errs)
+	}
+}
+
+// TestServeRelaysTheRequestLogLevel: through serve, a 2026-07-28 client's
+// per-request log level reaches a modern upstream (the TypeScript SDK v2
+// server, which logs for a request only at or above it), and the client
+// gets exactly those messages, as through planlock proxy.
+func TestServeRelaysTheRequestLogLevel(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	up := peers.StartModernHTTP(t)
+	plans := t.TempDir()
+	plan := `plan "logs" {
+  goal  = "log messages of the requests that ask for them"
+  order = "any"
+  upstream {
+    url = "` + up + `"
+  }
+  step "log" {
+    tool      = "log"
+    max_calls = 5
+  }
+  step "echo" {
+    tool      = "echo"
+    max_calls = 5
+    arg "message" { any = true }
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(plans, "logs.hcl"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--no-hold-prs")
+	waitLog(t, log, `msg="plan served" plan=logs`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tr, err := transport.NewStreamableHTTP(base+"/mcp/logs", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	defer c.Close()
+	var mu sync.Mutex
+	var levels []string
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/message" {
+			l, _ := n.Params.AdditionalFields["level"].(string)
+			mu.Lock()
+			levels = append(levels, l)
+			mu.Unlock()
+		}
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "serve-log-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.ProtocolVersion(); v != mcp.ProtocolVersion20260728 {
+		t.Fatalf("the client speaks %s, want 2026-07-28", v)
+	}
+	lr := mcp.SetLevelRequest{}
+	lr.Params.Level = mcp.LoggingLevelInfo
+	//lint:ignore SA1019 the level a client asks for is what is tested
+	if err := c.SetLevel(ctx, lr); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{{"log", map[string]any{}}, {"echo", map[string]any{"message": "x"}}} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = call.tool, call.args
+		if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", call.tool, err, res)
+		}
+	}
+	mu.Lock()
+	got := strings.Join(levels, " ")
+	mu.Unlock()
+	if got != "info error" {
+		t.Fatalf("log messages at %q, want \"info error\" (asked for info)", got)
 	}
 }
