@@ -12,8 +12,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -395,5 +397,103 @@ func TestServeRelaysTheRequestLogLevel(t *testing.T) {
 	mu.Unlock()
 	if got != "info error" {
 		t.Fatalf("log messages at %q, want \"info error\" (asked for info)", got)
+	}
+}
+
+// samplingAgent answers every sampling request with a fixed text.
+type samplingAgent struct{ asked atomic.Int32 }
+
+func (a *samplingAgent) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	a.asked.Add(1)
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("from the agent")}, Model: "m"}, nil
+}
+
+// TestServeLegacyAskWithPostgresState: through serve with its state in
+// PostgreSQL, server-everything's sampling request during a call reaches a
+// legacy client when the step's input block allows it, and its answer is
+// an input record in the database's journal; one over max_tokens reaches
+// no one.
+func TestServeLegacyAskWithPostgresState(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	url := pgtest.Start(t).NewDatabase(t)
+	if code, _, errs := planlockRun(t, "state", "migrate", "--state", url); code != 0 {
+		t.Fatalf("migrate: %s", errs)
+	}
+	quoted := make([]string, 0, 4)
+	for _, a := range peers.EverythingStdio(t) {
+		quoted = append(quoted, strconv.Quote(a))
+	}
+	plans := t.TempDir()
+	plan := `plan "ask" {
+  goal  = "a legacy upstream's sampling request within the plan's bounds"
+  order = "any"
+  upstream {
+    command = [` + strings.Join(quoted, ", ") + `]
+  }
+  step "sample" {
+    tool      = "trigger-sampling-request"
+    max_calls = 5
+    arg "prompt" { max_length = 50 }
+    arg "maxTokens" { any = true }
+    input {
+      sampling { max_tokens = 200 }
+    }
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(plans, "ask.hcl"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", url, "--no-hold-prs")
+	waitLog(t, log, `msg="plan served" plan=ask`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A legacy client keeps its session's GET stream, where mcp-go's
+	// server sends it a sampling request.
+	//lint:ignore SA1019 a legacy client's GET stream is what is wanted
+	tr, err := transport.NewStreamableHTTP(base+"/mcp/ask", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}), transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &samplingAgent{}
+	c := client.NewClient(tr, client.WithSamplingHandler(agent))
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "serve-ask-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	call := func(maxTokens int) (string, bool) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": maxTokens}
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		var text []string
+		for _, c := range res.Content {
+			if tc, ok := c.(mcp.TextContent); ok {
+				text = append(text, tc.Text)
+			}
+		}
+		return strings.Join(text, "\n"), res.IsError
+	}
+	if text, isErr := call(100); isErr || !strings.Contains(text, "from the agent") || agent.asked.Load() != 1 {
+		t.Fatalf("within max_tokens: error %v %q, asked %d times, want the agent's answer once", isErr, text, agent.asked.Load())
+	}
+	if text, isErr := call(1000); !isErr || !strings.Contains(text, "the upstream asked for input this plan does not allow") || agent.asked.Load() != 1 {
+		t.Fatalf("over max_tokens: error %v %q, asked %d times, want the plan's error and no one asked", isErr, text, agent.asked.Load())
+	}
+	code, out, errs := planlockRun(t, "audit", "export", "--state", url)
+	if code != 0 {
+		t.Fatalf("audit export --state: %d %s", code, errs)
+	}
+	if n := strings.Count(out, `"type":"input"`); n != 1 {
+		t.Fatalf("the database holds %d input records, want 1:\n%s", n, out)
 	}
 }
