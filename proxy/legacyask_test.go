@@ -14,31 +14,9 @@ import (
 
 	"github.com/planlock/planlock/hclplan"
 	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 	"github.com/planlock/planlock/proxy/ledger"
 )
-
-// legacyAskPlan allows server-everything's sampling tool with sampling of
-// at most 200 tokens, and echo with no input block.
-const legacyAskPlan = `
-plan "legacy-ask" {
-  goal  = "a legacy upstream's sampling request within the plan's bounds"
-  order = "any"
-  step "sample" {
-    tool      = "trigger-sampling-request"
-    max_calls = 10
-    arg "prompt" { max_length = 50 }
-    arg "maxTokens" { any = true }
-    input {
-      max_rounds = 1
-      sampling { max_tokens = 200 }
-    }
-  }
-  step "echo" {
-    tool      = "echo"
-    max_calls = 10
-    arg "message" { any = true }
-  }
-}`
 
 // TestLegacyUpstreamAsksThroughTheGate: server-everything (protocol
 // 2025-era only, over stdio and HTTP) asks for sampling during a call with
@@ -59,7 +37,7 @@ func TestLegacyUpstreamAsksThroughTheGate(t *testing.T) {
 	for _, up := range ups {
 		for _, front := range []string{"stdio", "http"} {
 			t.Run(up.name+"/"+front+"/legacy-client", func(t *testing.T) {
-				p, dir := eraProxyState(t, legacyAskPlan, up.start(t))
+				p, dir := eraProxyState(t, testplans.LegacySampling, up.start(t))
 				h := &askedHandlers{}
 				c := eraClientWith(t, p, front, mcp.LATEST_LEGACY_PROTOCOL_VERSION, h)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -78,7 +56,7 @@ func TestLegacyUpstreamAsksThroughTheGate(t *testing.T) {
 				}
 			})
 			t.Run(up.name+"/"+front+"/modern-client", func(t *testing.T) {
-				p, _ := eraProxyState(t, legacyAskPlan, up.start(t))
+				p, _ := eraProxyState(t, testplans.LegacySampling, up.start(t))
 				h := &askedHandlers{}
 				c := eraClientWith(t, p, front, "", h)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

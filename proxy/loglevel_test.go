@@ -10,27 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
-
-// logPlan allows the modern server's log tool and echo.
-const logPlan = `
-plan "logs" {
-  goal  = "log messages of the requests that ask for them"
-  order = "any"
-  step "log" {
-    tool      = "log"
-    max_calls = 5
-  }
-  step "echo" {
-    tool      = "echo"
-    max_calls = 5
-    arg "message" { any = true }
-  }
-  resource "note" {
-    uri       = "log://note"
-    max_reads = 5
-  }
-}`
 
 // TestLogLevelOfTheRequest: toward an upstream of protocol 2026-07-28 (the
 // TypeScript SDK v2 server, which logs for a request only at or above the
@@ -66,7 +47,7 @@ func TestLogLevelOfTheRequest(t *testing.T) {
 		for _, front := range []string{"stdio", "http"} {
 			for _, tc := range cases {
 				t.Run(up.name+"/"+front+"/"+tc.name, func(t *testing.T) {
-					p := eraProxy(t, logPlan, up.start(t))
+					p := eraProxy(t, testplans.Logs, up.start(t))
 					c := eraClientOn(t, p, front, tc.version)
 					var mu sync.Mutex
 					var got []string

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +27,7 @@ import (
 	"github.com/planlock/planlock/internal/testkit/githubtest"
 	"github.com/planlock/planlock/internal/testkit/peers"
 	"github.com/planlock/planlock/internal/testkit/pgtest"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
 
 // echoUpstream is a streamable HTTP MCP server with one tool, echo, that
@@ -325,23 +325,7 @@ func TestServeRelaysTheRequestLogLevel(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	up := peers.StartModernHTTP(t)
 	plans := t.TempDir()
-	plan := `plan "logs" {
-  goal  = "log messages of the requests that ask for them"
-  order = "any"
-  upstream {
-    url = "` + up + `"
-  }
-  step "log" {
-    tool      = "log"
-    max_calls = 5
-  }
-  step "echo" {
-    tool      = "echo"
-    max_calls = 5
-    arg "message" { any = true }
-  }
-}
-`
+	plan := testplans.WithUpstreamURL(testplans.Logs, up)
 	if err := os.WriteFile(filepath.Join(plans, "logs.hcl"), []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -420,28 +404,8 @@ func TestServeLegacyAskWithPostgresState(t *testing.T) {
 	if code, _, errs := planlockRun(t, "state", "migrate", "--state", url); code != 0 {
 		t.Fatalf("migrate: %s", errs)
 	}
-	quoted := make([]string, 0, 4)
-	for _, a := range peers.EverythingStdio(t) {
-		quoted = append(quoted, strconv.Quote(a))
-	}
 	plans := t.TempDir()
-	plan := `plan "ask" {
-  goal  = "a legacy upstream's sampling request within the plan's bounds"
-  order = "any"
-  upstream {
-    command = [` + strings.Join(quoted, ", ") + `]
-  }
-  step "sample" {
-    tool      = "trigger-sampling-request"
-    max_calls = 5
-    arg "prompt" { max_length = 50 }
-    arg "maxTokens" { any = true }
-    input {
-      sampling { max_tokens = 200 }
-    }
-  }
-}
-`
+	plan := testplans.WithUpstreamCommand(testplans.LegacySampling, peers.EverythingStdio(t))
 	if err := os.WriteFile(filepath.Join(plans, "ask.hcl"), []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}

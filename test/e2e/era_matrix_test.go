@@ -6,11 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
 
 // eraMatrixPlan allows two echoes of at most ten characters and nothing
@@ -91,9 +91,9 @@ func TestEveryEraCombination(t *testing.T) {
 			return peers.HTTP(startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, proxyArgs(t, up, "--listen", "127.0.0.1:0")...), "")
 		}},
 		{"serve", func(t *testing.T, up upstream) peers.Target {
-			plan := withUpstream(eraMatrixPlan, up.command)
+			plan := testplans.WithUpstreamCommand(eraMatrixPlan, up.command)
 			if up.url != "" {
-				plan = strings.Replace(eraMatrixPlan, `order = "any"`, "order = \"any\"\n  upstream {\n    url = "+strconv.Quote(up.url)+"\n  }", 1)
+				plan = testplans.WithUpstreamURL(eraMatrixPlan, up.url)
 			}
 			sp := startServe(t, filepath.Join(t.TempDir(), "state"), map[string]string{"echo": plan})
 			return peers.HTTP(sp.base+"/mcp/echo", sp.token)

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
 
 // bearer adds a bearer token to every request.
@@ -67,7 +69,7 @@ func TestGoSDKThroughPlanlock(t *testing.T) {
 		{"test upstream (stdio)", func(t *testing.T) ([]string, string, func(*testing.T) int) {
 			log := filepath.Join(t.TempDir(), "calls.jsonl")
 			argv := []string{testUpstreamBin, "--calls-log", log}
-			return append([]string{"--"}, argv...), withUpstream(inspector2Plan, argv),
+			return append([]string{"--"}, argv...), testplans.WithUpstreamCommand(inspector2Plan, argv),
 				func(t *testing.T) int { return strings.Count(readString(log), `"tool":"echo"`) }
 		}},
 		{"Go SDK upstream (HTTP)", func(t *testing.T) ([]string, string, func(*testing.T) int) {

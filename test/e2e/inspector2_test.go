@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
 
 const inspector2Plan = `
@@ -46,7 +47,7 @@ func echoFronts() []echoFront {
 		}},
 		{"serve", func(t *testing.T, callsLog string) peers.Target {
 			sp := startServe(t, filepath.Join(t.TempDir(), "state"),
-				map[string]string{"echo": withUpstream(inspector2Plan, []string{testUpstreamBin, "--calls-log", callsLog})})
+				map[string]string{"echo": testplans.WithUpstreamCommand(inspector2Plan, []string{testUpstreamBin, "--calls-log", callsLog})})
 			return peers.HTTP(sp.base+"/mcp/echo", sp.token)
 		}},
 	}

@@ -8,24 +8,8 @@ import (
 	"testing"
 
 	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
-
-// legacyAskPlan allows server-everything's sampling tool with sampling of
-// at most 200 tokens.
-const legacyAskPlan = `plan "ask" {
-  goal  = "a legacy upstream's sampling request within the plan's bounds"
-  order = "any"
-  step "sample" {
-    tool      = "trigger-sampling-request"
-    max_calls = 5
-    arg "prompt" { max_length = 50 }
-    arg "maxTokens" { any = true }
-    input {
-      sampling { max_tokens = 200 }
-    }
-  }
-}
-`
 
 // TestLegacyUpstreamSamplingThroughPlanlock: server-everything (protocol
 // 2025-era) asks the client for sampling during a call. Through the built
@@ -42,15 +26,15 @@ func TestLegacyUpstreamSamplingThroughPlanlock(t *testing.T) {
 		start func(t *testing.T) peers.Target
 	}{
 		{"proxy stdio", func(t *testing.T) peers.Target {
-			return peers.Stdio(append([]string{planlockBin, "proxy", "--plan", writePlan(t, legacyAskPlan), "--insecure-skip-verify",
+			return peers.Stdio(append([]string{planlockBin, "proxy", "--plan", writePlan(t, testplans.LegacySampling), "--insecure-skip-verify",
 				"--state", filepath.Join(t.TempDir(), "state"), "--"}, upstream...)...)
 		}},
 		{"proxy HTTP", func(t *testing.T) peers.Target {
-			return peers.HTTP(startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, append([]string{"proxy", "--plan", writePlan(t, legacyAskPlan),
+			return peers.HTTP(startLogged(t, nil, `on (http://\S+/mcp)`, planlockBin, append([]string{"proxy", "--plan", writePlan(t, testplans.LegacySampling),
 				"--insecure-skip-verify", "--state", filepath.Join(t.TempDir(), "state"), "--listen", "127.0.0.1:0", "--"}, upstream...)...), "")
 		}},
 		{"serve", func(t *testing.T) peers.Target {
-			sp := startServe(t, filepath.Join(t.TempDir(), "state"), map[string]string{"ask": withUpstream(legacyAskPlan, upstream)})
+			sp := startServe(t, filepath.Join(t.TempDir(), "state"), map[string]string{"ask": testplans.WithUpstreamCommand(testplans.LegacySampling, upstream)})
 			return peers.HTTP(sp.base+"/mcp/ask", sp.token)
 		}},
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/planlock/planlock/internal/testkit/peers"
+	"github.com/planlock/planlock/internal/testkit/testplans"
 )
 
 // servedProcess is a running `planlock serve` with one bearer token.
@@ -32,18 +33,6 @@ type servedProcess struct {
 	base   string // http://host:port
 	token  string
 	stderr *peers.SyncBuffer
-}
-
-// withUpstream returns plan with an upstream block running command.
-func withUpstream(plan string, command []string) string {
-	quoted := make([]string, len(command))
-	for i, a := range command {
-		quoted[i] = strconv.Quote(a)
-	}
-	return strings.Replace(plan, `order = "any"`, `order = "any"
-  upstream {
-    command = [`+strings.Join(quoted, ", ")+`]
-  }`, 1)
 }
 
 // startServe runs planlock serve on the plan files in plans (name → HCL),
@@ -176,7 +165,7 @@ func TestServeEndsItsUpstreamsOnShutdown(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			up, pids := deafUpstream(t)
-			sp := startServe(t, filepath.Join(t.TempDir(), "state"), map[string]string{"faults": withUpstream(faultsPlan, up)})
+			sp := startServe(t, filepath.Join(t.TempDir(), "state"), map[string]string{"faults": testplans.WithUpstreamCommand(faultsPlan, up)})
 			// The first request starts the plan's upstream.
 			body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 			req, _ := http.NewRequest("POST", sp.base+"/mcp/faults", strings.NewReader(body))
@@ -222,7 +211,7 @@ func TestServeReadyzFollowsADiskFault(t *testing.T) {
 	filler := filepath.Join(mnt, "filler")
 	callsLog := filepath.Join(root, "calls.jsonl") // not on the faulty disk
 	sp := startServe(t, filepath.Join(mnt, "state"), map[string]string{
-		"diskfault": withUpstream(diskFaultPlan, []string{testUpstreamBin, "--calls-log", callsLog})})
+		"diskfault": testplans.WithUpstreamCommand(diskFaultPlan, []string{testUpstreamBin, "--calls-log", callsLog})})
 	c := sp.client(t, "diskfault")
 	echo := map[string]any{"message": "hi"}
 	granted := 0
@@ -310,7 +299,7 @@ func TestServeWithAStateKey(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	callsLog := filepath.Join(dir, "calls.jsonl")
-	plans := map[string]string{"echo": withUpstream(strings.Replace(inspector2Plan, "max_calls = 2", "max_calls = 3", 1),
+	plans := map[string]string{"echo": testplans.WithUpstreamCommand(strings.Replace(inspector2Plan, "max_calls = 2", "max_calls = 3", 1),
 		[]string{testUpstreamBin, "--calls-log", callsLog})}
 	echo := map[string]any{"message": "hi"}
 
@@ -372,7 +361,7 @@ func TestServeUpstreamBesideThePlan(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "up"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sp := startServeIn(t, dir, filepath.Join(t.TempDir(), "state"), map[string]string{"faults": withUpstream(faultsPlan, []string{"./bin/up"})})
+	sp := startServeIn(t, dir, filepath.Join(t.TempDir(), "state"), map[string]string{"faults": testplans.WithUpstreamCommand(faultsPlan, []string{"./bin/up"})})
 	text, isErr := callText(t, sp.client(t, "faults"), "echo", map[string]any{"message": "beside"})
 	if isErr || !strings.Contains(text, "beside") {
 		t.Fatalf("echo through a plan whose upstream is ./bin/up: %q (error %v)\n%s", text, isErr, sp.stderr.String())

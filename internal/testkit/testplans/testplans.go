@@ -2,7 +2,10 @@
 // end-to-end tests both run, so that the two suites test the same plans.
 package testplans
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // GoodHash is the refund script's hash the Refund plan pins.
 const GoodHash = "9f86d081884c7d65"
@@ -88,4 +91,63 @@ plan "faults" {
 func AnyOrder(src string) string {
 	return strings.Replace(src, `goal = `, `order = "any"
   goal = `, 1)
+}
+
+// LegacySampling allows server-everything's sampling tool with sampling of
+// at most 200 tokens: a 2025-era upstream's server-to-client request
+// within the plan's bounds (maxTokens 100) and over them (1000).
+const LegacySampling = `plan "ask" {
+  goal  = "a legacy upstream's sampling request within the plan's bounds"
+  order = "any"
+  step "sample" {
+    tool      = "trigger-sampling-request"
+    max_calls = 5
+    arg "prompt" { max_length = 50 }
+    arg "maxTokens" { any = true }
+    input {
+      sampling { max_tokens = 200 }
+    }
+  }
+}
+`
+
+// Logs allows the log tool and the log://note resource of
+// test/peers/modern-server.mjs, which log at debug, info and error for a
+// request as its log level asks, and echo.
+const Logs = `plan "logs" {
+  goal  = "log messages of the requests that ask for them"
+  order = "any"
+  step "log" {
+    tool      = "log"
+    max_calls = 5
+  }
+  step "echo" {
+    tool      = "echo"
+    max_calls = 5
+    arg "message" { any = true }
+  }
+  resource "note" {
+    uri       = "log://note"
+    max_reads = 5
+  }
+}
+`
+
+// WithUpstreamCommand gives a plan of order "any" an upstream block that
+// starts argv.
+func WithUpstreamCommand(plan string, argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = strconv.Quote(a)
+	}
+	return withUpstream(plan, "command = ["+strings.Join(quoted, ", ")+"]")
+}
+
+// WithUpstreamURL gives a plan of order "any" an upstream block at url.
+func WithUpstreamURL(plan, url string) string {
+	return withUpstream(plan, "url = "+strconv.Quote(url))
+}
+
+func withUpstream(plan, attr string) string {
+	return strings.Replace(plan, `order = "any"`, "order = \"any\"\n  upstream {\n    "+attr+"\n  }", 1)
 }
