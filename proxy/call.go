@@ -49,10 +49,7 @@ type toolCall struct {
 func (p *Proxy) openCall(ctx context.Context, req mcp.CallToolRequest) (*toolCall, *mcp.CallToolResult) {
 	ctx, st := p.withPlan(ctx)
 	tool := req.Params.Name
-	raw := bytes.TrimSpace(req.Params.RawArguments)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		raw = []byte("{}") // no arguments is {} (contract)
-	}
+	raw := callArgs(req)
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
 	end = p.trackLogAsk(ctx, end)
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
@@ -74,6 +71,16 @@ func (p *Proxy) openCall(ctx context.Context, req mcp.CallToolRequest) (*toolCal
 	return &toolCall{ctx: ctx, req: req, st: st, call: call, args: args, end: end}, nil
 }
 
+// callArgs is a call's arguments as the client wrote them; none is {}
+// (contract).
+func callArgs(req mcp.CallToolRequest) json.RawMessage {
+	raw := bytes.TrimSpace(req.Params.RawArguments)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return []byte("{}")
+	}
+	return raw
+}
+
 // decide is gate.Decide on the call and the state as it is now.
 func (tc *toolCall) decide(p *Proxy) gate.Decision {
 	return tc.st.gate.Decide(p.decideInput(tc.st, tc.call, tc.args))
@@ -84,6 +91,25 @@ func (tc *toolCall) decide(p *Proxy) gate.Decision {
 // upstream is act → run → forward. The stdio fast lane (fastlane.go) takes
 // the same road without waiting for the upstream's answer.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := p.callRound(ctx, req)
+	// A legacy client knows no input_required result: the pipeline asks
+	// it with the requests of its era and retries, as a read does
+	// (fulfilLegacy), so that every front answers it a completed call.
+	// max_rounds bounds the loop (interim).
+	for err == nil && res != nil && res.ResultType == mcp.ResultTypeInputRequired && !modernRequest(ctx) {
+		answers, ferr := p.fulfilLegacy(ctx, res.InputRequests)
+		if ferr != nil {
+			return p.unanswered(ctx, req, res.RequestState, ferr), nil
+		}
+		next := req
+		next.Params.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: answers, RequestState: res.RequestState}
+		res, err = p.retryCall(ctx, next)
+	}
+	return res, err
+}
+
+// callRound is one round of a tools/call: a first round, or a retry.
+func (p *Proxy) callRound(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if isRetry(req.Params.MultiRoundTripParams) {
 		return p.retryCall(ctx, req)
 	}
@@ -93,6 +119,22 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 	defer tc.end()
 	return p.settle(tc, 1, tc.decide(p)), nil
+}
+
+// serveCall is a tools/call as the MCP server's tool handler chain runs
+// it (recovery, the calls in flight for routeLog, handleCall), for the
+// fronts that take a call themselves.
+func (p *Proxy) serveCall(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
+		}
+	}()
+	res, err = p.inflight.middleware(p.handleCall)(ctx, req)
+	if err == nil && res == nil {
+		err = fmt.Errorf("tool '%s' handler returned no result", req.Params.Name)
+	}
+	return res, err
 }
 
 // settle acts on d, the call's nth decision, and while the state it was
@@ -730,10 +772,7 @@ func (g grant) roundBase() roundState {
 func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx, st := p.withPlan(ctx)
 	tool := req.Params.Name
-	raw := bytes.TrimSpace(req.Params.RawArguments)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		raw = []byte("{}")
-	}
+	raw := callArgs(req)
 	ctx, end := p.startCall(ctx, st.plan.Name, tool, raw)
 	defer p.trackLogAsk(ctx, end)()
 	call := ledger.Call{PlanDigest: st.plan.Digest, Caller: callerOf(ctx), Tool: tool, Args: raw}
@@ -765,4 +804,24 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		return errorResult(msg), nil
 	}
 	return p.forward(ctx, req, st, g, nil), nil
+}
+
+// unanswered ends a legacy client's multi-round call whose input request
+// the client did not answer (why): counted in its first round, it is
+// recorded as failed, and its requestState is spent.
+func (p *Proxy) unanswered(ctx context.Context, req mcp.CallToolRequest, state string, why error) *mcp.CallToolResult {
+	msg := "the client did not answer the upstream's input request (" + oneline.Of(why.Error(), 300) + "), and the call ended"
+	ctx, st := p.withPlan(ctx)
+	now := p.cfg.Now()
+	rs, err := p.rounds.open(state, now)
+	if err != nil || rs.Plan != st.plan.Digest || rs.Index < 0 || rs.Index >= len(st.plan.Steps) || !p.rounds.use(rs, now) {
+		// Sealed by this proxy a moment ago: not expected.
+		return errorResult(msg)
+	}
+	step := st.plan.Steps[rs.Index]
+	raw := callArgs(req)
+	call := ledger.Call{PlanDigest: rs.Plan, Step: step.Name, StepIndex: step.Index, Caller: rs.Caller, Tool: rs.Name, Args: raw}
+	p.record(ctx, st, grant{call: call, step: step, ticket: rs.ticket(), round: rs}, ledger.Outcome{OK: false, Err: msg})
+	note(ctx, step.Name, OutcomeFailed, RuleMultiRound, 0)
+	return errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d)", msg, step.Name, rs.Used, step.MaxCalls))
 }

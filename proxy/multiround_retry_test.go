@@ -513,3 +513,56 @@ func TestRoundKey(t *testing.T) {
 		t.Fatalf("a broken key file: %v", err)
 	}
 }
+
+// refusing is a client whose elicitation and sampling handlers fail.
+type refusing struct{ asked atomic.Int32 }
+
+func (h *refusing) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	h.asked.Add(1)
+	return nil, errors.New("no one at the keyboard")
+}
+
+func (h *refusing) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	h.asked.Add(1)
+	return nil, errors.New("no model here")
+}
+
+// TestLegacyClientLeavesARoundUnanswered: when a legacy client, asked
+// with the requests of its era for a round the plan allows, does not
+// answer, the call ends with an error result naming why, counted once,
+// with a failed outcome in the audit, and no retry reaches the upstream.
+func TestLegacyClientLeavesARoundUnanswered(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			calls := filepath.Join(t.TempDir(), "calls.jsonl")
+			h := &refusing{}
+			cl, p, audit := realClient(t, inputPlan, front, mcp.LATEST_LEGACY_PROTOCOL_VERSION, h, "--mode", "multi-round", "--calls-log", calls)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "ask"
+			req.Params.Arguments = map[string]any{"resultType": "elicit"}
+			res, err := cl.CallTool(ctx, req)
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			want := `the client did not answer the upstream's input request`
+			if text := firstText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, `counted (step "ask", 1 of max_calls 1)`) {
+				t.Errorf("call answered (isError %v) %s\nwant an error with %q", res.IsError, text, want)
+			}
+			if n := h.asked.Load(); n != 1 {
+				t.Errorf("the client was asked %d times, want 1", n)
+			}
+			if n := p.cfg.State.Progress(p.cur.Load().plan.Digest).Calls(0); n != 1 {
+				t.Errorf("counted %d calls, want 1", n)
+			}
+			n, errs := auditCounts(t, audit)
+			if n["allow"] != 1 || n["failed"] != 1 || n["outcome"] != 0 || n["input"] != 0 || len(errs) != 1 || !strings.Contains(errs[0], want) {
+				t.Errorf("audit records %v (failed: %q), want one allow and one failed outcome", n, errs)
+			}
+			if up := upstreamCalls(t, calls); len(up) != 1 {
+				t.Errorf("the upstream got %d requests, want the first round only:\n%s", len(up), strings.Join(up, "\n"))
+			}
+		})
+	}
+}
