@@ -713,11 +713,11 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 		return result, nil
 	}
 	if !outcome.OK || timing == recordBeforeAnswer {
-		p.record(ctx, st, g, outcome)
+		p.record(ctx, st, g.call, g.step, g.ticket, outcome)
 		return result, nil
 	}
 	if timing == recordAfterAnswer {
-		return result, func() { p.record(ctx, st, g, outcome) }
+		return result, func() { p.record(ctx, st, g.call, g.step, g.ticket, outcome) }
 	}
 	write, aerr := p.ostate.CompleteLater(context.WithoutCancel(ctx), t, outcome)
 	logStateError(p.cfg.Log, aerr)
@@ -725,11 +725,10 @@ func (p *Proxy) forwarded(ctx context.Context, st *planState, g grant, res json.
 	return result, write
 }
 
-// record counts and records the outcome of a granted call; a failure of a
+// record counts and records the outcome of a call counted under ticket t; a failure of a
 // step with on_error = "hold" puts the step on hold.
-func (p *Proxy) record(ctx context.Context, st *planState, g grant, outcome ledger.Outcome) {
-	call, step := g.call, g.step
-	logStateError(p.cfg.Log, p.cfg.State.Complete(context.WithoutCancel(ctx), g.ticket, outcome))
+func (p *Proxy) record(ctx context.Context, st *planState, call ledger.Call, step *hclplan.Step, t ledger.Ticket, outcome ledger.Outcome) {
+	logStateError(p.cfg.Log, p.cfg.State.Complete(context.WithoutCancel(ctx), t, outcome))
 	if !outcome.OK && step.OnError == hclplan.ErrorHold {
 		reason := fmt.Sprintf("step %q %s (%s)", step.Name, onErrorHeld, outcome.Err)
 		st.setHeld(step.Index, reason)
@@ -799,7 +798,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if ok, why := p.up.Ready(); !ok {
 		// The call was counted in its first round; it ends here.
 		msg := upstreamDown(why, "the retry was not forwarded")
-		p.record(ctx, st, g, ledger.Outcome{OK: false, Err: msg})
+		p.record(ctx, st, g.call, g.step, g.ticket, ledger.Outcome{OK: false, Err: msg})
 		note(ctx, step.Name, OutcomeNotSent, RuleUpstreamDown, 0)
 		return errorResult(msg), nil
 	}
@@ -821,7 +820,7 @@ func (p *Proxy) unanswered(ctx context.Context, req mcp.CallToolRequest, state s
 	step := st.plan.Steps[rs.Index]
 	raw := callArgs(req)
 	call := ledger.Call{PlanDigest: rs.Plan, Step: step.Name, StepIndex: step.Index, Caller: rs.Caller, Tool: rs.Name, Args: raw}
-	p.record(ctx, st, grant{call: call, step: step, ticket: rs.ticket(), round: rs}, ledger.Outcome{OK: false, Err: msg})
+	p.record(ctx, st, call, step, rs.ticket(), ledger.Outcome{OK: false, Err: msg})
 	note(ctx, step.Name, OutcomeFailed, RuleMultiRound, 0)
 	return errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d)", msg, step.Name, rs.Used, step.MaxCalls))
 }

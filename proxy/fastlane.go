@@ -21,12 +21,20 @@ import (
 // goroutines, each of which costs about as much as the gate, the count and
 // the audit record together on a busy machine. It takes the same road as
 // every call (openCall → gate.Decide → act → run → forward) and answers
-// what the MCP server would, in either protocol era (laneera.go). What it
-// does not take is handed to the MCP server unchanged (a task, a
-// multi-round retry, a _meta the server refuses, a tool the server does not
-// know, an id in flight already), or, once decided, continued on a worker
-// (a hold, a pin read, a hold consumed: they wait on the network; a call
-// with a progress token, whose notifications come before its answer).
+// what the MCP server would, in either protocol era (laneera.go).
+//
+// It takes every tools/call of a tool the server lists, in every
+// configuration. Some it runs whole on a worker, as the server would
+// (serveCall): every call when the proxy cannot wait on the reader (observe
+// mode, an HTTP upstream, a state that waits on the network), a
+// multi-round retry, and a call of a step with an input block, whose
+// rounds may ask the client. Others, once decided, continue on a worker (a
+// hold, a pin read, a hold consumed: they wait on the network; a call with
+// a progress token, whose notifications come before its answer). What it
+// leaves to the MCP server unchanged is what the server answers with an
+// error of its own or runs as a task: a tool it does not list, a _meta it
+// refuses, a number it cannot read, a task, an id that is not plain or is
+// in flight already.
 
 // answerLater is how a call forwarded without waiting is answered: one
 // value per call, its steps methods (closures would cost an allocation
@@ -52,7 +60,21 @@ func (a *answerLater) answer(res *mcp.CallToolResult) {
 			fmt.Fprintf(a.f.p.cfg.Log, "planlock proxy: panic ending a call's observation: %v\n", r)
 		}
 	}()
-	a.tc.end()
+	if a.tc != nil { // a call run whole (serveCall) ends its own
+		a.tc.end()
+	}
+}
+
+// respond answers a call run whole: its result, or the handler's error as
+// the server answers one.
+func (a *answerLater) respond(res *mcp.CallToolResult, err error) {
+	if err == nil {
+		a.answer(res)
+		return
+	}
+	if !a.answered.Swap(true) {
+		a.f.w.writeError(a.id, err)
+	}
 }
 
 // track registers cancel (the client's notifications/cancelled, the end of
@@ -81,21 +103,26 @@ type fastLane struct {
 	ctx     context.Context // the session's, with the MCP server's session in it
 	w       *messageWriter
 	offload func(job func()) bool // runs job on a worker; false once the session ends
+	// direct: a call may be decided and sent on the reader's goroutine;
+	// else every call runs whole on a worker.
+	direct bool
 
 	mu    sync.Mutex
 	calls map[string]func(cause string) // client request id (raw JSON) → cancel
 	done  bool                          // the session ended: nothing more is tracked
 }
 
-// fastLaneFor returns the session's fast lane, or nil when the proxy
-// cannot take it: observe mode decides differently, an HTTP upstream has no
-// send without waiting, and a state other than the local ledger may wait on
-// the network for a count.
+// fastLaneFor returns the session's fast lane (nil only when a test turns
+// it off). Its calls wait on the reader only when nothing they wait for is
+// remote: observe mode decides differently, an HTTP upstream has no send
+// without waiting, and a state other than the local ledger may wait on the
+// network for a count.
 func (p *Proxy) fastLaneFor(ctx context.Context, w *messageWriter, offload func(func()) bool) *fastLane {
-	if p.noFastLane || p.cfg.Observe.Enabled() || len(p.cfg.Upstream.Command) == 0 || !localState(p.ostate.State) {
+	if p.noFastLane {
 		return nil
 	}
-	return &fastLane{p: p, ctx: ctx, w: w, offload: offload, calls: map[string]func(string){}}
+	direct := !p.cfg.Observe.Enabled() && len(p.cfg.Upstream.Command) > 0 && localState(p.ostate.State)
+	return &fastLane{p: p, ctx: ctx, w: w, offload: offload, direct: direct, calls: map[string]func(string){}}
 }
 
 // localState reports whether st counts and records on this machine alone
@@ -144,21 +171,26 @@ func readFastParams(params []byte) (fastParams, bool) {
 }
 
 // laneParams reads a tools/call's params for a fast lane; false when the
-// call is not plain: a field the lane leaves to the MCP server (a task,
-// multi-round-trip input), a number the server would refuse, or a tool the
-// server does not list (its own answer and audit for that). _meta is read
+// lane leaves the call to the MCP server: a task, a number the server
+// would refuse, or a tool the server does not list (its own answer and
+// audit for that). whole: a multi-round retry, or a call of a step with
+// an input block, which runs whole on a worker (serveCall). _meta is read
 // by readLaneEra.
-func (p *Proxy) laneParams(params []byte) (fastParams, bool) {
-	ps, ok := readFastParams(params)
-	if !ok || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil || !wire.FloatsFit(ps.Arguments) {
-		return ps, false
+func (p *Proxy) laneParams(params []byte) (ps fastParams, whole, ok bool) {
+	ps, ok = readFastParams(params)
+	if !ok || ps.Task != nil || !wire.FloatsFit(ps.Arguments) {
+		return ps, false, false
 	}
 	names := p.callable.Load()
-	return ps, names != nil && (*names)[ps.Name] && !asksInput(p.cur.Load().plan, ps.Name)
+	if names == nil || !(*names)[ps.Name] {
+		return ps, false, false
+	}
+	return ps, ps.InputResponses != nil || ps.RequestState != nil || asksInput(p.cur.Load().plan, ps.Name), true
 }
 
 // asksInput reports whether a step of tool may relay input requests: its
-// calls may have rounds, which only the server relays (multiround.go).
+// calls may have rounds (multiround.go), and a legacy client is asked
+// during the call (handleCall).
 func asksInput(plan *hclplan.Plan, tool string) bool {
 	for _, s := range plan.Steps {
 		if s.Tool == tool && s.Input != nil {
@@ -174,13 +206,19 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	if !wire.PlainID(id) {
 		return false
 	}
-	ps, ok := f.p.laneParams(params)
+	ps, whole, ok := f.p.laneParams(params)
 	if !ok {
 		return false
 	}
 	era, ok := readLaneEra(ps.Meta)
 	if !ok {
 		return false
+	}
+	var rt mcp.MultiRoundTripParams
+	if ps.InputResponses != nil || ps.RequestState != nil {
+		if rt, ok = readRoundTrip(ps); !ok {
+			return false // the server answers params it cannot read
+		}
 	}
 	key := string(id)
 	f.mu.Lock()
@@ -198,6 +236,11 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
 	req.Params.Meta = era.meta
+	req.Params.MultiRoundTripParams = rt
+	if whole || !f.direct {
+		f.whole(later, era, req)
+		return true
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(f.p.cfg.Log, "planlock proxy: panic handling a client message: %v\n", r)
@@ -248,6 +291,34 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 			later.answer(f.p.block(tc.ctx, tc.call, RuleStateChanged, again.reason))
 			return true
 		}
+	}
+}
+
+// readRoundTrip reads a retry's inputResponses and requestState as the
+// server's decode of the params does; false when it would fail.
+func readRoundTrip(ps fastParams) (mcp.MultiRoundTripParams, bool) {
+	var rt mcp.MultiRoundTripParams
+	if ps.InputResponses != nil && json.Unmarshal(ps.InputResponses, &rt.InputResponses) != nil {
+		return rt, false
+	}
+	if ps.RequestState != nil && json.Unmarshal(ps.RequestState, &rt.RequestState) != nil {
+		return rt, false
+	}
+	return rt, true
+}
+
+// whole runs a call on a worker as the server's tool handler chain would
+// (serveCall), cancelled by the client as the server's would be.
+func (f *fastLane) whole(later *answerLater, era laneEra, req mcp.CallToolRequest) {
+	ctx, cancel := context.WithCancel(f.p.eraContext(f.ctx, era))
+	later.track(func(string) { cancel() })
+	if !f.offload(func() {
+		defer later.untrack()
+		defer cancel()
+		later.respond(f.p.serveCall(ctx, req))
+	}) {
+		later.untrack()
+		cancel()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -98,7 +99,14 @@ func newLaneWith(t *testing.T, planText string, fast bool, wrap func(*ledger.Led
 // upstreamArgs.
 func newLaneUpstream(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) *lane {
 	t.Helper()
-	p, l, audit := laneProxy(t, planText, fast, wrap, upstreamArgs...)
+	return newLaneEdit(t, planText, fast, wrap, nil, upstreamArgs...)
+}
+
+// newLaneEdit is newLaneUpstream with the proxy's configuration changed by
+// edit (when set) before it is built.
+func newLaneEdit(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, edit func(*Config), upstreamArgs ...string) *lane {
+	t.Helper()
+	p, l, audit := laneProxyEdit(t, planText, fast, wrap, edit, upstreamArgs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cr, pw := io.Pipe()
 	pr, cw := io.Pipe()
@@ -132,10 +140,11 @@ func newLaneUpstream(t *testing.T, planText string, fast bool, wrap func(*ledger
 	return ln
 }
 
-// allows counts the allow records in the audit log.
+// allows counts the allow records in the audit log (in observe mode,
+// the records of calls forwarded observed).
 func (l *lane) allows() int {
 	b, _ := os.ReadFile(l.audit)
-	return strings.Count(string(b), `"decision":"allow"`)
+	return strings.Count(string(b), `"decision":"allow"`) + strings.Count(string(b), `"type":"observe"`)
 }
 
 func (l *lane) waitAllows(n int) {
@@ -277,7 +286,78 @@ func TestFastLaneTakesModernCalls(t *testing.T) {
 // reached the upstream must be the same, and the fast lane must have taken
 // the plain calls.
 func TestFastLaneAnswersAsTheServer(t *testing.T) {
-	slow, fast := newLane(t, false), newLane(t, true)
+	sameAnswers(t, newLane(t, false), newLane(t, true))
+}
+
+// remoteState is the ledger as a state the lane cannot wait on from the
+// reader (one that may wait on the network, as PostgreSQL's).
+type remoteState struct{ *ledger.Ledger }
+
+// TestFastLaneTakesEveryConfiguration: the stdio lane takes the calls of
+// every configuration, running them whole on a worker where the reader
+// cannot wait (a state that may wait on the network, an HTTP upstream,
+// observe mode), and answers and audits each as the MCP server does.
+func TestFastLaneTakesEveryConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(*ledger.Ledger) State
+		edit func(t *testing.T) func(*Config)
+	}{
+		{name: "remote state", wrap: func(l *ledger.Ledger) State { return remoteState{l} }},
+		{name: "http upstream", edit: func(t *testing.T) func(*Config) {
+			url := httpTestUpstream(t)
+			return func(c *Config) { c.Upstream.Command, c.Upstream.URL = nil, url }
+		}},
+		{name: "observe", edit: func(*testing.T) func(*Config) {
+			return func(c *Config) { c.Observe = Observe{All: true} }
+		}},
+		{name: "observe a step", edit: func(*testing.T) func(*Config) {
+			return func(c *Config) { c.Observe = Observe{Steps: []string{"echo"}} }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lanes := [2]*lane{}
+			for i, fast := range []bool{false, true} {
+				var edit func(*Config)
+				if tc.edit != nil {
+					edit = tc.edit(t)
+				}
+				lanes[i] = newLaneEdit(t, fastPlan, fast, tc.wrap, edit)
+			}
+			if lanes[1].p.fastLaneFor(context.Background(), nil, nil).direct {
+				t.Fatal("the lane would decide on the reader")
+			}
+			sameAnswers(t, lanes[0], lanes[1])
+		})
+	}
+}
+
+// httpTestUpstream starts the test upstream over streamable HTTP and
+// returns its URL.
+func httpTestUpstream(t *testing.T) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(testUpstreamBin, "--http", "127.0.0.1:"+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "http://") {
+	}
+	go io.Copy(io.Discard, stderr)
+	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+// sameAnswers runs fastScript through the MCP server (slow) and the fast
+// lane (fast): the answers and the audit records must be the same, and the
+// lane must take every plain call.
+func sameAnswers(t *testing.T, slow, fast *lane) {
+	t.Helper()
 	for _, step := range fastScript {
 		var got [2]string
 		for i, l := range []*lane{slow, fast} {
@@ -598,6 +678,13 @@ func readAudit(t *testing.T, path string) []map[string]any {
 // the ledger once the proxy stopped; audit is its journal.
 func laneProxy(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, upstreamArgs ...string) (p *Proxy, l *ledger.Ledger, audit string) {
 	t.Helper()
+	return laneProxyEdit(t, planText, fast, wrap, nil, upstreamArgs...)
+}
+
+// laneProxyEdit is laneProxy with the configuration changed by edit (when
+// set) before the proxy is built.
+func laneProxyEdit(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledger) State, edit func(*Config), upstreamArgs ...string) (p *Proxy, l *ledger.Ledger, audit string) {
+	t.Helper()
 	plan, diags := hclplan.Parse("plan.hcl", []byte(planText))
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -612,8 +699,12 @@ func laneProxy(t *testing.T, planText string, fast bool, wrap func(*ledger.Ledge
 	if wrap != nil {
 		state = wrap(l)
 	}
-	p, err = New(Config{Plan: plan, State: state, Now: fixedNow, CallTimeout: 2 * time.Second,
-		Upstream: UpstreamConfig{Command: append([]string{testUpstreamBin}, upstreamArgs...), Env: env, Stderr: testWriter{t}}, Log: testWriter{t}})
+	cfg := Config{Plan: plan, State: state, Now: fixedNow, CallTimeout: 2 * time.Second,
+		Upstream: UpstreamConfig{Command: append([]string{testUpstreamBin}, upstreamArgs...), Env: env, Stderr: testWriter{t}}, Log: testWriter{t}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,13 +26,14 @@ import (
 // and both audit records of the call. The lane reads a plain tools/call (of
 // an initialised session, or of protocol 2026-07-28, which has none) with
 // one validating scan (internal/wire), runs it on the request's goroutine
-// through the same middleware and handler the server would (handleCall:
+// through the same middleware and handler the server would (serveCall:
 // openCall → Decide → act → run → forward), and writes the answer the
-// server would for the request's era (laneera.go). Anything else (another
-// method, a task, a multi-round retry, an unknown tool, an id in flight
-// already, a _meta, header or session the server would refuse or treat
-// differently, a session with notifications waiting for it) goes to the
-// server unchanged.
+// server would for the request's era (laneera.go): multi-round retries and
+// calls of steps with an input block included. Anything else (another
+// method, a task, an unknown tool, an id in flight already, a _meta,
+// header or session the server would refuse or treat differently, a
+// session with notifications waiting for it, a legacy client's call that
+// may ask it for input on the POST's stream) goes to the server unchanged.
 //
 // What the server's forwarder would write on the call's response, an
 // upstream log message routed to the call (routeLog) or the call's
@@ -126,7 +127,7 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	if !ok {
 		return false
 	}
-	ps, ok := l.p.laneParams(params)
+	ps, whole, ok := l.p.laneParams(params)
 	if !ok {
 		return false
 	}
@@ -135,6 +136,18 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	era, ok := readLaneEra(ps.Meta)
 	if !ok || era.modern() != modern || modern && !l.p.modernHeaders(r.Header, era, ps.Name, params) {
 		return false
+	}
+	// A legacy client is asked for a round's input during the call, with a
+	// request on the POST's own event stream, which the server's transport
+	// carries (and routes the client's answer back).
+	if whole && !modern && asksInput(l.p.cur.Load().plan, ps.Name) {
+		return false
+	}
+	var rt mcp.MultiRoundTripParams
+	if ps.InputResponses != nil || ps.RequestState != nil {
+		if rt, ok = readRoundTrip(ps); !ok {
+			return false
+		}
 	}
 	ctx, cancel := context.WithCancel(l.p.eraContext(l.p.srv.WithContext(r.Context(), sess), era))
 	defer cancel()
@@ -159,24 +172,11 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
 	req.Params.Meta = era.meta
+	req.Params.MultiRoundTripParams = rt
 	defer hc.runAfter() // after the answer, whatever happens to it
-	res, err := l.handle(ctx, req)
-	if err == nil && res == nil {
-		err = fmt.Errorf("tool '%s' handler returned no result", req.Params.Name)
-	}
+	res, err := l.p.serveCall(ctx, req)
 	hc.answer(id, res, err, l.p.cfg.Log)
 	return true
-}
-
-// handle is the server's tool handler chain: its recovery, then the
-// calls in flight (routeLog), then handleCall.
-func (l *httpLane) handle(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
-		}
-	}()
-	return l.p.inflight.middleware(l.p.handleCall)(ctx, req)
 }
 
 // modernNotification reports whether the server's transport takes a

@@ -166,6 +166,7 @@ func TestMultiRoundRetryRealClients(t *testing.T) {
 					req := mcp.CallToolRequest{}
 					req.Params.Name = "ask"
 					req.Params.Arguments = map[string]any{"resultType": tc.rt}
+					before := p.fastTaken.Load()
 					res, err := cl.CallTool(ctx, req)
 					if err != nil {
 						t.Fatalf("call: %v", err)
@@ -181,8 +182,24 @@ func TestMultiRoundRetryRealClients(t *testing.T) {
 					if n := p.cfg.State.Progress(plan.Digest).Calls(0); n != 1 {
 						t.Errorf("counted %d calls, want 1", n)
 					}
+					// A lane writes a success's outcome record after its answer.
 					n, errs := auditCounts(t, audit)
+					for deadline := time.Now().Add(10 * time.Second); n["outcome"]+n["failed"] == 0 && time.Now().Before(deadline); n, errs = auditCounts(t, audit) {
+						time.Sleep(time.Millisecond)
+					}
 					rounds := int(tc.elicited + tc.sampled)
+					// The lanes take every round: over HTTP, a legacy
+					// client's call, asked on the POST's stream, is the
+					// server's.
+					want := int64(1)
+					if version == "" {
+						want += int64(rounds)
+					} else if front == "http" {
+						want = 0
+					}
+					if got := p.fastTaken.Load() - before; got != want {
+						t.Errorf("the fast lane took %d of the call's requests, want %d", got, want)
+					}
 					if n["allow"] != 1 || n["input"] != rounds || n["block"] != 0 || n["outcome"]+n["failed"] != 1 || (n["failed"] == 1) != tc.refused {
 						t.Errorf("audit records %v (failed: %v), want one allow, %d input, one outcome", n, errs, rounds)
 					}

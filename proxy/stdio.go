@@ -271,6 +271,13 @@ func (w *messageWriter) writeResult(p *Proxy, id json.RawMessage, res *mcp.CallT
 	}
 }
 
+// writeError answers request id with a tool handler's error, as the
+// server answers one (an internal error carrying its message).
+func (w *messageWriter) writeError(id json.RawMessage, err error) {
+	w.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
+		"error": mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)})
+}
+
 // stdioSession is the one stdio client's session with the MCP server.
 type stdioSession struct {
 	notifications chan mcp.JSONRPCNotification

@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -63,22 +61,8 @@ func TestUpstreamStdioLineIsBounded(t *testing.T) {
 // The HTTP upstream's JSON answer past the limit: the request fails with
 // the same error, having read about the limit.
 func TestUpstreamHTTPBodyIsBounded(t *testing.T) {
-	port := freePort(t)
-	cmd := exec.Command(testUpstreamBin, "--http", "127.0.0.1:"+port)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "http://") {
-	}
-	go io.Copy(io.Discard, stderr)
 	const limit = 1 << 20
-	u := runUpstream(t, UpstreamConfig{URL: "http://127.0.0.1:" + port + "/mcp", MaxMessageBytes: limit})
+	u := runUpstream(t, UpstreamConfig{URL: httpTestUpstream(t), MaxMessageBytes: limit})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := u.Request(ctx, "tools/call", json.RawMessage(`{"name":"big","arguments":{"bytes":1000}}`)); err != nil {
@@ -86,7 +70,7 @@ func TestUpstreamHTTPBodyIsBounded(t *testing.T) {
 	}
 	runtime.GC()
 	before := allocated()
-	_, err = u.Request(ctx, "tools/call", json.RawMessage(`{"name":"big","arguments":{"bytes":134217728}}`))
+	_, err := u.Request(ctx, "tools/call", json.RawMessage(`{"name":"big","arguments":{"bytes":134217728}}`))
 	if err == nil || !strings.Contains(err.Error(), "larger than the limit of 1048576 bytes") {
 		t.Fatalf("got %v, want the answer refused as too large", err)
 	}
