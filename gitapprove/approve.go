@@ -87,7 +87,7 @@ func Approve(ctx context.Context, req ApproveRequest) (ApproveResult, error) {
 	if onBase && bytes.Equal(approved, req.Src) && testsSame {
 		return ApproveResult{AlreadyApproved: true, Proposed: Proposed{Base: base}}, nil
 	}
-	body := ApprovalBody(req.Plan, base, req.Path, approved, onBase)
+	body := approvalBody(req.Plan, base, req.Path, approved, onBase)
 	if req.TestsPath != "" {
 		body += fmt.Sprintf("\nThe plan's tests, `%s`, are in this pull request too; the PR check runs them (`planlock plan test`). They are not signed: they can change without a new approval.\n", req.TestsPath)
 	}
@@ -108,9 +108,9 @@ func Approve(ctx context.Context, req ApproveRequest) (ApproveResult, error) {
 	return ApproveResult{Proposed: p, Body: body}, nil
 }
 
-// ApprovalBody is the approval pull request's text: the summary, then the
+// approvalBody is the approval pull request's text: the summary, then the
 // power diff against the version approved on base (when there is one).
-func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bool) string {
+func approvalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bool) string {
 	var b strings.Builder
 	b.WriteString(hclplan.Summary(p))
 	b.WriteString("\n")
@@ -129,11 +129,11 @@ func ApprovalBody(p *hclplan.Plan, base, path string, approved []byte, onBase bo
 	return b.String()
 }
 
-// ForgeFor picks the forge for the repository's remote: GitHub when a token
+// forgeFor picks the forge for the repository's remote: GitHub when a token
 // is given and the remote is on a GitHub host (see Credentials and
 // NewForge). Otherwise it returns nil and why, so the caller can tell the
 // person.
-func ForgeFor(repo *Repo, creds Credentials) (Forge, string) {
+func forgeFor(repo *Repo, creds Credentials) (Forge, string) {
 	u, err := repo.RemoteURL()
 	if err != nil {
 		return nil, err.Error()

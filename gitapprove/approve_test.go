@@ -126,14 +126,14 @@ func TestApproveFailures(t *testing.T) {
 func TestForgeFor(t *testing.T) {
 	f := newFixture(t, "main", nil)
 	repo := openRepo(t, f.work)
-	if fg, why := ForgeFor(repo, Credentials{}); fg != nil || !strings.Contains(why, "GH_TOKEN") {
+	if fg, why := forgeFor(repo, Credentials{}); fg != nil || !strings.Contains(why, "GH_TOKEN") {
 		t.Errorf("no token: %v %q", fg, why)
 	}
-	if fg, why := ForgeFor(repo, Credentials{GitHubToken: "tok"}); fg != nil || !strings.Contains(why, "not a known GitHub repository") {
+	if fg, why := forgeFor(repo, Credentials{GitHubToken: "tok"}); fg != nil || !strings.Contains(why, "not a known GitHub repository") {
 		t.Errorf("file remote: %v %q", fg, why)
 	}
 	rgit(t, f.work, "remote", "set-url", "origin", "git@github.com:acme/plans.git")
-	fg, why := ForgeFor(repo, Credentials{GitHubToken: "tok"})
+	fg, why := forgeFor(repo, Credentials{GitHubToken: "tok"})
 	gh, ok := fg.(*GitHub)
 	if !ok || why != "" || gh.api != "https://api.github.com" || gh.owner != "acme" || gh.repo != "plans" {
 		t.Errorf("github remote: %#v %q", fg, why)

@@ -37,7 +37,7 @@ type Credentials struct {
 // CredentialsFromEnv reads the tokens and the declared GitHub hosts through
 // getenv, so callers decide where the environment comes from.
 func CredentialsFromEnv(getenv func(string) string) Credentials {
-	c := Credentials{GitHubToken: TokenFromEnv(getenv), GitToken: getenv("PLANLOCK_GIT_TOKEN"), GitHubAPIURL: getenv("GITHUB_API_URL")}
+	c := Credentials{GitHubToken: tokenFromEnv(getenv), GitToken: getenv("PLANLOCK_GIT_TOKEN"), GitHubAPIURL: getenv("GITHUB_API_URL")}
 	if h := strings.TrimSpace(getenv("GH_HOST")); h != "" {
 		c.GitHubHosts = append(c.GitHubHosts, strings.ToLower(h))
 	}
@@ -49,8 +49,8 @@ func CredentialsFromEnv(getenv func(string) string) Credentials {
 	return c
 }
 
-// TokenFromEnv returns GH_TOKEN, else GITHUB_TOKEN, as gh does.
-func TokenFromEnv(getenv func(string) string) string {
+// tokenFromEnv returns GH_TOKEN, else GITHUB_TOKEN, as gh does.
+func tokenFromEnv(getenv func(string) string) string {
 	if t := getenv("GH_TOKEN"); t != "" {
 		return t
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/planlock/planlock/internal/oneline"
 )
 
-// HoldBranchPrefix starts the branch of every hold pull request.
-const HoldBranchPrefix = "planlock/hold/"
+// holdBranchPrefix starts the branch of every hold pull request.
+const holdBranchPrefix = "planlock/hold/"
 
 // PRChange is one file a pull request changes.
 type PRChange struct {
@@ -95,18 +95,18 @@ func (r *Repo) PRChanges(base, head plumbing.Hash) ([]PRChange, error) {
 //
 // It returns nil when the pull request passes, else why not.
 func CheckPR(headRef string, changes []PRChange, plansGlob, holdsGlob string) error {
-	if !strings.HasPrefix(headRef, HoldBranchPrefix) {
+	if !strings.HasPrefix(headRef, holdBranchPrefix) {
 		for _, c := range changes {
-			if GlobMatch(holdsGlob, c.Path) || strings.HasPrefix(c.Path, "holds/") {
-				return fmt.Errorf("%s changes hold file %s: hold files come only from hold pull requests (branches %s…)", headRef, c.Path, HoldBranchPrefix)
+			if globMatch(holdsGlob, c.Path) || strings.HasPrefix(c.Path, "holds/") {
+				return fmt.Errorf("%s changes hold file %s: hold files come only from hold pull requests (branches %s…)", headRef, c.Path, holdBranchPrefix)
 			}
 		}
 		return nil
 	}
-	rest := strings.TrimPrefix(headRef, HoldBranchPrefix)
+	rest := strings.TrimPrefix(headRef, holdBranchPrefix)
 	plan, id, ok := strings.Cut(rest, "/")
 	if !ok || plan == "" || id == "" || strings.Contains(id, "/") {
-		return fmt.Errorf("hold branch %s is not %s<plan>/<id>", headRef, HoldBranchPrefix)
+		return fmt.Errorf("hold branch %s is not %s<plan>/<id>", headRef, holdBranchPrefix)
 	}
 	want := "holds/" + plan + "/" + id + ".hcl"
 	var hold *HoldRequest
@@ -138,13 +138,13 @@ func CheckPR(headRef string, changes []PRChange, plansGlob, holdsGlob string) er
 		return fmt.Errorf("hold pull request %s changes %d other files (%s, …): it may change only its hold and one pin", headRef, len(others), others[0].Path)
 	}
 	c := others[0]
-	if !GlobMatch(plansGlob, c.Path) || c.Added || c.Deleted {
+	if !globMatch(plansGlob, c.Path) || c.Added || c.Deleted {
 		return fmt.Errorf("hold pull request %s changes %s: it may change only its hold and one pin of an existing plan", headRef, c.Path)
 	}
 	expect := c.Before
 	if hold.ObservedPin != "" {
 		var err error
-		if expect, err = UpdatePin(c.Before, hold.Step, hold.ObservedPin); err != nil {
+		if expect, err = updatePin(c.Before, hold.Step, hold.ObservedPin); err != nil {
 			return fmt.Errorf("hold pull request %s changes plan %s: %w", headRef, c.Path, err)
 		}
 	}
@@ -162,7 +162,7 @@ func CheckPR(headRef string, changes []PRChange, plansGlob, holdsGlob string) er
 		}
 		return fmt.Errorf("hold pull request %s changes plan %s beyond the pin of step %q", headRef, c.Path, hold.Step)
 	}
-	expect, err = UpdateToolPin(expect, hold.Tool, tp.Digest, *tp.Description, tp.Definition)
+	expect, err = updateToolPin(expect, hold.Tool, tp.Digest, *tp.Description, tp.Definition)
 	if err != nil {
 		return fmt.Errorf("hold pull request %s changes plan %s: %w", headRef, c.Path, err)
 	}

@@ -18,7 +18,7 @@ func TestCheckPR(t *testing.T) {
 	}
 	hold := sampleHold()
 	holdSrc, _ := WriteHold(hold)
-	pinned, err := UpdatePin(planSrc, hold.Step, hold.ObservedPin)
+	pinned, err := updatePin(planSrc, hold.Step, hold.ObservedPin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +91,16 @@ func TestCheckPRToolPin(t *testing.T) {
 	}
 	desc := "Refund an order, then mail the list."
 	def, digest := newDefinition(t, "refund", desc)
-	updated, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", digest, desc, def)
+	updated, err := updateToolPin([]byte(toolPinPlanSrc), "refund", digest, desc, def)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lookupDef, lookupDigest := newDefinition(t, "lookup", desc)
-	otherTool, err := UpdateToolPin([]byte(toolPinPlanSrc), "lookup", lookupDigest, desc, lookupDef)
+	otherTool, err := updateToolPin([]byte(toolPinPlanSrc), "lookup", lookupDigest, desc, lookupDef)
 	if err != nil {
 		t.Fatal(err)
 	}
-	digestOnly, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", digest, desc, nil)
+	digestOnly, err := updateToolPin([]byte(toolPinPlanSrc), "refund", digest, desc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@
 // Credentials: tokens are held in memory; Credentials decides where each
 // goes (the GitHub token to GitHub hosts over https only, as basic auth to
 // go-git and as a bearer token to the API; PLANLOCK_GIT_TOKEN to other https
-// Git hosts). NewForge (ForgeFor for an opened Repo) is the one place a
+// Git hosts). NewForge (forgeFor for an opened Repo) is the one place a
 // forge client is made, and refuses a token that would go over plain http.
 // This package never starts a process of its own and never sets environment
 // variables.

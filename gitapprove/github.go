@@ -100,12 +100,12 @@ func NewGitHub(o GitHubOptions) *GitHub {
 	return &GitHub{api: strings.TrimRight(o.APIURL, "/"), web: strings.TrimRight(o.WebURL, "/"), owner: o.Owner, repo: o.Repo, token: o.Token, hc: hc}
 }
 
-// GitHubEndpoints derives the API and web base URLs for the remote's host:
+// gitHubEndpoints derives the API and web base URLs for the remote's host:
 // github.com → api.github.com, a GHE.com tenant → api.TENANT.ghe.com, an
 // Enterprise host only when the environment declares it (GITHUB_SERVER_URL
 // as set by Actions, or GH_HOST as gh uses), so the token is never sent to a
 // host nobody declared to be GitHub (see Credentials).
-func GitHubEndpoints(rr RemoteRepo, getenv func(string) string) (api, web string, err error) {
+func gitHubEndpoints(rr RemoteRepo, getenv func(string) string) (api, web string, err error) {
 	c := CredentialsFromEnv(getenv)
 	if !c.IsGitHubHost(rr.Host) {
 		return "", "", fmt.Errorf("host %s: %w (for GitHub Enterprise set GH_HOST=%s)", rr.Host, ErrNotGitHub, rr.Host)

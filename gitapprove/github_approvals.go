@@ -51,11 +51,11 @@ func (g *GitHub) Approvers(ctx context.Context, number int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return LatestApprovers(reviews), nil
+	return latestApprovers(reviews), nil
 }
 
-// LatestApprovers applies that rule to reviews listed oldest first.
-func LatestApprovers(reviews []Review) []string {
+// latestApprovers applies that rule to reviews listed oldest first.
+func latestApprovers(reviews []Review) []string {
 	latest := map[string]string{}
 	for _, r := range reviews {
 		if r.User == "" {

@@ -272,7 +272,7 @@ func TestGitHubEndpoints(t *testing.T) {
 		{"no env", "gitlab.com", nil, "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			api, web, err := GitHubEndpoints(RemoteRepo{Host: tc.host, Owner: "o", Name: "r"}, func(k string) string { return tc.env[k] })
+			api, web, err := gitHubEndpoints(RemoteRepo{Host: tc.host, Owner: "o", Name: "r"}, func(k string) string { return tc.env[k] })
 			if tc.notGitHub {
 				if !errors.Is(err, ErrNotGitHub) {
 					t.Fatalf("err = %v, want ErrNotGitHub", err)

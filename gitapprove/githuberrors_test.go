@@ -82,11 +82,11 @@ func TestGitHubErrorsAreTyped(t *testing.T) {
 func TestBodiesFitGitHubsLimit(t *testing.T) {
 	gh := githubtest.New(t, "acme", "plans", "tok")
 	c := fakeClient(gh)
-	huge := strings.Repeat("é", MaxPRBody+10)
+	huge := strings.Repeat("é", maxPRBody+10)
 	if _, err := c.CreateOrUpdatePR(ctx(t), "b", "main", "t", huge); err != nil {
 		t.Fatalf("a long body is cut, not refused: %v", err)
 	}
-	if got := gh.Pull(1).Body; len([]rune(got)) > MaxPRBody || !strings.Contains(got, "(cut: GitHub allows 65536 characters") {
+	if got := gh.Pull(1).Body; len([]rune(got)) > maxPRBody || !strings.Contains(got, "(cut: GitHub allows 65536 characters") {
 		t.Errorf("body of %d characters, ends %q", len([]rune(got)), got[len(got)-80:])
 	}
 
@@ -94,8 +94,8 @@ func TestBodiesFitGitHubsLimit(t *testing.T) {
 	big, _ := json.Marshal(map[string]string{"note": strings.Repeat("x", 70000)})
 	hold.Args = big
 	hold.Reason = strings.Repeat("r", 5000)
-	body := HoldBody(hold, nil)
-	if n := len([]rune(body)); n > MaxPRBody {
+	body := holdBody(hold, nil)
+	if n := len([]rune(body)); n > maxPRBody {
 		t.Fatalf("hold body has %d characters", n)
 	}
 	for _, want := range []string{"are too long for a pull request description", hold.Path(), "rrr…"} {
@@ -107,7 +107,7 @@ func TestBodiesFitGitHubsLimit(t *testing.T) {
 		t.Error("the arguments are still in the body")
 	}
 	// Short arguments stay in the body, exactly.
-	if small := HoldBody(sampleHold(), nil); !strings.Contains(small, `"amount": 30`) {
+	if small := holdBody(sampleHold(), nil); !strings.Contains(small, `"amount": 30`) {
 		t.Errorf("short arguments missing:\n%s", small)
 	}
 }

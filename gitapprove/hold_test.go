@@ -236,15 +236,15 @@ const pinPlan = `plan "refund" {
 `
 
 func TestUpdatePin(t *testing.T) {
-	got, err := UpdatePin([]byte(pinPlan), "refund", "0c1f2e3d4b5a6978")
+	got, err := updatePin([]byte(pinPlan), "refund", "0c1f2e3d4b5a6978")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Replace(pinPlan, `"9f86d081884c7d65"`, `"0c1f2e3d4b5a6978"`, 1)
 	if string(got) != want {
-		t.Errorf("UpdatePin changed more than the pin:\n%s", got)
+		t.Errorf("updatePin changed more than the pin:\n%s", got)
 	}
-	got, err = UpdatePin([]byte(pinPlan), "count", "42")
+	got, err = updatePin([]byte(pinPlan), "count", "42")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,12 +255,12 @@ func TestUpdatePin(t *testing.T) {
 		{"plain", "has no pin"},
 		{"missing", "no step"},
 	} {
-		if _, err := UpdatePin([]byte(pinPlan), tc.step, "v"); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("UpdatePin(%s) err = %v, want %q", tc.step, err, tc.want)
+		if _, err := updatePin([]byte(pinPlan), tc.step, "v"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("updatePin(%s) err = %v, want %q", tc.step, err, tc.want)
 		}
 	}
-	if _, err := UpdatePin([]byte("plan {"), "x", "v"); err == nil {
-		t.Error("UpdatePin accepted a broken file")
+	if _, err := updatePin([]byte("plan {"), "x", "v"); err == nil {
+		t.Error("updatePin accepted a broken file")
 	}
 }
 
@@ -272,7 +272,7 @@ func TestHoldBodyGolden(t *testing.T) {
 	h.ObservedPin = "``x``"
 	h.RequestedBy = "token:ci`bot"
 	h.Args = json.RawMessage(`{"note":"` + "```" + `\n# heading","tag":"<b>&</b>"}`)
-	body := HoldBody(h, &PinChange{PlanPath: "plans/refund.hcl"})
+	body := holdBody(h, &PinChange{PlanPath: "plans/refund.hcl"})
 	golden(t, "hold-body.md", []byte(body))
 	if !strings.Contains(body, `"<b>&</b>"`) {
 		t.Error("arguments were HTML-escaped: the reviewer must see them as sent")

@@ -117,7 +117,7 @@ func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, bra
 		if !ok {
 			return HoldPR{}, fmt.Errorf("plan %s not found on %s", pin.PlanPath, base)
 		}
-		updated, err := UpdatePin(plan, hold.Step, hold.ObservedPin)
+		updated, err := updatePin(plan, hold.Step, hold.ObservedPin)
 		if err != nil {
 			return HoldPR{}, fmt.Errorf("update pin in %s: %w", pin.PlanPath, err)
 		}
@@ -137,7 +137,7 @@ func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, bra
 				return HoldPR{}, fmt.Errorf("plan %s not found on %s", pin.PlanPath, base)
 			}
 		}
-		updated, err := UpdateToolPin(plan, pin.ToolPin.Tool, pin.ToolPin.NewDigest, pin.ToolPin.NewDescription, pin.ToolPin.Definition)
+		updated, err := updateToolPin(plan, pin.ToolPin.Tool, pin.ToolPin.NewDigest, pin.ToolPin.NewDescription, pin.ToolPin.Definition)
 		if err != nil {
 			return HoldPR{}, fmt.Errorf("update tool_pin in %s: %w", pin.PlanPath, err)
 		}
@@ -148,7 +148,7 @@ func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, bra
 		Branch: branch, Base: base, Files: files,
 		Message: title + "\n\n" + hold.Reason,
 		Title:   title,
-		Body:    HoldBody(hold, pin),
+		Body:    holdBody(hold, pin),
 		Labels:  []string{LabelHold},
 	})
 	if err != nil {
@@ -157,12 +157,12 @@ func (h *Holds) open(ctx context.Context, hold *HoldRequest, pin *PinChange, bra
 	return HoldPR{Branch: p.Branch, Path: hold.Path(), PR: p.PR, Next: p.Next, Warning: p.Warning}, nil
 }
 
-// HoldBody is the pull request text a reviewer reads. The reason, pin value
+// holdBody is the pull request text a reviewer reads. The reason, pin value
 // and arguments may come from the upstream or the agent, so they are shown
 // only inside code spans and fences they cannot break out of. GitHub refuses
-// a body over MaxPRBody characters (422), so arguments too long for it are
+// a body over maxPRBody characters (422), so arguments too long for it are
 // left to the hold file, which holds them exactly, and long strings are cut.
-func HoldBody(hold *HoldRequest, pin *PinChange) string {
+func holdBody(hold *HoldRequest, pin *PinChange) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "An agent running plan %s asks to make one call that needs a human.\n\n", mdCode(clip(hold.PlanName, 200)))
 	fmt.Fprintf(&b, "- **Why:** %s\n", mdCode(clip(hold.Reason, 2000)))
@@ -192,7 +192,7 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	if pin != nil && pin.ToolPin != nil {
 		tail = "\nMerge to approve the new tool definition (the plan's tool_pin is updated; the call is repeated under the new plan); close without merging to refuse it.\n"
 	}
-	if runes(b.String())+runes(args)+runes(tail) > MaxPRBody {
+	if runes(b.String())+runes(args)+runes(tail) > maxPRBody {
 		args = fmt.Sprintf("\nThe arguments (%d bytes) are too long for a pull request description: read them in %s in this pull request's changes, exactly as the call will be made (the `arguments` attribute).\n",
 			len(hold.Args), mdCode(hold.Path()))
 	}
@@ -201,8 +201,8 @@ func HoldBody(hold *HoldRequest, pin *PinChange) string {
 	return b.String()
 }
 
-// MaxPRBody is GitHub's limit for a pull request or comment body, in characters.
-const MaxPRBody = 65536
+// maxPRBody is GitHub's limit for a pull request or comment body, in characters.
+const maxPRBody = 65536
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
 
@@ -214,13 +214,13 @@ func clip(s string, n int) string {
 	return string([]rune(s)[:n]) + "…"
 }
 
-// fitBody keeps a body within MaxPRBody, saying where it was cut.
+// fitBody keeps a body within maxPRBody, saying where it was cut.
 func fitBody(body string) string {
-	if runes(body) <= MaxPRBody {
+	if runes(body) <= maxPRBody {
 		return body
 	}
 	const note = "\n\n… (cut: GitHub allows 65536 characters; the full text is in the files of this pull request)\n"
-	r := []rune(body)[:MaxPRBody-runes(note)]
+	r := []rune(body)[:maxPRBody-runes(note)]
 	return string(r) + note
 }
 
@@ -372,10 +372,10 @@ func (h *Holds) approvals() string {
 	return DefaultApprovalsBranch
 }
 
-// UpdatePin sets the eq of the pin of step in a plan file to value, keeping
+// updatePin sets the eq of the pin of step in a plan file to value, keeping
 // the rest of the file as written. A pin that was a number stays a number
 // when value is one.
-func UpdatePin(src []byte, step, value string) ([]byte, error) {
+func updatePin(src []byte, step, value string) ([]byte, error) {
 	f, diags := hclwrite.ParseConfig(src, "plan.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("parse plan: %w", diags)

@@ -152,14 +152,14 @@ func TestGlobMatch(t *testing.T) {
 		{"holds/**/*.hcl", "holds/refund/h1.hcl", true},
 		{"**/*.hcl", "a.hcl", true},
 	} {
-		if got := GlobMatch(tc.pat, tc.name); got != tc.want {
-			t.Errorf("GlobMatch(%q, %q) = %v", tc.pat, tc.name, got)
+		if got := globMatch(tc.pat, tc.name); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.pat, tc.name, got)
 		}
 	}
 }
 
 func TestUnpinnedUses(t *testing.T) {
-	wf := "steps:\n  - uses: actions/checkout@v4\n  - uses: " + ActionSetupGo.Uses() + "\n  - uses: ./local\n    uses: evil/x@main\n  - uses: \"a/b@" + strings.Repeat("f", 40) + "\"\n"
+	wf := "steps:\n  - uses: actions/checkout@v4\n  - uses: " + actionSetupGo.Uses() + "\n  - uses: ./local\n    uses: evil/x@main\n  - uses: \"a/b@" + strings.Repeat("f", 40) + "\"\n"
 	if got := UnpinnedUses([]byte(wf)); !reflect.DeepEqual(got, []string{"actions/checkout@v4", "evil/x@main"}) {
 		t.Errorf("UnpinnedUses = %q", got)
 	}

@@ -17,14 +17,14 @@ import (
 
 // Approval kinds as the approvals branch and the signer name them.
 const (
-	KindPlan = "plan"
-	KindHold = "hold"
+	kindPlan = "plan"
+	kindHold = "hold"
 )
 
 // ApprovalFile is a plan or hold file at the reconciled commit.
 type ApprovalFile struct {
 	Path    string
-	Kind    string // KindPlan or KindHold
+	Kind    string // kindPlan or kindHold
 	Content []byte
 	// Bundle is its bundle on the approvals branch (nil when there is none).
 	Bundle []byte
@@ -81,10 +81,10 @@ func (r *Repo) Reconcile(ctx context.Context, o ReconcileOptions) ([]ApprovalFil
 			// A plan's tests are reviewed with it but never signed: they
 			// cannot change what the plan allows.
 			return nil
-		case GlobMatch(o.PlansGlob, f.Name):
-			kind = KindPlan
-		case GlobMatch(o.HoldsGlob, f.Name):
-			kind = KindHold
+		case globMatch(o.PlansGlob, f.Name):
+			kind = kindPlan
+		case globMatch(o.HoldsGlob, f.Name):
+			kind = kindHold
 		default:
 			return nil
 		}
@@ -150,10 +150,10 @@ func (r *Repo) Head() (plumbing.Hash, error) {
 	return h.Hash(), nil
 }
 
-// GlobMatch matches a slash-separated path against a pattern in bash
+// globMatch matches a slash-separated path against a pattern in bash
 // globstar syntax: "*" within one path segment, "**" as a whole segment for
 // any number of segments (zero included).
-func GlobMatch(pattern, name string) bool {
+func globMatch(pattern, name string) bool {
 	return globSegs(strings.Split(pattern, "/"), strings.Split(name, "/"))
 }
 

@@ -16,16 +16,16 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// DefaultMaxFetchBytes bounds one fetch into a ref cache (OpenRefCache)
+// defaultMaxFetchBytes bounds one fetch into a ref cache (OpenRefCache)
 // unless Options.MaxFetchBytes says otherwise.
-const DefaultMaxFetchBytes = 64 << 20
+const defaultMaxFetchBytes = 64 << 20
 
 // OpenRefCache opens the bare repository at dir, or makes an empty one
 // there for url, without fetching anything: a private copy for a process
 // that reads a few branches (the proxy's plans and approvals branches) and
 // fetches them by name with FetchBranches, so what is pushed to any other
 // branch never lands in it. Every pack fetched into it is bounded by
-// o.MaxFetchBytes (DefaultMaxFetchBytes when 0); a larger one is refused
+// o.MaxFetchBytes (defaultMaxFetchBytes when 0); a larger one is refused
 // while it streams.
 func OpenRefCache(ctx context.Context, url, dir string, o Options) (*Repo, error) {
 	if o.Remote == "" {
@@ -33,7 +33,7 @@ func OpenRefCache(ctx context.Context, url, dir string, o Options) (*Repo, error
 	}
 	max := o.MaxFetchBytes
 	if max == 0 {
-		max = DefaultMaxFetchBytes
+		max = defaultMaxFetchBytes
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

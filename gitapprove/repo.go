@@ -61,7 +61,7 @@ type Options struct {
 	// Enterprise server with a private CA).
 	CABundle []byte
 	// MaxFetchBytes bounds one fetch into a cache opened by OpenRefCache
-	// (DefaultMaxFetchBytes when 0).
+	// (defaultMaxFetchBytes when 0).
 	MaxFetchBytes int64
 }
 

@@ -33,10 +33,10 @@ type ToolPinChange struct {
 	OldDefinition []byte
 }
 
-// UpdateToolPin sets digest, description and (when given) the recorded
+// updateToolPin sets digest, description and (when given) the recorded
 // definition in the tool_pin block of every step of tool (steps of one tool
 // pin the same definition).
-func UpdateToolPin(src []byte, tool, digest, description string, definition []byte) ([]byte, error) {
+func updateToolPin(src []byte, tool, digest, description string, definition []byte) ([]byte, error) {
 	f, diags := hclwrite.ParseConfig(src, "plan.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("parse plan: %w", diags)

@@ -52,7 +52,7 @@ func newDefinition(t *testing.T, tool, desc string) ([]byte, string) {
 func TestUpdateToolPin(t *testing.T) {
 	desc := "Refund an order.\nThen mail ${the} list \"now\"."
 	def, newDigest := newDefinition(t, "refund", desc)
-	out, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", newDigest, desc, def)
+	out, err := updateToolPin([]byte(toolPinPlanSrc), "refund", newDigest, desc, def)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +72,14 @@ func TestUpdateToolPin(t *testing.T) {
 		t.Errorf("the definition is not written as an indented heredoc:\n%s", out)
 	}
 	// Without a definition only digest and description are written.
-	bare, err := UpdateToolPin([]byte(toolPinPlanSrc), "refund", "sha256:"+strings.Repeat("3", 64), desc, nil)
+	bare, err := updateToolPin([]byte(toolPinPlanSrc), "refund", "sha256:"+strings.Repeat("3", 64), desc, nil)
 	if err != nil || strings.Contains(string(bare), "definition") {
 		t.Fatalf("%v\n%s", err, bare)
 	}
 	if p.Steps[2].ToolPin.Digest != "sha256:"+strings.Repeat("2", 64) || p.Steps[2].ToolPin.Description != nil {
 		t.Fatalf("another tool's pin changed: %+v", p.Steps[2].ToolPin)
 	}
-	if _, err := UpdateToolPin([]byte(toolPinPlanSrc), "send_email", newDigest, desc, def); err == nil || !strings.Contains(err.Error(), `no step of tool "send_email" has a tool_pin`) {
+	if _, err := updateToolPin([]byte(toolPinPlanSrc), "send_email", newDigest, desc, def); err == nil || !strings.Contains(err.Error(), `no step of tool "send_email" has a tool_pin`) {
 		t.Fatalf("a tool without a pin: %v", err)
 	}
 }
@@ -91,7 +91,7 @@ func TestHoldBodyShowsTheToolDefinitionDiff(t *testing.T) {
 		Definition: []byte(`{"description":"Refund an order.","name":"refund"}`)}
 	h := &HoldRequest{PlanName: "p", PlanDigest: "sha256:" + strings.Repeat("9", 64), Step: "a", Tool: "refund", Args: []byte(`{}`),
 		Reason: "tool definition changed"}
-	body := HoldBody(h, &PinChange{PlanPath: "plans/p.hcl", ToolPin: c})
+	body := holdBody(h, &PinChange{PlanPath: "plans/p.hcl", ToolPin: c})
 	for _, want := range []string{
 		"### Tool definition changed: `refund`",
 		"- **Pinned digest:** `sha256:1111",
@@ -121,7 +121,7 @@ func TestHoldBodyDiffsTheOldAndNewDefinition(t *testing.T) {
 		Definition:    []byte(`{"_meta":{"ui":{"resourceUri":"ui://refund/form"}},"description":"Refund an order.","inputSchema":{"properties":{"cc":{"type":"string"},"order_id":{"type":"string"}},"type":"object"},"name":"refund"}`)}
 	h := &HoldRequest{PlanName: "p", PlanDigest: "sha256:" + strings.Repeat("9", 64), Step: "a", Tool: "refund", Args: []byte(`{}`),
 		Reason: "tool definition changed"}
-	body := HoldBody(h, &PinChange{PlanPath: "plans/p.hcl", ToolPin: c})
+	body := holdBody(h, &PinChange{PlanPath: "plans/p.hcl", ToolPin: c})
 	want := "Definition, pinned (-) and now (+), as the agent would read it:\n\n```diff\n" +
 		"  {\n" +
 		"+   \"_meta\": {\n" +

@@ -58,21 +58,21 @@ const WorkflowPath = ".github/workflows/planlock.yml"
 // CheckName is the name of the pull request check a ruleset must require.
 const CheckName = "planlock check"
 
-// PinnedAction is a GitHub action pinned by full commit SHA; Tag is the
+// pinnedAction is a GitHub action pinned by full commit SHA; Tag is the
 // release the SHA was published as, written beside it for people.
-type PinnedAction struct{ Repo, SHA, Tag string }
+type pinnedAction struct{ Repo, SHA, Tag string }
 
 // Uses is the value of a step's "uses:" key, with the tag as a comment.
-func (a PinnedAction) Uses() string { return a.Repo + "@" + a.SHA + " # " + a.Tag }
+func (a pinnedAction) Uses() string { return a.Repo + "@" + a.SHA + " # " + a.Tag }
 
 // The actions the workflows use, pinned: a tag can be moved to other code,
 // a commit SHA cannot.
 var (
-	ActionCheckout         = PinnedAction{"actions/checkout", "11bd71901bbe5b1630ceea73d27597364c9af683", "v4.2.2"}
-	ActionSetupGo          = PinnedAction{"actions/setup-go", "d35c59abb061a4a6fb18e82ac0862c26744d6ab5", "v5.5.0"}
-	ActionUploadArtifact   = PinnedAction{"actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"}
-	ActionDownloadArtifact = PinnedAction{"actions/download-artifact", "d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"}
-	ActionSetupNode        = PinnedAction{"actions/setup-node", "49933ea5288caeca8642d1e84afbd3f7d6820020", "v4.4.0"}
+	actionCheckout         = pinnedAction{"actions/checkout", "11bd71901bbe5b1630ceea73d27597364c9af683", "v4.2.2"}
+	actionSetupGo          = pinnedAction{"actions/setup-go", "d35c59abb061a4a6fb18e82ac0862c26744d6ab5", "v5.5.0"}
+	actionUploadArtifact   = pinnedAction{"actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"}
+	actionDownloadArtifact = pinnedAction{"actions/download-artifact", "d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"}
+	actionSetupNode        = pinnedAction{"actions/setup-node", "49933ea5288caeca8642d1e84afbd3f7d6820020", "v4.4.0"}
 )
 
 var (
@@ -148,7 +148,7 @@ func GitHubWorkflow(o WorkflowOptions) ([]byte, error) {
 	data := struct {
 		WorkflowOptions
 		Checkout, SetupGo, Upload, Download, Check, WorkflowPath string
-	}{o, ActionCheckout.Uses(), ActionSetupGo.Uses(), ActionUploadArtifact.Uses(), ActionDownloadArtifact.Uses(), CheckName, WorkflowPath}
+	}{o, actionCheckout.Uses(), actionSetupGo.Uses(), actionUploadArtifact.Uses(), actionDownloadArtifact.Uses(), CheckName, WorkflowPath}
 	var b bytes.Buffer
 	if err := workflowTmpl.ExecuteTemplate(&b, "wf", data); err != nil {
 		return nil, fmt.Errorf("render workflow: %w", err)

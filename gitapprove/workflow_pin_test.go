@@ -80,7 +80,7 @@ func TestWorkflowsPinnedAndLeastPrivilege(t *testing.T) {
 				t.Errorf("%s: sign job contains %q", name, bad)
 			}
 		}
-		for _, want := range []string{"contents: read", "id-token: write", "persist-credentials: false", "planlock reconcile", ActionUploadArtifact.Uses()} {
+		for _, want := range []string{"contents: read", "id-token: write", "persist-credentials: false", "planlock reconcile", actionUploadArtifact.Uses()} {
 			if !strings.Contains(sign, want) {
 				t.Errorf("%s: sign job lacks %q", name, want)
 			}
@@ -100,7 +100,7 @@ func TestWorkflowsPinnedAndLeastPrivilege(t *testing.T) {
 			t.Errorf("%s: publish job cannot push", name)
 		}
 		for _, line := range strings.Split(publish, "\n") {
-			if strings.Contains(line, "uses:") && !strings.Contains(line, ActionDownloadArtifact.Uses()) {
+			if strings.Contains(line, "uses:") && !strings.Contains(line, actionDownloadArtifact.Uses()) {
 				t.Errorf("%s: publish job runs third-party code: %s", name, strings.TrimSpace(line))
 			}
 		}
