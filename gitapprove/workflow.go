@@ -72,7 +72,6 @@ var (
 	actionSetupGo          = pinnedAction{"actions/setup-go", "d35c59abb061a4a6fb18e82ac0862c26744d6ab5", "v5.5.0"}
 	actionUploadArtifact   = pinnedAction{"actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"}
 	actionDownloadArtifact = pinnedAction{"actions/download-artifact", "d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"}
-	actionSetupNode        = pinnedAction{"actions/setup-node", "49933ea5288caeca8642d1e84afbd3f7d6820020", "v4.4.0"}
 )
 
 var (
