@@ -319,7 +319,11 @@ func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 	if err != nil {
 		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneline.Of(err.Error(), 300))}
 	}
-	doc, err := resultDocument(res)
+	// Only a complete result has a value to read (multiround.go).
+	doc, err := any(nil), wire.CheckResultType(res)
+	if err == nil {
+		doc, err = resultDocument(res)
+	}
 	if err != nil {
 		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), err)}
 	}

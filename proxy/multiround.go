@@ -43,13 +43,11 @@ import (
 // goes to the upstream with the upstream's own requestState, counts no
 // second time (the allow record of the first round counted the call), and
 // its answers are recorded (an "input" record). The call's outcome is
-// recorded once, when a round completes it. resources/read (mcp-go's
-// resource handlers return contents only) and tasks stay refused: any
+// recorded once, when a round completes it. Tasks stay refused: any
 // result type the gate does not relay ends the call with an error. Every
-// answer to a client passes through wire.RelayResult (tools) or wire.CheckResultType
-// (reads and gets), whichever path the request took (server, stdio or HTTP
-// fast lane); the lanes take neither retries nor calls of a step with an
-// input block (laneParams).
+// upstream result planlock relays or reads passes through wire.RelayResult
+// (tools) or wire.CheckResultType (reads, gets, completions, pin reads),
+// whichever path the request took (server, stdio or HTTP fast lane).
 
 // roundTripRefusal is the reason a client's request carrying a multi-round
 // retry's fields is refused; "" when it carries none.

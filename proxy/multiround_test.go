@@ -371,3 +371,60 @@ func TestMultiRoundRealClients(t *testing.T) {
 		}
 	}
 }
+
+// unknownTypePlan pins a step on a result that is not complete yet carries
+// the structured content the pin reads, and allows the prompt whose
+// argument completions the upstream answers raw.
+const unknownTypePlan = `
+plan "types" {
+  goal  = "results of types the gate does not relay"
+  order = "any"
+  step "ask" {
+    tool      = "ask"
+    max_calls = 5
+    arg "resultType" { max_length = 20 }
+    pin {
+      tool  = "ask"
+      args  = { resultType = "structured" }
+      field = "status"
+      eq    = "ok"
+    }
+  }
+  prompt "ask" {
+    arg "resultType" { max_length = 20 }
+    max_calls = 5
+  }
+}`
+
+// TestUnknownResultTypesAreNotRead: planlock reads nothing out of an
+// upstream result that is not a complete one, wherever it asked: a pin
+// read answered input_required (with the pinned field in its structured
+// content) is a failed pin read, and the call is not forwarded; a
+// completion/complete answered with a result type the gate does not know
+// is an error, not its values.
+func TestUnknownResultTypesAreNotRead(t *testing.T) {
+	calls := filepath.Join(t.TempDir(), "calls.jsonl")
+	l := newLaneUpstream(t, unknownTypePlan, true, nil, "--mode", "multi-round", "--calls-log", calls)
+	l.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"resultType":"complete"}}}`)
+	a := l.answer()
+	if strings.Contains(a, "call done") || !strings.Contains(a, `pin read ask`) || !strings.Contains(a, `input_required`) {
+		t.Errorf("a call pinned on an input_required result was answered %s; want the pin read failed on its result type", a)
+	}
+	for _, line := range upstreamCalls(t, calls) {
+		if strings.Contains(line, `"complete"`) {
+			t.Errorf("the call reached the upstream: %s", line)
+		}
+	}
+	for _, rt := range []string{"input_required", "weird", "task"} {
+		l.send(`{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"ask"},"argument":{"name":"resultType","value":"raw:` + rt + `"}}}`)
+		a = l.answer()
+		if strings.Contains(a, "completion done") || !strings.Contains(a, `"error"`) || !strings.Contains(a, rt) {
+			t.Errorf("a completion of result type %s was answered %s; want an error naming the type", rt, a)
+		}
+	}
+	// A completion the upstream completes is still relayed.
+	l.send(`{"jsonrpc":"2.0","id":3,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"ask"},"argument":{"name":"resultType","value":"tw"}}}`)
+	if a = l.answer(); !strings.Contains(a, `"twice"`) {
+		t.Errorf("a complete completion was answered %s", a)
+	}
+}

@@ -1068,6 +1068,10 @@ func (p *Proxy) complete(ctx context.Context, ref map[string]any, arg mcp.Comple
 	if err != nil {
 		return nil, fmt.Errorf("completion/complete: %s", oneline.Of(err.Error(), 300))
 	}
+	if err := wire.CheckResultType(res); err != nil {
+		// Its values are not a completion's (multiround.go).
+		return nil, fmt.Errorf("completion/complete: %s", err.Error())
+	}
 	var r mcp.CompleteResult
 	if err := json.Unmarshal(res, &r); err != nil {
 		return nil, fmt.Errorf("completion/complete: bad result: %w", err)

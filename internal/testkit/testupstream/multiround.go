@@ -15,7 +15,8 @@ import (
 )
 
 // The multi-round mode: an upstream that answers the tool "ask", the
-// resources test://ask/<type> and the prompt "ask" with a result of
+// resources test://ask/<type>, the prompt "ask" and the completion of its
+// argument typed "raw:<type>" with a result of
 // protocol 2026-07-28's multi-round kinds (resultType "input_required" with
 // inputRequests asking for a password and an LLM completion, "task", or any
 // other type), whatever protocol the client initialised with. mcp-go's own
@@ -79,7 +80,7 @@ func inputRequired(state string, names ...string) string {
 // state and answers are a retry's requestState and inputResponses.
 func rawResult(method, rt, state string, answers json.RawMessage) string {
 	inputs := `"inputRequests":{` + askInputs["password"] + `,` + askInputs["llm"] + `},"requestState":"upstream-state-1"`
-	text := map[string]string{"resources/read": "read done", "prompts/get": "prompt done"}[method]
+	text := map[string]string{"resources/read": "read done", "prompts/get": "prompt done", "completion/complete": "completion done"}[method]
 	if text == "" {
 		text = "call done"
 	}
@@ -95,6 +96,8 @@ func rawResult(method, rt, state string, answers json.RawMessage) string {
 		body = `"contents":[{"uri":"test://ask/complete","mimeType":"text/plain","text":` + quote(text) + `}]`
 	case "prompts/get":
 		body = `"messages":[{"role":"user","content":{"type":"text","text":` + quote(text) + `}}]`
+	case "completion/complete":
+		body = `"completion":{"values":[` + quote(text) + `]}`
 	default:
 		body = `"content":[{"type":"text","text":` + quote(text) + `}]`
 	}
@@ -120,6 +123,9 @@ func rawResult(method, rt, state string, answers json.RawMessage) string {
 		return `{"resultType":null,` + body + `}`
 	case "number":
 		return `{"resultType":7,` + body + `}`
+	case "structured":
+		// Not complete, yet with the structured content a pin reads.
+		return `{"resultType":"input_required","structuredContent":{"status":"ok"},` + body + `,` + inputs + `}`
 	}
 	return `{"resultType":` + quote(rt) + `,` + body + `,` + inputs + `}`
 }
@@ -139,6 +145,12 @@ func rawRequest(line []byte) (id json.RawMessage, method, rt string, args json.R
 			Name      string          `json:"name"`
 			URI       string          `json:"uri"`
 			Arguments json.RawMessage `json:"arguments"`
+			Ref       struct {
+				Name string `json:"name"`
+			} `json:"ref"`
+			Argument struct {
+				Value string `json:"value"`
+			} `json:"argument"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 {
@@ -169,6 +181,10 @@ func rawRequest(line []byte) (id json.RawMessage, method, rt string, args json.R
 		_ = json.Unmarshal(msg.Params.Arguments, &a)
 	case msg.Method == "resources/read" && strings.HasPrefix(msg.Params.URI, "test://ask/"):
 		a.ResultType = strings.TrimPrefix(msg.Params.URI, "test://ask/")
+	case msg.Method == "completion/complete" && msg.Params.Ref.Name == "ask" && strings.HasPrefix(msg.Params.Argument.Value, "raw:"):
+		// A completion of the prompt's argument typed "raw:<type>"
+		// (any other is completer's).
+		a.ResultType = strings.TrimPrefix(msg.Params.Argument.Value, "raw:")
 	default:
 		return nil, "", "", nil, false
 	}
