@@ -813,7 +813,7 @@ func (p *Proxy) retryCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // the client did not answer (why): counted in its first round, it is
 // recorded as failed, and its requestState is spent.
 func (p *Proxy) unanswered(ctx context.Context, req mcp.CallToolRequest, state string, why error) *mcp.CallToolResult {
-	msg := "the client did not answer the upstream's input request (" + oneline.Of(why.Error(), 300) + "), and the call ended"
+	msg := oneline.Of(why.Error(), 300) + "; the call ended"
 	ctx, st := p.withPlan(ctx)
 	now := p.cfg.Now()
 	rs, err := p.rounds.open(state, now)
@@ -826,5 +826,5 @@ func (p *Proxy) unanswered(ctx context.Context, req mcp.CallToolRequest, state s
 	call := ledger.Call{PlanDigest: rs.Plan, Step: step.Name, StepIndex: step.Index, Caller: rs.Caller, Tool: rs.Name, Args: raw}
 	p.record(ctx, st, call, step, rs.ticket(), ledger.Outcome{OK: false, Err: msg})
 	note(ctx, step.Name, OutcomeFailed, RuleMultiRound, 0)
-	return errorResult(fmt.Sprintf("%s; the call was counted (step %q, %d of max_calls %d)", msg, step.Name, rs.Used, step.MaxCalls))
+	return errorResult(fmt.Sprintf("%s, counted (step %q, %d of max_calls %d)", msg, step.Name, rs.Used, step.MaxCalls))
 }

@@ -563,8 +563,8 @@ func TestLegacyClientLeavesARoundUnanswered(t *testing.T) {
 			if err != nil {
 				t.Fatalf("call: %v", err)
 			}
-			want := `the client did not answer the upstream's input request`
-			if text := firstText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, `counted (step "ask", 1 of max_calls 1)`) {
+			want := `input request "password": the client did not answer: elicitation/create`
+			if text := firstText(res); !res.IsError || !strings.Contains(text, want) || !strings.Contains(text, `the call ended, counted (step "ask", 1 of max_calls 1)`) {
 				t.Errorf("call answered (isError %v) %s\nwant an error with %q", res.IsError, text, want)
 			}
 			if n := h.asked.Load(); n != 1 {
