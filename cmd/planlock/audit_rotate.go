@@ -10,7 +10,39 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// auditRotateOptions are the proxy's audit log rotation flags.
+// fileStateOptions are the flags of a state directory's journal, the
+// same for proxy and serve (each plan's journal): its rotation and the
+// start without its anchor. A postgres:// state, whose database holds the
+// audit chain, takes none of them.
+type fileStateOptions struct {
+	AcceptMissingAnchor bool
+	auditRotateOptions
+}
+
+// fileStateFlags are the names of fileStateOptions' flags.
+var fileStateFlags = []string{"accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"}
+
+func (f *fileStateOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere", Destination: &f.AcceptMissingAnchor},
+	}, f.auditRotateOptions.flags()...)
+}
+
+// apply sets the journal's options; a postgres:// state (pg) refuses
+// them when given.
+func (f *fileStateOptions) apply(o *ledger.Options, pg bool, given func(string) bool) error {
+	if pg {
+		for _, name := range fileStateFlags {
+			if given(name) {
+				return usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain", name)
+			}
+		}
+	}
+	o.AcceptMissingAnchor = f.AcceptMissingAnchor
+	return f.auditRotateOptions.apply(o)
+}
+
+// auditRotateOptions are the audit log rotation flags.
 type auditRotateOptions struct {
 	AuditRotateSize  string
 	AuditRotateEvery time.Duration

@@ -76,22 +76,21 @@ type proxyOptions struct {
 	repoOptions
 	holdOptions
 	telemetryOptions
-	auditRotateOptions  // audit_rotate.go
-	stateKeyOptions     // statekey.go
-	ReloadInterval      time.Duration
-	Listen              string
-	AllowOrigin         cli.StringSlice
-	InsecureNoAuth      bool
-	UpstreamURL         string
-	Env                 cli.StringSlice
-	Audit               string
-	LogFile             string
-	TokenFile           string
-	AuditRedact         bool
-	AcceptMissingAnchor bool
-	SyncEachCall        bool
-	CallTimeout         time.Duration
-	MaxMessageBytes     int
+	fileStateOptions // audit_rotate.go
+	stateKeyOptions  // statekey.go
+	ReloadInterval   time.Duration
+	Listen           string
+	AllowOrigin      cli.StringSlice
+	InsecureNoAuth   bool
+	UpstreamURL      string
+	Env              cli.StringSlice
+	Audit            string
+	LogFile          string
+	TokenFile        string
+	AuditRedact      bool
+	SyncEachCall     bool
+	CallTimeout      time.Duration
+	MaxMessageBytes  int
 	// localDir is the plan's directory under the state root, once known.
 	localDir string
 	// startLn is the listener a start failure is answered on, when it was
@@ -115,7 +114,6 @@ func (o *proxyOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "log-file", Usage: "append why the proxy could not start (state in use, plan refused) to `FILE` (default <state>/proxy.log)", TakesFile: true, Destination: &o.LogFile},
 		&cli.StringFlag{Name: "token-file", Usage: "with --listen: read the bearer token every request must carry from `FILE` (or set PLANLOCK_LISTEN_TOKEN)", TakesFile: true, Destination: &o.TokenFile},
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
-		&cli.BoolFlag{Name: "accept-missing-anchor", Usage: "start although the audit log's anchor (<state>/head) is missing, writing a new one at the log's end; for one start after an upgrade or a restored backup, once the log was checked against a head kept elsewhere", Destination: &o.AcceptMissingAnchor},
 		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it, also for steps with many calls left (no count leases; slower with concurrent clients); with --state postgres://, every call in its own transaction", Destination: &o.SyncEachCall},
 		&cli.DurationFlag{Name: "call-timeout", Value: 60 * time.Second, Usage: "timeout of each forwarded call", Destination: &o.CallTimeout},
 		&cli.IntFlag{Name: "max-message-bytes", Value: proxy.DefaultMaxMessageBytes, Usage: "largest client message (stdio line or HTTP body) read; a larger one gets a JSON-RPC error", Destination: &o.MaxMessageBytes},
@@ -125,7 +123,7 @@ func (o *proxyOptions) flags() []cli.Flag {
 	flags = append(flags, o.repoOptions.flags()...)
 	flags = append(flags, o.trustOptions.flags()...)
 	flags = append(flags, o.telemetryOptions.flags()...)
-	flags = append(flags, o.auditRotateOptions.flags()...)
+	flags = append(flags, o.fileStateOptions.flags()...)
 	flags = append(flags, o.stateKeyOptions.flags()...)
 	return append(flags, o.holdOptions.flags()...)
 }

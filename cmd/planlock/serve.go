@@ -41,6 +41,7 @@ type serveOptions struct {
 	ReloadInterval, CallTimeout, DrainTimeout          time.Duration
 	MaxMessageBytes                                    int
 	stateKeyOptions                                    // statekey.go
+	fileStateOptions                                   // audit_rotate.go: each plan's journal, as the proxy's
 	holdOptions                                        // proxy_holds.go: the proxy's hold flags
 	observeOptions                                     // proxy_observe.go: the proxy's observe flags
 	oauthOptions                                       // serve_oauth.go
@@ -55,7 +56,7 @@ func (o *serveOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "repo-branch", Usage: "`BRANCH` the plans are read from (default: the remote's default branch)", Category: repoCategory, Destination: &o.RepoBranch},
 		&cli.StringFlag{Name: "plans-path", Usage: "the plans directory's `PATH` in the repository the plans are signed from, e.g. plans (default: each file's path in its Git checkout)", Destination: &o.PlansPath},
 		&cli.StringFlag{Name: "listen", Usage: "serve HTTP on `ADDR` (e.g. 127.0.0.1:8080; a bare :PORT means loopback)", Required: true, Destination: &o.Listen},
-		&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock), or a postgres:// URL holding the state of the one plan served (see planlock state migrate)", TakesFile: true, Destination: &o.State},
+		&cli.StringFlag{Name: "state", Usage: "`DIR` holding one state directory per plan (default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock), or a postgres:// URL holding the state of every plan served (see planlock state migrate)", TakesFile: true, Destination: &o.State},
 		&cli.StringFlag{Name: "state-root", Usage: "with --state postgres://..., the `DIR` keeping each plan's local files (hold requests, Git caches; default: $XDG_STATE_HOME/planlock, else ~/.local/state/planlock)", TakesFile: true, Destination: &o.StateRoot},
 		&cli.StringFlag{Name: "tokens", Usage: "bearer token `FILE`: lines of \"sha256:<hex of the token> SUBJECT PLAN[,PLAN...]\" (required unless --oauth-issuer)", TakesFile: true, Destination: &o.Tokens},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "also accept requests whose Origin header is `ORIGIN` (scheme://host[:port], repeatable); other requests with an Origin are refused (403) unless it is the listen address", Destination: &o.AllowOrigin},
@@ -67,7 +68,7 @@ func (o *serveOptions) flags() []cli.Flag {
 		&cli.BoolFlag{Name: "audit-redact", Usage: "record the sha256 of the arguments instead of the arguments", Destination: &o.AuditRedact},
 		&cli.BoolFlag{Name: "sync-each-call", Usage: "make each allowed call's audit record durable (fdatasync) before forwarding it (no count leases)", Destination: &o.SyncEachCall},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log `FORMAT` on stderr: text or json", Destination: &o.LogFormat},
-	}, slices.Concat(o.stateKeyOptions.flags(), o.observeOptions.flags(), o.holdOptions.flags(), o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
+	}, slices.Concat(o.stateKeyOptions.flags(), o.fileStateOptions.flags(), o.observeOptions.flags(), o.holdOptions.flags(), o.oauthOptions.flags(), o.telemetryOptions.flags(), o.trustOptions.flags())...)
 }
 
 func serveCommand() *cli.Command {
@@ -225,6 +226,10 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	lo := ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall, StateKey: stateKey, AcceptUnkeyedState: o.AcceptUnkeyedState}
+	if err := o.fileStateOptions.apply(&lo, pgURL != "", o.given); err != nil {
+		return err
+	}
 	plansDir, repoDir := o.Plans, o.PlansPath
 	var repoSync *planload.RepoDirSync
 	if o.Repo != "" {
@@ -254,6 +259,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer tel.Close()
+	lo.OnSync = tel.OnSync()
 	holds.RepoURL = o.Repo
 	holds.OnGitHub = func(ctx context.Context, gh *gitapprove.GitHub, base string) {
 		_, _ = checkProtection(ctx, gh, base, func(s string) { log.Warn(strings.TrimPrefix(s, "planlock: ")) })
@@ -264,7 +270,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		Holds: &holds, Observe: observe,
 		Authenticators: auths, Challenge: challenge, Routes: routes,
 		HTTP: front, ReloadInterval: o.ReloadInterval, DrainTimeout: o.DrainTimeout,
-		Ledger:          ledger.Options{Redact: o.AuditRedact, SyncEachCall: o.SyncEachCall, OnSync: tel.OnSync(), StateKey: stateKey, AcceptUnkeyedState: o.AcceptUnkeyedState},
+		Ledger:          lo,
 		Observer:        tel.Observer,
 		Metrics:         tel.gatewayMetrics(),
 		UpstreamStderr:  func(plan string) *slog.Logger { return log.With("plan", plan, "from", "upstream stderr") },

@@ -461,3 +461,95 @@ func TestServeLegacyAskWithPostgresState(t *testing.T) {
 		t.Fatalf("the database holds %d input records, want 1:\n%s", n, out)
 	}
 }
+
+// TestServeJournalFlags: serve takes the proxy's journal flags for each
+// plan's state directory: --audit-rotate-size moves a plan's audit log
+// aside as a segment that verifies with the log as one chain, and a plan
+// whose anchor was lost is refused unless --accept-missing-anchor; with
+// --state postgres://... each is a usage error, as for the proxy.
+func TestServeJournalFlags(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	up := echoUpstream(t)
+	plans, root := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(plans, "a.hcl"), []byte(echoPlan("a", up, "    max_calls = 1000\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := func(t *testing.T) string {
+		t.Helper()
+		logs, _ := filepath.Glob(filepath.Join(root, "*", "audit.jsonl"))
+		if len(logs) != 1 {
+			t.Fatalf("state directories %v, want one", logs)
+		}
+		return filepath.Dir(logs[0])
+	}
+	t.Run("rotate", func(t *testing.T) {
+		base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", root, "--no-hold-prs", "--audit-rotate-size", "64KiB")
+		waitLog(t, log, `msg="plan served" plan=a`)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		tr, err := transport.NewStreamableHTTP(base+"/mcp/a", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.NewClient(tr)
+		defer c.Close()
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		// Each call adds an allow and an outcome record; 64 KiB pass
+		// within a few hundred.
+		for i := 0; i < 400; i++ {
+			segs, _ := filepath.Glob(filepath.Join(stateDir(t), "audit.*-*.jsonl"))
+			if len(segs) > 0 {
+				break
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = "echo", map[string]any{"message": "hi"}
+			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+				t.Fatalf("call %d: %v %+v", i, err, res)
+			}
+		}
+		segs, _ := filepath.Glob(filepath.Join(stateDir(t), "audit.*-*.jsonl"))
+		if len(segs) == 0 {
+			t.Fatal("no segment after 400 calls with --audit-rotate-size 64KiB")
+		}
+		t.Logf("segments %v", segs)
+		if code, out, errs := planlockRun(t, "audit", "verify", stateDir(t)); code != 0 {
+			t.Fatalf("audit verify of the rotated log: %d %s %s", code, out, errs)
+		}
+	})
+	t.Run("missing-anchor", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(stateDir(t), "head")); err != nil {
+			t.Fatal(err)
+		}
+		t.Run("refused", func(t *testing.T) {
+			_, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", root, "--no-hold-prs")
+			waitLog(t, log, `plan refused: .*anchor.* plan=a`)
+		})
+		t.Run("accepted", func(t *testing.T) {
+			base, log := startServe(t, "--plans", plans, "--insecure-skip-verify", "--state", root, "--no-hold-prs", "--accept-missing-anchor")
+			waitLog(t, log, `msg="plan served" plan=a`)
+			if text, isErr := callServed(t, base, "a", "echo", map[string]any{"message": "again"}); isErr {
+				t.Fatalf("a call after the anchor was accepted: %s", text)
+			}
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		tokens := filepath.Join(t.TempDir(), "tokens")
+		if err := os.WriteFile(tokens, []byte(authn.HashToken("tok")+" ops *\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, flag := range [][]string{{"--accept-missing-anchor"}, {"--audit-rotate-size", "1MiB"}, {"--audit-rotate-every", "1h"}} {
+			args := append([]string{"serve", "--plans", plans, "--insecure-skip-verify", "--state", "postgres://planlock@127.0.0.1:1/none",
+				"--tokens", tokens, "--listen", "127.0.0.1:0"}, flag...)
+			code, _, errs := planlockRun(t, args...)
+			if code != 2 || !strings.Contains(errs, flag[0]+" applies to a state directory, not to --state postgres://") {
+				t.Errorf("serve %s with a postgres state: exit %d, %q; want a usage error naming the flag", flag[0], code, errs)
+			}
+		}
+	})
+}

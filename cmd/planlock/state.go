@@ -27,15 +27,11 @@ func (o *proxyOptions) proxyStateOptions(onSync func(time.Duration), onWritable 
 	}
 	so := planrun.StateOptions{State: o.State, Root: root, Key: o.key, Log: o.errw,
 		LocalDir: func(d string) { o.localDir = d }}
-	if pgstate.IsURL(o.State) {
-		for _, f := range []string{"audit", "accept-missing-anchor", "audit-rotate-size", "audit-rotate-every"} {
-			if o.given(f) {
-				return so, usageErrorf("--%s applies to a state directory, not to --state postgres://...: the database holds the audit chain", f)
-			}
-		}
+	if pgstate.IsURL(o.State) && o.given("audit") {
+		return so, usageErrorf("--audit applies to a state directory, not to --state postgres://...: the database holds the audit chain")
 	}
 	so.Ledger = ledger.Options{AuditPath: o.Audit, Redact: o.AuditRedact, OnSync: onSync,
-		SyncEachCall: o.SyncEachCall, AcceptMissingAnchor: o.AcceptMissingAnchor,
+		SyncEachCall:       o.SyncEachCall,
 		AcceptUnkeyedState: o.AcceptUnkeyedState,
 		// One stdio client waits for each record anyway; a listener's
 		// sessions share the process's Ps.
@@ -55,7 +51,7 @@ func (o *proxyOptions) proxyStateOptions(onSync func(time.Duration), onWritable 
 				onWritable(err == nil)
 			}
 		}}
-	if err := o.auditRotateOptions.apply(&so.Ledger); err != nil {
+	if err := o.fileStateOptions.apply(&so.Ledger, pgstate.IsURL(o.State), o.given); err != nil {
 		return so, err
 	}
 	return so, nil
