@@ -33,8 +33,9 @@ import (
 // a progress token, whose notifications come before its answer). What it
 // leaves to the MCP server unchanged is what the server answers with an
 // error of its own or runs as a task: a tool it does not list, a _meta it
-// refuses, a number it cannot read, a task, an id that is not plain or is
-// in flight already.
+// refuses, a number it cannot read, a task, an id that is neither a string
+// nor a number or is in flight already. An id is answered as the server
+// writes it back (wire.ServerID).
 
 // answerLater is how a call forwarded without waiting is answered: one
 // value per call, its steps methods (closures would cost an allocation
@@ -203,7 +204,8 @@ func asksInput(plan *hclplan.Plan, tool string) bool {
 // call takes a tools/call request (its id and params as the client wrote
 // them) when it can; false leaves it, untouched, to the MCP server.
 func (f *fastLane) call(id, params json.RawMessage) bool {
-	if !wire.PlainID(id) {
+	id, ok := wire.ServerID(id) // the id the server would answer with
+	if !ok {
 		return false
 	}
 	ps, whole, ok := f.p.laneParams(params)
@@ -364,8 +366,12 @@ func (f *fastLane) cancel(params json.RawMessage) bool {
 	if json.Unmarshal(params, &ps) != nil || len(ps.RequestID) == 0 {
 		return false
 	}
+	key, ok := wire.ServerID(ps.RequestID) // as the call's id was kept
+	if !ok {
+		return false
+	}
 	f.mu.Lock()
-	cancel, ok := f.calls[string(ps.RequestID)]
+	cancel, ok := f.calls[string(key)]
 	f.mu.Unlock()
 	if ok {
 		cancel(causeCancelled)

@@ -862,3 +862,57 @@ func TestModernHeadersAsTheServerChecksThem(t *testing.T) {
 		})
 	}
 }
+
+// TestLanesTakeEveryIDSpelling: both lanes take a call whatever the
+// spelling of its string or number id, answer with the id the MCP server
+// would write (wire.ServerID), and find it again from a cancellation that
+// spells the id as the call did; an id of another kind is the server's.
+func TestLanesTakeEveryIDSpelling(t *testing.T) {
+	ids := []string{`1.0`, `-0`, `1e3`, `"\u0041"`, `12345678901234567890`, `2.5`}
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			var p *Proxy
+			var send func(body string) string
+			if front == "stdio" {
+				l := newLane(t, true)
+				p, send = l.p, func(body string) string { l.send(body); return l.answer() }
+			} else {
+				h := newHTTPSide(t, true)
+				p, send = h.p, func(body string) string {
+					_, text, _ := h.post(nil, body) // content type, id, answer
+					if i := strings.Index(text, "{"); i >= 0 {
+						return text[i:]
+					}
+					return text
+				}
+			}
+			for _, id := range ids {
+				before := p.fastTaken.Load()
+				a := send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`)
+				want, _ := wire.ServerID(json.RawMessage(id))
+				var env struct{ ID json.RawMessage }
+				if err := json.Unmarshal([]byte(a), &env); err != nil || string(env.ID) != string(want) || !strings.Contains(a, `"id"`) {
+					t.Errorf("id %s: answered %s, want id %s", id, a, want)
+				}
+				if n := p.fastTaken.Load() - before; n != 1 {
+					t.Errorf("id %s: the lane took %d calls, want 1", id, n)
+				}
+			}
+			before := p.fastTaken.Load()
+			send(`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":{"name":"echo","arguments":{"message":"id"}}}`)
+			if n := p.fastTaken.Load() - before; n != 0 {
+				t.Errorf("an object id: the lane took %d calls, want it left to the server", n)
+			}
+		})
+	}
+	// A cancellation spelled as the call's id reaches the call on the
+	// stdio lane (the HTTP lane's is TestCancelKey's).
+	l := newLane(t, true)
+	allows := l.allows()
+	l.send(`{"jsonrpc":"2.0","id":12.0,"method":"tools/call","params":{"name":"slow","arguments":{"ms":5000}}}`)
+	l.waitAllows(allows + 1)
+	l.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12.0,"reason":"user"}}`)
+	if a := l.answer(); !strings.Contains(a, `"id":12`) || !strings.Contains(a, "cancelled by the client") {
+		t.Errorf("the cancelled call answered %s", a)
+	}
+}

@@ -127,6 +127,9 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	if !ok {
 		return false
 	}
+	if id, ok = wire.ServerID(id); !ok { // the id the server would answer with
+		return false
+	}
 	ps, whole, ok := l.p.laneParams(params)
 	if !ok {
 		return false
@@ -213,9 +216,17 @@ func (l *httpLane) cancel(sid string, params json.RawMessage) bool {
 
 // cancelKey is how the server finds a call in flight from a cancellation:
 // the session ID and the request id as decoded into a Go value, printed.
-// ok is false for an id the lane does not echo as written (wire.PlainID).
+// ok is false for an id that is neither a string nor a number.
 func cancelKey(sid string, id json.RawMessage) (string, bool) {
 	if !wire.PlainID(id) {
+		var v any
+		if json.Unmarshal(id, &v) != nil {
+			return "", false
+		}
+		switch v.(type) {
+		case string, float64:
+			return sid + ":" + fmt.Sprint(v), true // as cancel prints it
+		}
 		return "", false
 	}
 	if s, ok := wire.PlainString(id); ok {

@@ -7,6 +7,27 @@ import (
 	"github.com/planlock/planlock/internal/jsonscan"
 )
 
+// ServerID is a string or number id as the MCP server writes it back
+// (mcp-go's HandleMessage reads it into an any: a number as a float64);
+// false for any other id (null, an object, an array, a boolean), which a
+// lane leaves to the server. A plain id (PlainID) comes back as written.
+func ServerID(id json.RawMessage) (json.RawMessage, bool) {
+	if PlainID(id) {
+		return id, true
+	}
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return nil, false
+	}
+	switch v.(type) {
+	case string, float64:
+	default:
+		return nil, false
+	}
+	b, err := json.Marshal(v)
+	return b, err == nil
+}
+
 // PlainID reports whether id is a JSON-RPC id the fast lane echoes as the
 // client wrote it, because the MCP server would echo the same text: a
 // string without escapes, or an integer of at most 15 digits without a

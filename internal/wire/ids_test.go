@@ -2,10 +2,13 @@ package wire
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // TestPlainID: the ids a fast lane echoes as written are those mcp-go's
@@ -117,6 +120,36 @@ func TestToolCallParamsIsJSON(t *testing.T) {
 		}
 		if err := json.Unmarshal(p, &c); err != nil || c.Name != name || string(c.Arguments) != `{"k":[1]}` {
 			t.Errorf("ToolCallParams(%q) = %s: read back %+v, %v", name, p, c, err)
+		}
+	}
+}
+
+// TestServerIDAsTheServerAnswers: ServerID is the id mcp-go's server puts
+// in its answer to a request of that id (a ping), for plain ids and
+// every other spelling it reads; one it does not read is refused.
+func TestServerIDAsTheServerAnswers(t *testing.T) {
+	srv := server.NewMCPServer("t", "1")
+	for _, id := range []string{`1`, `"a"`, `1.0`, `-0`, `"\u0041"`, `12345678901234567890`, `1.5`, `1e3`, `-7`, `""`, `"a\"b"`} {
+		got, ok := ServerID(json.RawMessage(id))
+		if !ok {
+			t.Errorf("ServerID(%s) refused an id the server reads", id)
+			continue
+		}
+		b, err := json.Marshal(srv.HandleMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer struct{ ID json.RawMessage }
+		if err := json.Unmarshal(b, &answer); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(answer.ID) {
+			t.Errorf("ServerID(%s) = %s, the server answers id %s", id, got, answer.ID)
+		}
+	}
+	for _, id := range []string{`null`, `{"x":1}`, `[1]`, `true`, `007`} {
+		if got, ok := ServerID(json.RawMessage(id)); ok {
+			t.Errorf("ServerID(%s) = %s, want it refused", id, got)
 		}
 	}
 }
