@@ -82,21 +82,30 @@ func startServe(t *testing.T, args ...string) (string, *peers.SyncBuffer) {
 	return waitLog(t, log, `at (http://127\.0\.0\.1:\d+)/mcp/<plan>`)[1], log
 }
 
+// servedClient is a started MCP client of url with token "tok"; the
+// caller closes it.
+func servedClient(t *testing.T, ctx context.Context, url string) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	if err := c.Start(ctx); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c
+}
+
 // callServed calls tool on plan through serve as an MCP client with token
 // "tok", and returns the result's text and whether it is an error.
 func callServed(t *testing.T, base, plan, tool string, args map[string]any) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tr, err := transport.NewStreamableHTTP(base+"/mcp/"+plan, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr)
+	c := servedClient(t, ctx, base+"/mcp/"+plan)
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "serve-runtime-test", Version: "1"}
@@ -488,15 +497,8 @@ func TestServeJournalFlags(t *testing.T) {
 		waitLog(t, log, `msg="plan served" plan=a`)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		tr, err := transport.NewStreamableHTTP(base+"/mcp/a", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := client.NewClient(tr)
+		c := servedClient(t, ctx, base+"/mcp/a")
 		defer c.Close()
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
 			t.Fatal(err)
 		}
