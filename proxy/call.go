@@ -319,11 +319,7 @@ func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 	if err != nil {
 		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), oneline.Of(err.Error(), 300))}
 	}
-	// Only a complete result has a value to read (multiround.go).
-	doc, err := any(nil), wire.CheckResultType(res)
-	if err == nil {
-		doc, err = resultDocument(res)
-	}
+	doc, err := resultDocument(res)
 	if err != nil {
 		return pinRead{reason: fmt.Sprintf("step %q: pin read %s(%s) failed: %v", step.Name, pin.Tool, pin.Args.String(), err)}
 	}
@@ -342,6 +338,10 @@ func (p *Proxy) readPin(ctx context.Context, step *hclplan.Step) pinRead {
 // resultDocument is the JSON document of a tool result that a pin reads:
 // structuredContent when present, else the first text content parsed as JSON.
 func resultDocument(raw json.RawMessage) (any, error) {
+	// Only a complete result has a value to read (multiround.go).
+	if err := wire.CheckResultType(raw); err != nil {
+		return nil, err
+	}
 	var r struct {
 		IsError    bool            `json:"isError"`
 		Structured json.RawMessage `json:"structuredContent"`

@@ -147,6 +147,9 @@ type fastParams struct {
 	Task           json.RawMessage `json:"task"`
 	InputResponses json.RawMessage `json:"inputResponses"`
 	RequestState   json.RawMessage `json:"requestState"`
+	// roundTrip is InputResponses and RequestState as the server decodes
+	// them (laneParams).
+	roundTrip mcp.MultiRoundTripParams
 }
 
 var fastParamNames = []string{"name", "arguments", "_meta", "task", "inputResponses", "requestState"}
@@ -186,7 +189,13 @@ func (p *Proxy) laneParams(params []byte) (ps fastParams, whole, ok bool) {
 	if names == nil || !(*names)[ps.Name] {
 		return ps, false, false
 	}
-	return ps, ps.InputResponses != nil || ps.RequestState != nil || asksInput(p.cur.Load().plan, ps.Name), true
+	if ps.InputResponses != nil || ps.RequestState != nil {
+		if ps.roundTrip, ok = readRoundTrip(ps); !ok {
+			return ps, false, false // the server answers params it cannot read
+		}
+		return ps, true, true
+	}
+	return ps, asksInput(p.cur.Load().plan, ps.Name), true
 }
 
 // asksInput reports whether a step of tool may relay input requests: its
@@ -216,12 +225,6 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	if !ok {
 		return false
 	}
-	var rt mcp.MultiRoundTripParams
-	if ps.InputResponses != nil || ps.RequestState != nil {
-		if rt, ok = readRoundTrip(ps); !ok {
-			return false // the server answers params it cannot read
-		}
-	}
 	key := string(id)
 	f.mu.Lock()
 	_, busy := f.calls[key]
@@ -238,7 +241,7 @@ func (f *fastLane) call(id, params json.RawMessage) bool {
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
 	req.Params.Meta = era.meta
-	req.Params.MultiRoundTripParams = rt
+	req.Params.MultiRoundTripParams = ps.roundTrip
 	if whole || !f.direct {
 		f.whole(later, era, req)
 		return true

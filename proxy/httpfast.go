@@ -146,12 +146,6 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	if whole && !modern && asksInput(l.p.cur.Load().plan, ps.Name) {
 		return false
 	}
-	var rt mcp.MultiRoundTripParams
-	if ps.InputResponses != nil || ps.RequestState != nil {
-		if rt, ok = readRoundTrip(ps); !ok {
-			return false
-		}
-	}
 	ctx, cancel := context.WithCancel(l.p.eraContext(l.p.srv.WithContext(r.Context(), sess), era))
 	defer cancel()
 	l.mu.Lock()
@@ -175,7 +169,7 @@ func (l *httpLane) call(w http.ResponseWriter, r *http.Request, sid string, sess
 	req.Params.Name = ps.Name
 	req.Params.RawArguments = ps.Arguments
 	req.Params.Meta = era.meta
-	req.Params.MultiRoundTripParams = rt
+	req.Params.MultiRoundTripParams = ps.roundTrip
 	defer hc.runAfter() // after the answer, whatever happens to it
 	res, err := l.p.serveCall(ctx, req)
 	hc.answer(id, res, err, l.p.cfg.Log)
